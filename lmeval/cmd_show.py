@@ -1,0 +1,129 @@
+"""``lmeval show PLAN``: what a plan will ask the model, before anything runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from plans import DocRecord, InstanceRecord, PlanHeader, PlanReader
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("show", help="print a plan's header, per-task counts and rendered examples")
+    p.add_argument("plan", help="plan file (.msgpack)")
+    p.add_argument("-n", "--examples", type=int, default=1, help="rendered Instances to print per task")
+    p.add_argument("--task", help="only this task")
+    p.add_argument("--jsonl", action="store_true", help="one JSON object per Instance (lm-eval's fields)")
+    p.add_argument("--config", action="store_true", help="also print the resolved config")
+    p.set_defaults(func=run)
+
+
+def instance_json(rec: InstanceRecord) -> dict[str, Any]:
+    """lm-eval's Instance fields plus what the plan adds (ids, hashes, token counts)."""
+    return {
+        "task": rec.task,
+        "doc_id": rec.doc_id,
+        "idx": rec.idx,
+        "request_type": rec.request_type,
+        "arguments": list(rec.arguments),
+        "repeats": rec.repeats,
+        "instance_id": rec.instance_id,
+        "request_hash": rec.request_hash,
+        "n_context_tokens": None if rec.context_ids is None else len(rec.context_ids),
+        "n_continuation_tokens": None if rec.continuation_ids is None else len(rec.continuation_ids),
+    }
+
+
+def _instances(reader: PlanReader, task: str | None) -> Iterator[InstanceRecord]:
+    for rec in reader.records(task=task) if task else reader:
+        if isinstance(rec, InstanceRecord):
+            yield rec
+
+
+def header_lines(h: PlanHeader) -> list[str]:
+    m = h.model
+    lines = [
+        f"plan      {h.plan_hash}",
+        f"format    {h.format} v{h.version} (lmeval {h.lmeval_version})",
+        f"model     {m.name} backend={m.backend}"
+        + (f" path={m.path}" if m.path else "")
+        + (f" tokenizer={m.tokenizer_hash[:12]}" if m.tokenizer_hash else "")
+        + (f" chat_template={m.chat_template_hash[:12]}" if m.chat_template_hash else ""),
+        f"totals    {len(h.tasks)} tasks, {h.n_docs} docs, {h.n_instances} instances",
+    ]
+    return lines
+
+
+def print_header(h: PlanHeader, with_config: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    for line in header_lines(h):
+        console.print(line, markup=False)
+    table = Table(show_header=True, header_style="bold")
+    for col in ("task", "output_type", "n-shot", "docs", "instances", "metrics", "groups", "task_hash"):
+        table.add_column(col)
+    for t in h.tasks:
+        metrics = ",".join(str(m.get("metric", m)) for m in t.metric_list)
+        table.add_row(
+            t.name,
+            t.output_type,
+            str(t.num_fewshot),
+            str(t.n_docs),
+            str(t.n_instances),
+            metrics,
+            ",".join(t.groups),
+            t.task_hash[:12],
+        )
+    console.print(table)
+    if h.groups:
+        for g in h.groups:
+            console.print(f"group {g.name}: {len(g.subtasks)} subtasks", markup=False)
+    if with_config:
+        console.print_json(json.dumps(h.config, sort_keys=True))
+
+
+def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
+    shown: dict[str, int] = {}
+    names = [task] if task else [t.name for t in reader.header.tasks]
+    out = sys.stdout
+    for name in names:
+        for rec in _instances(reader, name):
+            if shown.get(name, 0) >= n:
+                break
+            shown[name] = shown.get(name, 0) + 1
+            out.write(f"\n── {rec.task} doc {rec.doc_id} idx {rec.idx} ({rec.request_type}) ──\n")
+            out.write(rec.context)
+            if rec.request_type == "loglikelihood":
+                out.write(f"⟦{rec.continuation}⟧\n")
+            elif rec.request_type == "generate_until":
+                out.write(f"\n⟦generate: {json.dumps(rec.generation_kwargs, sort_keys=True)}⟧\n")
+            else:
+                out.write("\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    with PlanReader(args.plan) as reader:
+        if args.task and args.task not in {t.name for t in reader.header.tasks}:
+            from plans.errors import UserError
+
+            raise UserError(f"{args.plan}: no task {args.task!r} in plan")
+        if args.jsonl:
+            write = sys.stdout.write
+            for rec in _instances(reader, args.task):
+                write(json.dumps(instance_json(rec), ensure_ascii=False) + "\n")
+            return 0
+        print_header(reader.header, args.config)
+        if args.examples > 0:
+            print_examples(reader, args.examples, args.task)
+        # a full pass verifies the plan hash, so `show` also tells a user the file is intact
+        for _ in reader:
+            pass
+    return 0
+
+
+__all__ = ["register", "run", "instance_json", "DocRecord"]

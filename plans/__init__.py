@@ -1,0 +1,41 @@
+"""The contract between lmeval's stages: the plan format, the results schema, plan diff and the release lock.
+
+Every stage imports this package and nothing else of lmeval's; see FORMAT.md for the design note.
+"""
+
+from plans.canonical import canonical_bytes, sha256_hex
+from plans.errors import PlanError, UserError
+from plans.io import PlanReader, read_header, read_plan, write_plan
+from plans.records import (
+    FORMAT,
+    VERSION,
+    DocRecord,
+    GroupSummary,
+    InstanceRecord,
+    ModelInfo,
+    Plan,
+    PlanHeader,
+    TaskSummary,
+    instance_id_for,
+)
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "DocRecord",
+    "GroupSummary",
+    "InstanceRecord",
+    "ModelInfo",
+    "Plan",
+    "PlanError",
+    "UserError",
+    "PlanHeader",
+    "PlanReader",
+    "TaskSummary",
+    "canonical_bytes",
+    "instance_id_for",
+    "read_header",
+    "read_plan",
+    "sha256_hex",
+    "write_plan",
+]

@@ -1,0 +1,279 @@
+"""Write and read plan files: a canonical msgpack header map followed by one map per record.
+
+Writing is atomic (temporary file, fsync, rename): a failed compile leaves nothing behind. Reading streams
+records with bounded memory and, by default, verifies ``plan_hash`` and the record counts when the stream
+ends, so a truncated or modified plan is an error, never silently shorter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+import msgpack
+
+from plans.canonical import canonical_bytes
+from plans.errors import PlanError
+from plans.records import FORMAT, VERSION, DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
+
+Record = DocRecord | InstanceRecord
+
+_READ_CHUNK = 1 << 20
+
+
+def _header_hash_bytes(header: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in header.items() if k != "plan_hash"}
+    return canonical_bytes(body)
+
+
+def encode_records(records: Iterable[Record]) -> tuple[list[bytes], list[Record]]:
+    out: list[bytes] = []
+    recs: list[Record] = []
+    for r in records:
+        out.append(canonical_bytes(r.to_dict()))
+        recs.append(r)
+    return out, recs
+
+
+def seal(header: PlanHeader, records: Iterable[Record]) -> tuple[PlanHeader, list[bytes]]:
+    """Encode records, fill in per-task byte spans, counts and ``plan_hash``; return header and record bytes."""
+    blobs, recs = encode_records(records)
+    blobs_joined = b"".join(blobs)
+    spans: dict[str, list[int]] = {}
+    pos = 0
+    n_docs = n_inst = 0
+    last_task: str | None = None
+    for blob, rec in zip(blobs, recs, strict=True):
+        if rec.task != last_task and rec.task in spans:
+            raise ValueError(f"plan records of task {rec.task!r} are not contiguous")
+        last_task = rec.task
+        span = spans.setdefault(rec.task, [pos, 0])
+        span[1] = pos + len(blob) - span[0]
+        pos += len(blob)
+        if isinstance(rec, DocRecord):
+            n_docs += 1
+        else:
+            n_inst += 1
+    unknown = set(spans) - {t.name for t in header.tasks}
+    if unknown:
+        raise ValueError(f"plan records name tasks missing from the header: {sorted(unknown)}")
+    extra = dict(header.extra)
+    extra["spans"] = {t.name: spans.get(t.name, [pos, 0]) for t in header.tasks}
+    tasks = [replace(t, task_hash=task_hash(t, spans.get(t.name), blobs_joined)) for t in header.tasks]
+    sealed = replace(header, tasks=tasks, n_docs=n_docs, n_instances=n_inst, extra=extra, plan_hash="")
+    h = hashlib.sha256(_header_hash_bytes(sealed.to_dict()))
+    for b in blobs:
+        h.update(b)
+    return replace(sealed, plan_hash=h.hexdigest()), blobs
+
+
+def task_hash(task: TaskSummary, span: list[int] | None, records: bytes) -> str:
+    """sha256 over what defines a task's part of the plan: its scoring config and its records."""
+    h = hashlib.sha256(
+        canonical_bytes(
+            {
+                "name": task.name,
+                "output_type": task.output_type,
+                "num_fewshot": task.num_fewshot,
+                "version": task.version,
+                "metric_list": task.metric_list,
+                "filter_list": task.filter_list,
+                "config": task.config,
+            }
+        )
+    )
+    if span is not None:
+        h.update(records[span[0] : span[0] + span[1]])
+    return h.hexdigest()
+
+
+def write_plan(path: str | os.PathLike[str], header: PlanHeader, records: Iterable[Record]) -> PlanHeader:
+    """Write a plan atomically to ``path`` and return its sealed header (with ``plan_hash``)."""
+    sealed, blobs = seal(header, records)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(canonical_bytes(sealed.to_dict()))
+            for b in blobs:
+                f.write(b)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return sealed
+
+
+def plan_bytes(header: PlanHeader, records: Iterable[Record]) -> tuple[PlanHeader, bytes]:
+    """The exact bytes ``write_plan`` would write (for tests and in-memory use)."""
+    sealed, blobs = seal(header, records)
+    return sealed, canonical_bytes(sealed.to_dict()) + b"".join(blobs)
+
+
+class _HashingReader:
+    def __init__(self, f: IO[bytes], h: Any) -> None:
+        self._f = f
+        self._h = h
+
+    def read(self, n: int = -1) -> bytes:
+        b = self._f.read(n)
+        self._h.update(b)
+        return b
+
+
+def _decode_record(obj: Any, path: str) -> Record:
+    if not isinstance(obj, dict):
+        raise PlanError(f"{path}: malformed plan record (not a map)")
+    kind = obj.get("kind")
+    try:
+        if kind == "doc":
+            return DocRecord.from_dict(obj)
+        if kind == "instance":
+            return InstanceRecord.from_dict(obj)
+    except TypeError as e:
+        raise PlanError(f"{path}: malformed {kind} record: {e}") from None
+    raise PlanError(f"{path}: unknown plan record kind {kind!r}")
+
+
+def _check_header(obj: Any, path: str) -> PlanHeader:
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise PlanError(f"{path}: not an lmeval plan (no '{FORMAT}' header)")
+    version = obj.get("version")
+    if version != VERSION:
+        raise PlanError(
+            f"{path}: plan format version {version!r}, but this lmeval reads version {VERSION}; "
+            f"recompile the plan with this lmeval or use the lmeval that wrote it"
+        )
+    try:
+        return PlanHeader.from_dict(obj)
+    except (KeyError, TypeError) as e:
+        raise PlanError(f"{path}: malformed plan header ({e})") from None
+
+
+class PlanReader:
+    """Stream a plan: ``header`` at once, records on iteration, hash checked at the end of the stream."""
+
+    def __init__(self, path: str | os.PathLike[str], verify: bool = True) -> None:
+        self.path = str(path)
+        self.verify = verify
+        try:
+            self._f: IO[bytes] = open(self.path, "rb")  # noqa: SIM115 - closed in close()/iteration
+        except OSError as e:
+            raise PlanError(f"{self.path}: cannot open plan ({e.strerror})") from None
+        self._raw_header: dict[str, Any]
+        self.header, self._records_start = self._read_header()
+
+    def _read_header(self) -> tuple[PlanHeader, int]:
+        unpacker = msgpack.Unpacker(self._f, raw=False, read_size=_READ_CHUNK, strict_map_key=True)
+        try:
+            obj = unpacker.unpack()
+        except msgpack.OutOfData:
+            raise PlanError(f"{self.path}: empty or truncated plan (no header)") from None
+        except Exception:
+            raise PlanError(f"{self.path}: not an lmeval plan (cannot decode a msgpack header)") from None
+        header = _check_header(obj, self.path)
+        self._raw_header = obj
+        return header, unpacker.tell()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> PlanReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Record]:
+        return self.records()
+
+    def records(self, task: str | None = None) -> Iterator[Record]:
+        """All records in file order, or only those of ``task`` (seeks to its span; no hash check then)."""
+        if task is not None:
+            yield from self._task_records(task)
+            return
+        self._f.seek(self._records_start)
+        h = hashlib.sha256(_header_hash_bytes(self._raw_header))
+        src: Any = _HashingReader(self._f, h) if self.verify else self._f
+        unpacker = msgpack.Unpacker(src, raw=False, read_size=_READ_CHUNK, strict_map_key=True)
+        n_docs = n_inst = 0
+        try:
+            for obj in unpacker:
+                rec = _decode_record(obj, self.path)
+                if isinstance(rec, DocRecord):
+                    n_docs += 1
+                else:
+                    n_inst += 1
+                yield rec
+        except PlanError:
+            raise
+        except Exception as e:
+            raise PlanError(f"{self.path}: corrupt plan record stream ({type(e).__name__})") from None
+        if self.verify:
+            if (n_docs, n_inst) != (self.header.n_docs, self.header.n_instances):
+                raise PlanError(
+                    f"{self.path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
+                    f"header says {self.header.n_docs} and {self.header.n_instances}"
+                )
+            if h.hexdigest() != self.header.plan_hash:
+                raise PlanError(f"{self.path}: plan hash mismatch: the file was modified or truncated")
+
+    def _task_records(self, task: str) -> Iterator[Record]:
+        spans = self.header.extra.get("spans", {})
+        if task not in spans:
+            raise PlanError(f"{self.path}: no task {task!r} in plan")
+        start, length = spans[task]
+        self._f.seek(self._records_start + start)
+        data = self._f.read(length)
+        if len(data) != length:
+            raise PlanError(f"{self.path}: truncated plan (task {task!r} is cut short)")
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True)
+        unpacker.feed(data)
+        try:
+            for obj in unpacker:
+                yield _decode_record(obj, self.path)
+        except PlanError:
+            raise
+        except Exception as e:
+            raise PlanError(f"{self.path}: corrupt plan record stream ({type(e).__name__})") from None
+
+    def task_bytes(self, task: str) -> bytes:
+        """The raw canonical bytes of one task's records (for fast equality checks in diff)."""
+        spans = self.header.extra.get("spans", {})
+        start, length = spans[task]
+        self._f.seek(self._records_start + start)
+        return self._f.read(length)
+
+
+def read_header(path: str | os.PathLike[str]) -> PlanHeader:
+    """Only the header (bounded memory, no hash check)."""
+    with PlanReader(path, verify=False) as r:
+        return r.header
+
+
+def read_plan(path: str | os.PathLike[str], verify: bool = True) -> Plan:
+    """A whole plan in memory, hash verified."""
+    with PlanReader(path, verify=verify) as r:
+        docs: list[DocRecord] = []
+        instances: list[InstanceRecord] = []
+        for rec in r:
+            if isinstance(rec, DocRecord):
+                docs.append(rec)
+            else:
+                instances.append(rec)
+        return Plan(header=r.header, docs=docs, instances=instances)
+
+
+def task_summary(header: PlanHeader, name: str) -> TaskSummary:
+    return header.task(name)

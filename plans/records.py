@@ -1,0 +1,236 @@
+"""Typed records of a plan: one header, then per document a DocRecord followed by its InstanceRecords.
+
+These dataclasses are the contract between compiler, executor, scorer and diff. They hold data only
+(str, int, float, bool, None, lists and string-keyed maps): never code, never pickles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+FORMAT = "lmeval-plan"
+VERSION = 1
+
+RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
+REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")
+OUTPUT_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "multiple_choice", "generate_until")
+
+
+def instance_id_for(task: str, doc_id: int, idx: int) -> str:
+    """Stable id of an Instance: 16 hex digits of sha256(task, doc_id, idx). Shards and resume key on it."""
+    return hashlib.sha256(f"{task}\x00{doc_id}\x00{idx}".encode()).hexdigest()[:16]
+
+
+def shard_of(instance_id: str, n_shards: int) -> int:
+    """The shard (0-based) an Instance belongs to when a plan is split ``n_shards`` ways."""
+    return int(instance_id, 16) % n_shards
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the plan was compiled for: enough to refuse a model whose tokenizer differs."""
+
+    name: str
+    path: str | None = None
+    backend: str = "vllm"
+    tokenizer: str | None = None  # tokenizer identity (name or path)
+    tokenizer_hash: str | None = None  # sha256 over the tokenizer's vocabulary/merges/config, if known
+    chat_template_hash: str | None = None  # sha256 of the chat template text when one was applied
+    add_bos_token: bool = False
+    engine: dict[str, Any] = field(default_factory=dict)  # engine args from the model config
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelInfo:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    name: str
+    output_type: str
+    n_docs: int
+    n_instances: int
+    num_fewshot: int
+    task_hash: str  # sha256 over the task's config and all of its doc and instance records
+    data_fingerprint: str  # sha256 over the docs as loaded (before few-shot), in order
+    version: Any = None
+    metric_list: list[dict[str, Any]] = field(default_factory=list)  # lm-eval metric_list entries (data only)
+    filter_list: list[dict[str, Any]] = field(default_factory=list)  # lm-eval filter_list entries (data only)
+    groups: list[str] = field(default_factory=list)  # groups this task belongs to
+    config: dict[str, Any] = field(default_factory=dict)  # the resolved task config (data only)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TaskSummary:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A group (e.g. mmlu, mmlu_stem) and how its subtasks aggregate."""
+
+    name: str
+    subtasks: list[str]  # task or group names, in config order
+    aggregate_metric_list: list[dict[str, Any]] = field(default_factory=list)
+    version: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GroupSummary:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class PlanHeader:
+    config: dict[str, Any]  # the fully resolved Hydra config
+    model: ModelInfo
+    tasks: list[TaskSummary]
+    groups: list[GroupSummary] = field(default_factory=list)
+    lmeval_version: str = "0"
+    n_docs: int = 0
+    n_instances: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. skipped bad lines of a JSONL task spec
+    plan_hash: str = ""  # filled in by the writer; sha256 over everything else (see FORMAT.md)
+    format: str = FORMAT
+    version: int = VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "version": self.version,
+            "lmeval_version": self.lmeval_version,
+            "config": self.config,
+            "model": self.model.to_dict(),
+            "tasks": [t.to_dict() for t in self.tasks],
+            "groups": [g.to_dict() for g in self.groups],
+            "n_docs": self.n_docs,
+            "n_instances": self.n_instances,
+            "extra": self.extra,
+            "plan_hash": self.plan_hash,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PlanHeader:
+        return cls(
+            format=d["format"],
+            version=d["version"],
+            lmeval_version=d.get("lmeval_version", "0"),
+            config=d.get("config", {}),
+            model=ModelInfo.from_dict(d["model"]),
+            tasks=[TaskSummary.from_dict(t) for t in d.get("tasks", [])],
+            groups=[GroupSummary.from_dict(g) for g in d.get("groups", [])],
+            n_docs=d.get("n_docs", 0),
+            n_instances=d.get("n_instances", 0),
+            extra=d.get("extra", {}),
+            plan_hash=d.get("plan_hash", ""),
+        )
+
+    def task(self, name: str) -> TaskSummary:
+        for t in self.tasks:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class DocRecord:
+    """Everything the scorer needs about one document, so no scorer reloads data or configs."""
+
+    task: str
+    doc_id: int
+    doc: dict[str, Any]  # the document as processed (after process_docs)
+    target: Any  # doc_to_target result: str, int, or list of them
+    choices: list[str] | None = None  # doc_to_choice result, when the task has choices
+    fewshot_ids: list[int] = field(default_factory=list)  # pool indices of the few-shot examples drawn
+    doc_hash: str = ""  # sha256 of the canonical doc
+
+    kind: str = "doc"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DocRecord:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    """One model request, as lm-eval's Instance: ``arguments`` is rebuilt from context/continuation/kwargs."""
+
+    instance_id: str
+    task: str
+    doc_id: int
+    idx: int
+    request_type: str  # loglikelihood | loglikelihood_rolling | generate_until
+    context: str
+    continuation: str | None = None  # loglikelihood: the continuation string as lm-eval passes it
+    generation_kwargs: dict[str, Any] | None = None  # generate_until: lm-eval's gen kwargs (until, ...)
+    repeats: int = 1
+    context_ids: list[int] | None = None  # token ids the executor feeds (after the whitespace move)
+    continuation_ids: list[int] | None = None
+    request_hash: str = ""  # sha256 of what the model sees: request type, strings, token ids, kwargs
+
+    kind: str = "instance"
+
+    @property
+    def arguments(self) -> tuple[Any, ...]:
+        """lm-eval's ``Instance.arguments`` for this request."""
+        if self.request_type == "loglikelihood":
+            return (self.context, self.continuation)
+        if self.request_type == "loglikelihood_rolling":
+            return (self.context,)
+        return (self.context, self.generation_kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InstanceRecord:
+        return cls(**_known(cls, d))
+
+
+def request_hash_of(
+    request_type: str,
+    context: str,
+    continuation: str | None,
+    generation_kwargs: dict[str, Any] | None,
+    context_ids: list[int] | None,
+    continuation_ids: list[int] | None,
+) -> str:
+    """What identifies a request to a model: two Instances with the same hash get the same answer."""
+    from plans.canonical import content_hash
+
+    return content_hash(
+        {
+            "request_type": request_type,
+            "context": context,
+            "continuation": continuation,
+            "generation_kwargs": generation_kwargs,
+            "context_ids": context_ids,
+            "continuation_ids": continuation_ids,
+        }
+    )
+
+
+@dataclass
+class Plan:
+    """A whole plan in memory (small plans, tests). Large plans are streamed with ``PlanReader``."""
+
+    header: PlanHeader
+    docs: list[DocRecord]
+    instances: list[InstanceRecord]
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}

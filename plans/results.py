@@ -1,0 +1,134 @@
+"""The results contract: what the executor writes and the scorer reads.
+
+A results directory holds ``manifest.json`` (a RunManifest) and Parquet parts ``part-*.parquet``, each
+written atomically, one row per Instance with the columns of ``RESULT_COLUMNS``. Resume and merge key on
+``instance_id``; a directory belongs to exactly one plan (``plan_hash``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from plans.errors import PlanError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+MANIFEST = "manifest.json"
+PART_GLOB = "part-*.parquet"
+
+# name -> polars dtype name; the order is the column order of every part
+RESULT_COLUMNS: dict[str, str] = {
+    "instance_id": "String",
+    "task": "String",
+    "doc_id": "Int64",
+    "idx": "Int64",
+    "request_type": "String",
+    "request_hash": "String",
+    "loglikelihood": "Float64",  # loglikelihood(_rolling): summed log-prob of the continuation
+    "is_greedy": "Boolean",  # loglikelihood: every continuation token was the argmax
+    "n_continuation_tokens": "Int64",  # tokens scored (loglikelihood) or generated (first sample)
+    "response": "String",  # generate_until: the (first) generated text
+    "responses": "List(String)",  # generate_until: all repeats' texts, in order
+    "finish_reason": "String",  # generate_until: stop | length | ...
+}
+
+
+def polars_schema() -> dict[str, Any]:
+    import polars as pl
+
+    types: dict[str, Any] = {
+        "String": pl.String,
+        "Int64": pl.Int64,
+        "Float64": pl.Float64,
+        "Boolean": pl.Boolean,
+        "List(String)": pl.List(pl.String),
+    }
+    return {name: types[t] for name, t in RESULT_COLUMNS.items()}
+
+
+@dataclass
+class RunManifest:
+    plan_hash: str
+    plan_path: str
+    model: dict[str, Any]  # name, path, revision/identity, tokenizer hash
+    backend: str
+    engine_args: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)  # lmeval, vllm, torch, transformers
+    shard: str | None = None  # "i/n" when the run covers one shard
+    n_instances: int = 0  # instances this run is responsible for
+    started: str | None = None
+    finished: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunManifest:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_manifest(results_dir: str | os.PathLike[str]) -> RunManifest:
+    p = Path(results_dir) / MANIFEST
+    try:
+        with open(p, encoding="utf-8") as f:
+            return RunManifest.from_dict(json.load(f))
+    except FileNotFoundError:
+        raise PlanError(f"{results_dir}: not a results directory (no {MANIFEST})") from None
+    except (json.JSONDecodeError, TypeError) as e:
+        raise PlanError(f"{p}: malformed manifest ({e})") from None
+
+
+def write_manifest(results_dir: str | os.PathLike[str], manifest: RunManifest) -> None:
+    write_json_atomic(Path(results_dir) / MANIFEST, manifest.to_dict())
+
+
+def part_files(results_dir: str | os.PathLike[str]) -> list[Path]:
+    return sorted(Path(results_dir).glob(PART_GLOB))
+
+
+def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:
+    """All rows of a results directory (parts concatenated, sorted by task, doc_id, idx).
+
+    Raises PlanError when an instance id occurs twice.
+    """
+    import polars as pl
+
+    parts = part_files(results_dir)
+    schema = polars_schema()
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    df = pl.concat([pl.read_parquet(p).select(list(schema)).cast(schema) for p in parts], how="vertical")
+    dup = df.filter(pl.col("instance_id").is_duplicated())
+    if dup.height:
+        first = dup.row(0, named=True)
+        raise PlanError(
+            f"{results_dir}: instance {first['instance_id']} ({first['task']} doc {first['doc_id']}) "
+            f"appears {dup.height} times"
+        )
+    return df.sort(["task", "doc_id", "idx"])

@@ -1,0 +1,162 @@
+"""The plan contract: canonical bytes, hashing, streaming, and refusal of damaged plans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from plans import (
+    DocRecord,
+    InstanceRecord,
+    ModelInfo,
+    PlanError,
+    PlanHeader,
+    PlanReader,
+    TaskSummary,
+    canonical_bytes,
+    instance_id_for,
+    read_header,
+    read_plan,
+    write_plan,
+)
+from plans.records import request_hash_of, shard_of
+
+DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+
+
+def _arc_records(n: int = 20) -> tuple[PlanHeader, list[DocRecord | InstanceRecord]]:
+    rows = [json.loads(line) for line in (DATA / "arc_easy" / "test.jsonl").read_text().splitlines()[:n]]
+    records: list[DocRecord | InstanceRecord] = []
+    n_inst = 0
+    for doc_id, row in enumerate(rows):
+        choices = row["choices"]["text"]
+        target = row["choices"]["label"].index(row["answerKey"])
+        records.append(DocRecord(task="arc_easy", doc_id=doc_id, doc=row, target=target, choices=choices))
+        ctx = f"Question: {row['question']}\nAnswer:"
+        for idx, choice in enumerate(choices):
+            cont = f" {choice}"
+            records.append(
+                InstanceRecord(
+                    instance_id=instance_id_for("arc_easy", doc_id, idx),
+                    task="arc_easy",
+                    doc_id=doc_id,
+                    idx=idx,
+                    request_type="loglikelihood",
+                    context=ctx,
+                    continuation=cont,
+                    request_hash=request_hash_of("loglikelihood", ctx, cont, None, None, None),
+                )
+            )
+            n_inst += 1
+    header = PlanHeader(
+        config={"run": {"limit": n}, "model": {"name": "tiny"}},
+        model=ModelInfo(name="tiny"),
+        tasks=[
+            TaskSummary(
+                name="arc_easy",
+                output_type="multiple_choice",
+                n_docs=len(rows),
+                n_instances=n_inst,
+                num_fewshot=0,
+                task_hash="",
+                data_fingerprint="x",
+                metric_list=[{"metric": "acc"}],
+            )
+        ],
+    )
+    return header, records
+
+
+def test_canonical_bytes_sort_keys_and_refuse_non_data() -> None:
+    assert canonical_bytes({"b": 1, "a": [1, (2, 3)]}) == canonical_bytes({"a": [1, [2, 3]], "b": 1})
+    with pytest.raises(TypeError):
+        canonical_bytes({"a": b"bytes"})
+    with pytest.raises(TypeError):
+        canonical_bytes({"a": float("nan")})
+    with pytest.raises(TypeError):
+        canonical_bytes({1: "int key"})
+
+
+def test_roundtrip_and_hash(tmp_path: Path) -> None:
+    header, records = _arc_records()
+    sealed = write_plan(tmp_path / "p.msgpack", header, records)
+    assert len(sealed.plan_hash) == 64
+    assert sealed.n_docs == 20 and sealed.n_instances == sealed.tasks[0].n_instances
+    assert sealed.tasks[0].task_hash and sealed.tasks[0].task_hash != sealed.plan_hash
+    plan = read_plan(tmp_path / "p.msgpack")
+    assert plan.header == sealed
+    assert plan.docs + plan.instances and plan.instances[0] == records[1]
+    assert plan.instances[0].arguments == (records[1].context, records[1].continuation)  # type: ignore[union-attr]
+    assert read_header(tmp_path / "p.msgpack").plan_hash == sealed.plan_hash
+    with PlanReader(tmp_path / "p.msgpack") as r:
+        only = list(r.records(task="arc_easy"))
+    assert only == records
+
+
+def test_same_content_same_bytes_in_other_process(tmp_path: Path) -> None:
+    header, records = _arc_records()
+    write_plan(tmp_path / "a.msgpack", header, records)
+    code = (
+        "import sys; sys.path.insert(0, %r); from tests.plans.test_io import _arc_records; "
+        "from plans import write_plan; h, r = _arc_records(); write_plan(%r, h, r)"
+    ) % (str(Path(__file__).resolve().parents[2]), str(tmp_path / "b.msgpack"))
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": "123"})
+    assert (tmp_path / "a.msgpack").read_bytes() == (tmp_path / "b.msgpack").read_bytes()
+
+
+def test_modified_plan_is_refused(tmp_path: Path) -> None:
+    header, records = _arc_records()
+    p = tmp_path / "p.msgpack"
+    write_plan(p, header, records)
+    data = bytearray(p.read_bytes())
+    i = data.rindex(b"Answer:")
+    data[i] = ord("a")
+    p.write_bytes(bytes(data))
+    with pytest.raises(PlanError, match="hash mismatch"):
+        read_plan(p)
+
+
+def test_truncated_plan_is_refused(tmp_path: Path) -> None:
+    header, records = _arc_records()
+    p = tmp_path / "p.msgpack"
+    write_plan(p, header, records)
+    data = p.read_bytes()
+    for cut in (len(data) - 1, len(data) - 200, len(data) // 2):
+        p.write_bytes(data[:cut])
+        with pytest.raises(PlanError):
+            read_plan(p)
+
+
+def test_non_plan_and_other_version(tmp_path: Path) -> None:
+    p = tmp_path / "x.msgpack"
+    p.write_bytes(b"hello world, not msgpack at all \xff\xfe")
+    with pytest.raises(PlanError, match="not an lmeval plan"):
+        read_header(p)
+    p.write_bytes(msgpack.packb({"format": "lmeval-plan", "version": 99}))
+    with pytest.raises(PlanError, match="version 99"):
+        read_header(p)
+    p.write_bytes(b"")
+    with pytest.raises(PlanError, match="empty"):
+        read_header(p)
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
+    header, records = _arc_records()
+    bad = records + [DocRecord(task="arc_easy", doc_id=999, doc={"x": float("inf")}, target=0)]
+    with pytest.raises(TypeError):
+        write_plan(tmp_path / "p.msgpack", header, bad)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_instance_ids_and_shards_are_stable() -> None:
+    assert instance_id_for("arc_easy", 3, 1) == instance_id_for("arc_easy", 3, 1)
+    assert instance_id_for("arc_easy", 3, 1) != instance_id_for("arc_easy", 1, 3)
+    ids = [instance_id_for("t", d, 0) for d in range(3000)]
+    counts = [sum(shard_of(i, 3) == s for i in ids) for s in range(3)]
+    assert sum(counts) == 3000 and min(counts) > 900
