@@ -64,6 +64,7 @@ class RunManifest:
     n_instances: int = 0  # instances this run is responsible for
     started: str | None = None
     finished: str | None = None
+    stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,7 +124,7 @@ def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:
     schema = polars_schema()
     if not parts:
         return pl.DataFrame(schema=schema)
-    df = pl.concat([pl.read_parquet(p).select(list(schema)).cast(schema) for p in parts], how="vertical")
+    df = pl.concat([pl.read_parquet(p).select(list(schema)).cast(schema) for p in parts], how="vertical")  # type: ignore[arg-type]
     dup = df.filter(pl.col("instance_id").is_duplicated())
     if dup.height:
         first = dup.row(0, named=True)

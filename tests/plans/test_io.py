@@ -103,9 +103,9 @@ def test_same_content_same_bytes_in_other_process(tmp_path: Path) -> None:
     header, records = _arc_records()
     write_plan(tmp_path / "a.msgpack", header, records)
     code = (
-        "import sys; sys.path.insert(0, %r); from tests.plans.test_io import _arc_records; "
-        "from plans import write_plan; h, r = _arc_records(); write_plan(%r, h, r)"
-    ) % (str(Path(__file__).resolve().parents[2]), str(tmp_path / "b.msgpack"))
+        "import sys; sys.path.insert(0, {!r}); from tests.plans.test_io import _arc_records; "
+        "from plans import write_plan; h, r = _arc_records(); write_plan({!r}, h, r)"
+    ).format(str(Path(__file__).resolve().parents[2]), str(tmp_path / "b.msgpack"))
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": "123"})
     assert (tmp_path / "a.msgpack").read_bytes() == (tmp_path / "b.msgpack").read_bytes()
 

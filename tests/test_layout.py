@@ -1,0 +1,54 @@
+"""The stage boundary: compiler, executor and scorer share only plans/, and stay light to import."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGES = ("compiler", "executor", "scorer")
+
+
+def _imported_top_levels(pkg: str) -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / pkg).rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stages_never_import_each_other(stage: str) -> None:
+    others = set(STAGES) - {stage} | {"lmeval"}
+    assert _imported_top_levels(stage) & others == set()
+
+
+def test_plans_imports_no_stage() -> None:
+    assert _imported_top_levels("plans") & (set(STAGES) | {"lmeval"}) == set()
+
+
+@pytest.mark.parametrize(
+    ("stage", "forbidden"),
+    [
+        ("executor", ["jinja2", "datasets", "hydra"]),
+        ("compiler", ["torch", "vllm"]),
+        ("scorer", ["torch", "vllm", "jinja2", "hydra", "datasets"]),
+        ("plans", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers"]),
+    ],
+)
+def test_import_does_not_pull_heavy_modules(stage: str, forbidden: list[str]) -> None:
+    code = (
+        f"import sys, {stage}\n"
+        f"bad = [m for m in {forbidden!r} if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
