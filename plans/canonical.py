@@ -13,37 +13,85 @@ from typing import Any
 
 import msgpack
 
+_SCALARS = (type(None), bool, int, str)
+
+
+def _norm(value: Any) -> Any:
+    # hot path (every plan record goes through here): no path bookkeeping; _explain finds the culprit on error
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        if math.isfinite(value):
+            return value
+        raise _Bad
+    if t is dict:
+        keys = list(value)
+        for k in keys:
+            if type(k) is not str:
+                raise _Bad
+        keys.sort()
+        return {k: _norm(value[k]) for k in keys}
+    if t is list or t is tuple:
+        if all(type(v) is int for v in value):  # token ids: already canonical
+            return list(value)
+        return [_norm(v) for v in value]
+    if isinstance(value, _SCALARS + (float, dict, list, tuple)):  # subclasses (e.g. IntEnum, OrderedDict)
+        return _norm(_plain(value))
+    raise _Bad
+
+
+class _Bad(Exception):
+    pass
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return list(value)
+
+
+def _explain(value: Any, path: str) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path}: non-finite float {value!r} cannot be encoded canonically"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"{path}: map key {k!r} is not a string"
+            found = _explain(v, f"{path}.{k}")
+            if found:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _explain(v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if value is None or isinstance(value, bool | int | str | float):
+        return None
+    return f"{path}: value of type {type(value).__name__} cannot be encoded in a plan"
+
 
 def normalize(value: Any, path: str = "$") -> Any:
     """Return ``value`` as plain msgpack-safe data with maps sorted by key; raise TypeError otherwise."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise TypeError(f"{path}: non-finite float {value!r} cannot be encoded canonically")
-        return value
-    if isinstance(value, dict):
-        out = {}
-        for key in sorted(value, key=_key_of(path)):
-            out[key] = normalize(value[key], f"{path}.{key}")
-        return out
-    if isinstance(value, list | tuple):
-        return [normalize(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    raise TypeError(f"{path}: value of type {type(value).__name__} cannot be encoded in a plan")
-
-
-def _key_of(path: str) -> Any:
-    def key(k: Any) -> str:
-        if not isinstance(k, str):
-            raise TypeError(f"{path}: map key {k!r} is not a string")
-        return k
-
-    return key
+    try:
+        return _norm(value)
+    except (_Bad, RecursionError):
+        raise TypeError(_explain(value, path) or f"{path}: value cannot be encoded in a plan") from None
 
 
 def canonical_bytes(value: Any) -> bytes:
     """Encode ``value`` canonically (see module docstring)."""
-    return msgpack.packb(normalize(value), use_bin_type=True, strict_types=False)
+    return msgpack.packb(normalize(value), use_bin_type=True)
 
 
 def pack_normalized(value: Any) -> bytes:

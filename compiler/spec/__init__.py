@@ -1,0 +1,71 @@
+"""The frozen JSONL task spec (issue #6): one task per line of ``tasks.jsonl``, validated strictly.
+
+Schema (spec version 1). Required: ``task_id`` (non-empty string without whitespace, unique in the file),
+``category`` (arithmetic | mcq | code_exec | classification | summary), ``prompt`` (non-empty string, no
+trailing whitespace, no blank line: few-shot rendering is the runner's), ``targets`` (non-empty array of
+strings), ``metric_name`` (exact_match | f1 | bleu_4 | rouge_l | accuracy | code_exec), ``post_process``
+(none | strip_whitespace | lower | extract_letter | extract_code_block | extract_first_line; one rule).
+Optional: ``few_shot_examples`` (array of at most 8 ``{"prompt", "completion"}`` objects, both strings; a
+non-empty prompt without trailing whitespace; neither with a blank line), ``metadata`` (object). Nothing else.
+
+Legal metric / post_process pairs per category (anything else is ``metric_not_allowed`` or
+``post_process_not_allowed``)::
+
+    category        metric        post_process
+    arithmetic      exact_match   none, strip_whitespace, extract_first_line
+    mcq             exact_match   extract_letter, strip_whitespace
+    code_exec       code_exec     none, extract_code_block
+    classification  accuracy      none, strip_whitespace, lower, extract_first_line
+    classification  exact_match   none, strip_whitespace, lower, extract_first_line
+    summary         rouge_l       none, strip_whitespace, lower, extract_first_line
+    summary         bleu_4        none, strip_whitespace, lower, extract_first_line
+    summary         f1            none, strip_whitespace, lower, extract_first_line
+
+So code_exec tasks use metric code_exec and only they do; mcq tasks use exact_match and must have exactly one
+target, a single letter A-E (``mcq_target``), the letters ``extract_letter`` can return.
+
+Generation per category (each doc carries its own ``generation_kwargs``; greedy, ``do_sample: false``)::
+
+    arithmetic      until ["\\n\\n"]          max_gen_toks 64    (the example separator ends an answer)
+    mcq             until ["\\n\\n", "\\n"]    max_gen_toks 8     (a letter, maybe with its text)
+    code_exec       until []                max_gen_toks 512   (code has blank lines: stop at EOS or length)
+    classification  until ["\\n\\n", "\\n"]    max_gen_toks 16    (one label)
+    summary         until ["\\n\\n"]          max_gen_toks 256   (one paragraph)
+
+The task-level ``generation_kwargs`` (until ["\\n\\n"], max_gen_toks 512) is only the fallback for a consumer
+that ignores the per-doc ones.
+
+Rendering: each few-shot example is ``prompt + " " + completion``; examples and the task prompt are joined by
+``"\\n\\n"`` into the doc's ``rendered_prompt``, which the task config's ``doc_to_text`` uses as is (0-shot in
+lm-eval terms, empty target delimiter).
+
+Validation (``validate_file``) checks every line on its own and reports each broken rule once, as
+``FILE:LINE: task_id: rule (field): detail``; ``rules.RULES`` lists every rule id. Whole-line problems
+(invalid UTF-8, a line over 1 MiB, a blank line, malformed JSON or NaN/Infinity, a repeated key, a
+non-object) and an empty file are reported with their line number like any other. A duplicate task_id is
+reported on the later line.
+"""
+
+from compiler.spec.load import SPEC_VERSION, SpecError, SpecTask, load_spec_task, render_prompt, spec_doc
+from compiler.spec.rules import CATEGORIES, GENERATION_KWARGS, LEGAL, METRICS, POST_PROCESS, RULES
+from compiler.spec.validate import SpecIssue, SpecReadError, SpecReport, check_record, validate_file
+
+__all__ = [
+    "CATEGORIES",
+    "GENERATION_KWARGS",
+    "LEGAL",
+    "METRICS",
+    "POST_PROCESS",
+    "RULES",
+    "SPEC_VERSION",
+    "SpecError",
+    "SpecIssue",
+    "SpecReadError",
+    "SpecReport",
+    "SpecTask",
+    "check_record",
+    "load_spec_task",
+    "render_prompt",
+    "spec_doc",
+    "validate_file",
+]
