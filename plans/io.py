@@ -105,6 +105,7 @@ def write_plan(path: str | os.PathLike[str], header: PlanHeader, records: Iterab
                 f.write(b)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -277,3 +278,10 @@ def read_plan(path: str | os.PathLike[str], verify: bool = True) -> Plan:
 
 def task_summary(header: PlanHeader, name: str) -> TaskSummary:
     return header.task(name)
+
+
+def _umask_mode() -> int:
+    """0666 less the process umask: what a plain open() would have created (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask

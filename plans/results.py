@@ -85,6 +85,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -133,3 +134,10 @@ def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:
             f"appears {dup.height} times"
         )
     return df.sort(["task", "doc_id", "idx"])
+
+
+def _umask_mode() -> int:
+    """0666 less the process umask: what a plain open() would have created (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask

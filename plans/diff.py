@@ -1,0 +1,566 @@
+"""Diff two plans: config, model identity, per-task counts, causes and the first changed prompts.
+
+Both plans are streamed task by task. A task whose ``task_hash`` is the same on both sides is skipped without
+reading its records; a task whose record bytes are identical is reported from its summary alone (a
+config/metric-only change); the remaining tasks are merge-joined doc by doc (``doc_id``) and Instance by
+Instance (``idx``, hence ``instance_id``), holding one document of each side in memory at a time.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from plans.diff_files import PlanFile, doc_groups, open_pair, spans_equal, verify_all
+from plans.diff_render import short_pair, unified
+from plans.diff_report import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
+from plans.errors import UserError
+from plans.records import TaskSummary
+
+__all__ = ["DiffReport", "diff_plans", "dict_changes"]
+
+_EXAMPLES = 3
+
+# Config key (any segment of a dotted path, last one first) → cause.
+_KEY_CAUSES: dict[str, str] = {
+    "description": "description",
+    "system_instruction": "system_instruction",
+    "target_delimiter": "delimiters",
+    "fewshot_delimiter": "delimiters",
+    "doc_to_text": "template",
+    "doc_to_target": "template",
+    "doc_to_choice": "template",
+    "gen_prefix": "template",
+    "process_docs": "template",
+    "use_prompt": "template",
+    "num_fewshot": "fewshot",
+    "fewshot_config": "fewshot",
+    "fewshot_random_seed": "fewshot",
+    "fewshot_split": "fewshot",
+    "fewshot_seed": "fewshot",
+    "apply_chat_template": "chat_template",
+    "fewshot_as_multiturn": "chat_template",
+    "chat_template": "chat_template",
+    "chat_template_hash": "chat_template",
+    "generation_kwargs": "generation_kwargs",
+    "repeats": "generation_kwargs",
+    "metric_list": "scoring",
+    "filter_list": "scoring",
+    "aggregate_metric_list": "scoring",
+    "aggregation": "scoring",
+    "higher_is_better": "scoring",
+    "weight_by_size": "scoring",
+    "process_results": "scoring",
+    "groups": "scoring",
+    "metric": "scoring",
+    "dataset_path": "data",
+    "dataset_name": "data",
+    "dataset_kwargs": "data",
+    "test_split": "data",
+    "validation_split": "data",
+    "training_split": "data",
+    "data_dir": "data",
+    "data_fingerprint": "data",
+    "limit": "data",
+    "output_type": "request_type",
+    "tokenizer": "token_ids",
+    "tokenizer_hash": "token_ids",
+}
+# Causes a config change can have on a prompt's text.
+_PROMPT_CAUSES = ("description", "system_instruction", "delimiters", "template", "chat_template", "fewshot", "data")
+_DOC_FIELDS = ("doc", "target", "choices", "fewshot_ids")
+_INST_FIELDS = (
+    "request_type",
+    "context",
+    "continuation",
+    "generation_kwargs",
+    "repeats",
+    "context_ids",
+    "continuation_ids",
+)
+_SEG = re.compile(r"[.\[\]]+")
+
+
+def cause_of_path(path: str) -> str:
+    for seg in reversed([s for s in _SEG.split(path) if s]):
+        if seg in _KEY_CAUSES:
+            return _KEY_CAUSES[seg]
+    return "config"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def dict_changes(old: Any, new: Any, prefix: str = "") -> list[Change]:
+    """Differences between two config values as dotted key paths (``a.b[2].c``)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[Change] = []
+        for k in sorted(set(old) | set(new), key=str):
+            p = f"{prefix}.{k}" if prefix else str(k)
+            if k not in old:
+                out.append(Change(p, None, new[k], "added"))
+            elif k not in new:
+                out.append(Change(p, old[k], None, "removed"))
+            else:
+                out.extend(dict_changes(old[k], new[k], p))
+        return out
+    if (
+        isinstance(old, list)
+        and isinstance(new, list)
+        and len(old) == len(new)
+        and any(isinstance(x, dict | list) for x in old + new)
+    ):
+        return [c for i, (a, b) in enumerate(zip(old, new, strict=True)) for c in dict_changes(a, b, f"{prefix}[{i}]")]
+    if old == new and _same(old, new) or (isinstance(old, list) and old == new):
+        return []
+    return [Change(prefix or "$", old, new)]
+
+
+def _summary_changes(old: TaskSummary, new: TaskSummary) -> list[Change]:
+    skip = {"name", "task_hash", "n_docs", "n_instances", "config"}
+    od, nd = old.to_dict(), new.to_dict()
+    out = dict_changes({k: v for k, v in od.items() if k not in skip}, {k: v for k, v in nd.items() if k not in skip})
+    return out + dict_changes(old.config, new.config, "config")
+
+
+def _matches(t: TaskSummary, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(t.name, pattern) or pattern in t.groups
+
+
+class _Unordered(Exception):
+    pass
+
+
+def _join_sorted(
+    old: Iterator[tuple[int, Any, Any]], new: Iterator[tuple[int, Any, Any]]
+) -> Iterator[tuple[int, Any, Any]]:
+    """Merge-join two doc streams by ascending doc_id: (doc_id, old group or None, new group or None).
+
+    Raises ``_Unordered`` when either side is not in ascending doc_id order (the caller then re-joins by dict).
+    """
+    o = next(old, None)
+    n = next(new, None)
+    last_o = last_n = None
+    while o is not None or n is not None:
+        if (o is not None and last_o is not None and o[0] <= last_o) or (
+            n is not None and last_n is not None and n[0] <= last_n
+        ):
+            raise _Unordered
+        if n is None or (o is not None and o[0] < n[0]):
+            assert o is not None
+            yield o[0], o, None
+            last_o = o[0]
+            o = next(old, None)
+        elif o is None or n[0] < o[0]:
+            yield n[0], None, n
+            last_n = n[0]
+            n = next(new, None)
+        else:
+            yield o[0], o, n
+            last_o, last_n = o[0], n[0]
+            o, n = next(old, None), next(new, None)
+
+
+def _join_dict(
+    old: Iterator[tuple[int, Any, Any]], new: Iterator[tuple[int, Any, Any]]
+) -> Iterator[tuple[int, Any, Any]]:
+    """Join docs in any order: the old side of this one task is held in memory."""
+    rest = {g[0]: g for g in old}
+    for n in new:
+        yield n[0], rest.pop(n[0], None), n
+    for doc_id, g in rest.items():
+        yield doc_id, g, None
+
+
+class _TaskDiffer:
+    """Accumulates one task's counts, causes and prompt diffs while its docs stream past."""
+
+    def __init__(
+        self,
+        td: TaskDiff,
+        task_causes: dict[str, list[Change]],
+        run_causes: dict[str, list[Change]],
+        old: TaskSummary,
+        new: TaskSummary,
+        report: DiffReport,
+        labels: tuple[str, str],
+    ) -> None:
+        self.td = td
+        self.report = report
+        self.labels = labels
+        self.stats: dict[str, CauseStat] = {k: CauseStat(k, config=list(v)) for k, v in task_causes.items()}
+        self.task_prompt_causes = [c for c in _PROMPT_CAUSES if c in task_causes]
+        self.run_prompt_causes = [c for c in _PROMPT_CAUSES if c in run_causes]
+        self.run_causes = run_causes
+        self.old_desc = old.config.get("description")
+        self.new_desc = new.config.get("description")
+        self.old_fd = old.config.get("fewshot_delimiter")
+        self.new_fd = new.config.get("fewshot_delimiter")
+
+    def _stat(self, cause: str) -> CauseStat:
+        if cause not in self.stats:
+            self.stats[cause] = CauseStat(cause, config=list(self.run_causes.get(cause, [])))
+        return self.stats[cause]
+
+    def _context_causes(self, o: str, n: str, doc_causes: set[str]) -> set[str]:
+        causes = doc_causes & {"fewshot", "doc"}
+        cands = list(self.task_prompt_causes)
+        if "description" in cands and self._explained_by(self.old_desc, self.new_desc, o, n):
+            return causes | {"description"}
+        if "delimiters" in cands and self._explained_by(self.old_fd, self.new_fd, o, n, every=True):
+            return causes | {"delimiters"}
+        causes |= set(cands)
+        if not causes:
+            causes = set(self.run_prompt_causes) or {"prompt"}
+        return causes
+
+    @staticmethod
+    def _explained_by(old_s: Any, new_s: Any, o: str, n: str, every: bool = False) -> bool:
+        if not isinstance(old_s, str) or not isinstance(new_s, str) or old_s == new_s:
+            return False
+        if not every and o.startswith(old_s) and n.startswith(new_s) and o[len(old_s) :] == n[len(new_s) :]:
+            return True
+        return bool(old_s) and o.replace(old_s, new_s, -1 if every else 1) == n
+
+    def doc(self, doc_id: int, og: Any, ng: Any) -> None:
+        td = self.td
+        if og is None:
+            td.docs_added += 1
+            td.instances_added += len(ng[2])
+            td.to_execute += len(ng[2])
+            self._prompt_whole(doc_id, ng[2], "added")
+            return
+        if ng is None:
+            td.docs_removed += 1
+            td.instances_removed += len(og[2])
+            self._prompt_whole(doc_id, og[2], "removed")
+            return
+        od, oi = og[1], og[2]
+        nd, ni = ng[1], ng[2]
+        doc_causes: set[str] = set()
+        for f in _DOC_FIELDS:
+            ov, nv = od.get(f), nd.get(f)
+            if ov == nv and _same(ov, nv) or (isinstance(ov, list) and ov == nv):
+                continue
+            cause = {"doc": "doc", "target": "target", "choices": "choices", "fewshot_ids": "fewshot"}[f]
+            doc_causes.add(cause)
+            st = self._stat(cause)
+            if len(st.examples) < _EXAMPLES:
+                if cause == "doc":
+                    fields = sorted(k for k in set(ov or {}) | set(nv or {}) if (ov or {}).get(k) != (nv or {}).get(k))
+                    st.examples.append({"doc_id": doc_id, "fields": fields})
+                else:
+                    st.examples.append({"doc_id": doc_id, "old": ov, "new": nv})
+        inst_causes: dict[str, int] = {}
+        changed_pairs: list[tuple[int, dict[str, Any], dict[str, Any], set[str]]] = []
+        for idx in sorted(set(oi) | set(ni)):
+            o, n = oi.get(idx), ni.get(idx)
+            if o is None:
+                td.instances_added += 1
+                td.to_execute += 1
+                continue
+            if n is None:
+                td.instances_removed += 1
+                continue
+            diff = [f for f in _INST_FIELDS if o.get(f) != n.get(f)]
+            if o.get("request_hash") != n.get("request_hash") or diff:
+                td.to_execute += 1
+            if not diff:
+                continue
+            td.instances_changed += 1
+            causes: set[str] = set()
+            if "context" in diff:
+                causes |= self._context_causes(o["context"], n["context"], doc_causes)
+            if "continuation" in diff:
+                if "delimiters" in self.task_prompt_causes:
+                    causes.add("delimiters")
+                elif "chat_template" in self.task_prompt_causes or "chat_template" in self.run_prompt_causes:
+                    causes.add("chat_template")
+                else:
+                    causes.add("choices")
+            if "generation_kwargs" in diff or "repeats" in diff:
+                causes.add("generation_kwargs")
+            if "request_type" in diff:
+                causes.add("request_type")
+            if (
+                not causes
+                & {
+                    "description",
+                    "system_instruction",
+                    "delimiters",
+                    "template",
+                    "chat_template",
+                    "fewshot",
+                    "doc",
+                    "prompt",
+                    "data",
+                    "choices",
+                }
+                and ("context_ids" in diff or "continuation_ids" in diff)
+                and "context" not in diff
+                and "continuation" not in diff
+            ):
+                causes.add("token_ids")
+            for c in causes:
+                inst_causes[c] = inst_causes.get(c, 0) + 1
+            changed_pairs.append((idx, o, n, causes))
+        for c in doc_causes:
+            self._stat(c).docs += 1
+        for c, k in inst_causes.items():
+            st = self._stat(c)
+            st.instances += k
+            if c not in doc_causes:
+                st.docs += 1
+        if doc_causes or changed_pairs or len(oi) != len(ni) or set(oi) != set(ni):
+            td.docs_changed += 1
+        if changed_pairs:
+            self._prompt_changed(doc_id, changed_pairs)
+
+    # --- prompt diffs -------------------------------------------------------------------------------------
+    def _room(self) -> bool:
+        return len(self.report.prompts) < self.report.show
+
+    def _label(self, side: int, doc_id: int, idxs: list[int]) -> str:
+        span = f"idx {idxs[0]}" if len(idxs) == 1 else f"idx {','.join(map(str, idxs))}"
+        return f"{self.labels[side]}  {self.td.name} doc {doc_id} {span}"
+
+    def _prompt_whole(self, doc_id: int, insts: dict[int, dict[str, Any]], kind: str) -> None:
+        self.report.prompts_total += 1
+        if not self._room() or not insts:
+            return
+        idxs = sorted(insts)
+        first = insts[idxs[0]]
+        old, new = ("", first.get("context", "")) if kind == "added" else (first.get("context", ""), "")
+        lines = unified(old, new, self._label(0, doc_id, idxs), self._label(1, doc_id, idxs))
+        self.report.prompts.append(PromptDiff(self.td.name, doc_id, idxs, kind, [], "\n".join(lines)))
+
+    def _prompt_changed(self, doc_id: int, pairs: list[tuple[int, dict[str, Any], dict[str, Any], set[str]]]) -> None:
+        groups: dict[tuple[str, str], list[tuple[int, dict[str, Any], dict[str, Any], set[str]]]] = {}
+        for p in pairs:
+            groups.setdefault((p[1]["context"], p[2]["context"]), []).append(p)
+        for (oc, nc), items in groups.items():
+            self.report.prompts_total += 1
+            if not self._room():
+                continue
+            idxs = [p[0] for p in items]
+            causes = sorted(set().union(*(p[3] for p in items)))
+            lines: list[str] = []
+            if oc != nc:
+                lines += unified(oc, nc, self._label(0, doc_id, idxs), self._label(1, doc_id, idxs))
+            else:
+                lines += [
+                    f"--- {self._label(0, doc_id, idxs)}",
+                    f"+++ {self._label(1, doc_id, idxs)}",
+                    "  (context unchanged)",
+                ]
+            kind = "changed"
+            for idx, o, n, _ in items:
+                if o.get("continuation") != n.get("continuation"):
+                    a, b = short_pair(o.get("continuation"), n.get("continuation"), 80)
+                    lines.append(f"  idx {idx} continuation: {a} → {b}")
+                if o.get("generation_kwargs") != n.get("generation_kwargs"):
+                    for ch in dict_changes(o.get("generation_kwargs"), n.get("generation_kwargs"), "generation_kwargs"):
+                        a, b = short_pair(ch.old, ch.new, 80)
+                        lines.append(f"  idx {idx} {ch.path}: {a} → {b}")
+                if o.get("repeats") != n.get("repeats"):
+                    lines.append(f"  idx {idx} repeats: {o.get('repeats')} → {n.get('repeats')}")
+                if o.get("request_type") != n.get("request_type"):
+                    lines.append(f"  idx {idx} request type: {o.get('request_type')} → {n.get('request_type')}")
+                ids_moved = o.get("context_ids") != n.get("context_ids") or o.get("continuation_ids") != n.get(
+                    "continuation_ids"
+                )
+                if oc == nc and o.get("continuation") == n.get("continuation") and ids_moved:
+                    kind = "token_ids"
+                    lines.append(
+                        f"  idx {idx} token ids: context {_ids_change(o.get('context_ids'), n.get('context_ids'))}, "
+                        f"continuation {_ids_change(o.get('continuation_ids'), n.get('continuation_ids'))}"
+                    )
+            lines.append(f"  causes: {', '.join(causes)}")
+            self.report.prompts.append(PromptDiff(self.td.name, doc_id, idxs, kind, causes, "\n".join(lines)))
+
+    def finish(self) -> None:
+        self.td.causes = list(self.stats.values())
+
+
+def _ids_change(a: list[int] | None, b: list[int] | None) -> str:
+    if a == b:
+        return "same"
+    if a is None or b is None:
+        return f"{'none' if a is None else len(a)} → {'none' if b is None else len(b)} tokens"
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return f"{len(a)} → {len(b)} tokens, first difference at position {i}"
+
+
+def _group_by_cause(changes: list[Change]) -> dict[str, list[Change]]:
+    out: dict[str, list[Change]] = {}
+    for c in changes:
+        out.setdefault(cause_of_path(c.path), []).append(c)
+    return out
+
+
+def _model_changes(old: PlanFile, new: PlanFile) -> list[Change]:
+    return dict_changes(old.header.model.to_dict(), new.header.model.to_dict())
+
+
+def diff_plans(
+    old_path: str | os.PathLike[str],
+    new_path: str | os.PathLike[str],
+    show: int = 5,
+    task: str | None = None,
+    verify: bool = True,
+    labels: tuple[str, str] | None = None,
+) -> DiffReport:
+    """Compare two plan files. ``show``: how many changed prompts to render; ``task``: a task name, glob or
+    group to restrict the per-task sections to. ``verify``: check both plan hashes (one read of each file)."""
+    old, new = open_pair(str(old_path), str(new_path))
+    if verify:
+        verify_all(old, new)
+    oh, nh = old.header, new.header
+    report = DiffReport(
+        old=str(old_path),
+        new=str(new_path),
+        old_plan_hash=oh.plan_hash,
+        new_plan_hash=nh.plan_hash,
+        identical=oh.plan_hash == nh.plan_hash,
+        n_tasks=(len(oh.tasks), len(nh.tasks)),
+        n_docs=(oh.n_docs, nh.n_docs),
+        n_instances=(oh.n_instances, nh.n_instances),
+        show=max(0, show),
+        task_filter=task,
+    )
+    if task is not None and not any(_matches(t, task) for t in [*oh.tasks, *nh.tasks]):
+        names = sorted({t.name for t in [*oh.tasks, *nh.tasks]})
+        raise UserError(
+            f"--task {task!r}: no such task or group in either plan (tasks: {', '.join(names[:10])}"
+            f"{', …' if len(names) > 10 else ''})"
+        )
+    if report.identical:
+        report.tasks_identical = sum(1 for t in nh.tasks if task is None or _matches(t, task))
+        return report
+    report.config = dict_changes(oh.config, nh.config)
+    report.model = _model_changes(old, new)
+    report.meta = dict_changes({"lmeval_version": oh.lmeval_version}, {"lmeval_version": nh.lmeval_version})
+    report.meta += dict_changes(
+        {k: v for k, v in oh.extra.items() if k != "spans"},
+        {k: v for k, v in nh.extra.items() if k != "spans"},
+        "extra",
+    )
+    report.groups = dict_changes({g.name: g.to_dict() for g in oh.groups}, {g.name: g.to_dict() for g in nh.groups})
+    run_causes = _group_by_cause(report.config + report.model)
+
+    old_tasks = {t.name: t for t in oh.tasks}
+    new_tasks = {t.name: t for t in nh.tasks}
+    order = [t.name for t in nh.tasks] + [t.name for t in oh.tasks if t.name not in new_tasks]
+    for name in order:
+        ot, nt = old_tasks.get(name), new_tasks.get(name)
+        if task is not None and not any(_matches(t, task) for t in (ot, nt) if t is not None):
+            continue
+        if ot is None:
+            assert nt is not None
+            report.tasks.append(
+                TaskDiff(
+                    name,
+                    "added",
+                    None,
+                    nt.task_hash,
+                    0,
+                    nt.n_docs,
+                    0,
+                    nt.n_instances,
+                    docs_added=nt.n_docs,
+                    instances_added=nt.n_instances,
+                    to_execute=nt.n_instances,
+                )
+            )
+            continue
+        if nt is None:
+            report.tasks.append(
+                TaskDiff(
+                    name,
+                    "removed",
+                    ot.task_hash,
+                    None,
+                    ot.n_docs,
+                    0,
+                    ot.n_instances,
+                    0,
+                    docs_removed=ot.n_docs,
+                    instances_removed=ot.n_instances,
+                )
+            )
+            continue
+        if ot.task_hash == nt.task_hash and old.spans[name][1] == new.spans[name][1]:
+            report.tasks_identical += 1
+            continue
+        report.tasks.append(_diff_task(old, new, ot, nt, run_causes, report, labels or (old.path, new.path)))
+    return report
+
+
+def _diff_task(
+    old: PlanFile,
+    new: PlanFile,
+    ot: TaskSummary,
+    nt: TaskSummary,
+    run_causes: dict[str, list[Change]],
+    report: DiffReport,
+    labels: tuple[str, str],
+) -> TaskDiff:
+    td = TaskDiff(ot.name, "changed", ot.task_hash, nt.task_hash, ot.n_docs, nt.n_docs, ot.n_instances, nt.n_instances)
+    td.changes = _summary_changes(ot, nt)
+    task_causes = _group_by_cause(td.changes)
+    if spans_equal(old, new, ot.name):
+        td.records_identical = True
+        td.scoring_only = bool(task_causes) and set(task_causes) <= {"scoring"}
+        _TaskDiffer(td, task_causes, run_causes, ot, nt, report, labels).finish()
+    else:
+        n_prompts, n_total = len(report.prompts), report.prompts_total
+        try:
+            td = _join_task(old, new, ot, nt, td, task_causes, run_causes, report, _join_sorted, labels)
+        except _Unordered:
+            del report.prompts[n_prompts:]
+            report.prompts_total = n_total
+            fresh = TaskDiff(
+                td.name,
+                td.status,
+                td.old_hash,
+                td.new_hash,
+                td.old_docs,
+                td.new_docs,
+                td.old_instances,
+                td.new_instances,
+                changes=td.changes,
+            )
+            td = _join_task(old, new, ot, nt, fresh, task_causes, run_causes, report, _join_dict, labels)
+    if (
+        not td.records_identical
+        and not any((c.docs or c.instances) for c in td.causes)
+        and not (td.docs_added or td.docs_removed or td.instances_added or td.instances_removed)
+    ):
+        # record bytes differ, yet no field we compare does (e.g. a doc_hash or request_hash recomputed)
+        td.causes.append(CauseStat("prompt", examples=[{"note": "records differ only in derived hashes"}]))
+    return td
+
+
+def _join_task(
+    old: PlanFile,
+    new: PlanFile,
+    ot: TaskSummary,
+    nt: TaskSummary,
+    td: TaskDiff,
+    task_causes: dict[str, list[Change]],
+    run_causes: dict[str, list[Change]],
+    report: DiffReport,
+    join: Any,
+    labels: tuple[str, str],
+) -> TaskDiff:
+    differ = _TaskDiffer(td, task_causes, run_causes, ot, nt, report, labels)
+    for doc_id, og, ng in join(doc_groups(old, ot.name), doc_groups(new, nt.name)):
+        differ.doc(doc_id, og, ng)
+    differ.finish()
+    return td

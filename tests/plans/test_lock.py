@@ -1,0 +1,106 @@
+"""The release lock: every shipped task config compiles to the hashes in plans/lock.json.
+
+If ``test_lock_matches_every_shipped_task`` fails, prompts (or scoring) changed. If that was intended, run
+``lmeval lock --update``, commit plans/lock.json with the change and explain it in CHANGELOG.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lmeval.cmd_lock import SKIP, check, shipped_configs
+from plans.errors import UserError
+from plans.io import read_header
+from plans.lock import LOCK_PATH, REFERENCE_TASK, Lock, compare, load_lock
+
+DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
+ONE_CHAR = 'task.arith.doc_to_text="Question: What is {{a}} {{op}} {{b}}?\nAnswer: "'  # one trailing space added
+
+
+def test_lock_covers_every_shipped_config() -> None:
+    lock = load_lock()
+    assert set(lock.configs) | set(lock.skipped) == set(shipped_configs())
+    assert set(lock.skipped) == set(SKIP)
+    for name, c in lock.configs.items():
+        assert c["tasks"], name
+        for t in c["tasks"]:
+            assert lock.tasks[t]["config"] == name and lock.tasks[t]["n_instances"] > 0
+    assert len(lock.configs["mmlu"]["tasks"]) == 57  # the group is locked per subject
+    assert lock.settings["limit"] and lock.settings["tokenizer_hash"]
+
+
+def test_reference_plan_matches_lock() -> None:
+    lock = load_lock()
+    header = read_header(LOCK_PATH.parent / lock.reference["plan"])
+    assert header.plan_hash == lock.reference["plan_hash"]
+    assert header.task(REFERENCE_TASK).task_hash == lock.tasks[REFERENCE_TASK]["task_hash"]
+
+
+def test_lock_matches_every_shipped_task() -> None:
+    rc, summary = check(LOCK_PATH, DATA)
+    assert rc == 0, "\n" + summary
+
+
+def test_one_character_template_change_is_caught() -> None:
+    rc, summary = check(LOCK_PATH, DATA, extra=[ONE_CHAR], configs=[REFERENCE_TASK])
+    assert rc == 1
+    lines = summary.splitlines()
+    assert lines[0] == "lock check failed: 1 of 1 task hashes moved"
+    assert lines[1].startswith("  task arith: task hash ")
+    # the summary names the config key and shows the trailing space
+    assert (
+        "config.doc_to_text: 'Question: What is {{a}} {{op}} {{b}}?↵Answer:' → "
+        "'Question: What is {{a}} {{op}} {{b}}?↵Answer:␣'" in summary
+    )
+    # and the prompt-by-prompt diff against the reference plan
+    assert "prompt template: 200 docs, 200 instances" in summary
+    assert "-Answer:\n+Answer:␣" in summary
+    assert "lmeval lock --update" in summary and "CHANGELOG.md" in summary
+
+
+def test_compare_reports_added_removed_and_settings() -> None:
+    entry = {
+        "config": "x",
+        "task_hash": "a" * 64,
+        "n_docs": 1,
+        "n_instances": 2,
+        "data_fingerprint": "d",
+        "summary": {"config": {"description": "A"}},
+    }
+    old = Lock(settings={"limit": 100}, tasks={"t1": entry, "t2": entry})
+    moved = dict(entry, task_hash="b" * 64, summary={"config": {"description": "B"}})
+    new = Lock(settings={"limit": 50}, tasks={"t1": moved, "t3": entry})
+    res = compare(old, new)
+    assert not res.ok
+    assert [(m.name, m.status) for m in res.moved] == [("t1", "moved"), ("t2", "removed"), ("t3", "added")]
+    text = res.summary()
+    assert "config.description: 'A' → 'B'" in text and "settings: limit: 100 → 50" in text
+    same = dict(entry, task_hash="c" * 64)
+    text = compare(Lock({}, tasks={"t": entry}), Lock({}, tasks={"t": same})).summary()
+    assert "same task config and data: the compiler renders these prompts differently now" in text
+    assert compare(old, old).ok
+
+
+def test_bad_lock_file(tmp_path: Path) -> None:
+    bad = tmp_path / "lock.json"
+    bad.write_text(json.dumps({"format": "something"}))
+    with pytest.raises(UserError, match="not an lmeval lock"):
+        load_lock(bad)
+    with pytest.raises(UserError, match="no lock file"):
+        load_lock(tmp_path / "missing.json")
+    bad.write_text("{")
+    with pytest.raises(UserError, match="cannot read the lock"):
+        load_lock(bad)
+
+
+def test_lock_cli_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from lmeval.cli import main
+
+    assert main(["lock", "--limit", "5"]) == 2
+    assert "--limit only applies with --update" in capsys.readouterr().err
+    assert main(["lock", "--data-dir", str(tmp_path / "nowhere")]) == 2
+    assert "no such directory" in capsys.readouterr().err
