@@ -14,6 +14,7 @@ from typing import Any
 import msgpack
 
 _SCALARS = (type(None), bool, int, str)
+_INT_ONLY = {int}
 
 
 def _norm(value: Any) -> Any:
@@ -33,7 +34,7 @@ def _norm(value: Any) -> Any:
         keys.sort()
         return {k: _norm(value[k]) for k in keys}
     if t is list or t is tuple:
-        if all(type(v) is int for v in value):  # token ids: already canonical
+        if set(map(type, value)) <= _INT_ONLY:  # token ids: already canonical (C-speed check)
             return list(value)
         return [_norm(v) for v in value]
     if isinstance(value, _SCALARS + (float, dict, list, tuple)):  # subclasses (e.g. IntEnum, OrderedDict)

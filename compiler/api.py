@@ -1,0 +1,438 @@
+"""``compile_plan``: Hydra overrides → sealed plan header + records. ``compile_to_file`` writes it."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from compiler.build import BuiltTask, RunOptions, TaskBuilder
+from compiler.config import CONF_DIR, RunConfig, compose, run_config
+from compiler.errors import CompileError, fail
+from compiler.functions import FunctionRef, as_data
+from compiler.select import (
+    Expander,
+    Selection,
+    chain_lookups,
+    conf_lookup,
+    hydra_found,
+    include_index,
+    index_lookup,
+)
+from compiler.taskspec import DEFAULT_METRICS, TaskSpec
+from compiler.tokens import ModelTokenizer, sha256_text
+from plans.canonical import canonical_bytes
+from plans.io import seal
+from plans.records import (
+    DocRecord,
+    GroupSummary,
+    InstanceRecord,
+    ModelInfo,
+    PlanHeader,
+    TaskSummary,
+    instance_id_for,
+)
+
+log = logging.getLogger("lmeval.compile")
+
+Record = DocRecord | InstanceRecord
+
+
+def _lmeval_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("lmeval")
+    except Exception:  # noqa: BLE001
+        return "0"
+
+
+def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
+    task_dir = CONF_DIR / "task"
+    conf = conf_lookup(task_dir)
+    index = include_index(run.include_path) if run.include_path else None
+    lookups = [index_lookup(index)] if index is not None else []
+    lookup = chain_lookups(*lookups, conf)
+
+    def known() -> list[str]:
+        names = sorted(p.stem for p in task_dir.glob("*.yaml"))
+        return (index.names() if index is not None else []) + names
+
+    ex = Expander(lookup, known, index.broken if index is not None else None)
+    bad_lines: list[str] = []
+    ex.sel.bad_lines = bad_lines  # type: ignore[attr-defined]
+    hydra_tasks = cfg.get("task") or {}
+    if not isinstance(hydra_tasks, dict):
+        raise fail("the 'task' config must map task names to task configs (use +task=NAME)")
+    for key in sorted(hydra_tasks):
+        body = hydra_tasks[key]
+        if not isinstance(body, dict):
+            raise fail(f"task.{key} must be a task config mapping, got {type(body).__name__}")
+        src = task_dir / f"{key}.yaml"
+        if body.get("kind") == "jsonl_spec":
+            ex.sel.top += _jsonl_spec_task(ex, key, body, bad_lines)
+            continue
+        found = hydra_found(key, body, task_dir, str(src) if src.is_file() else f"task.{key}")
+        if found.kind == "group":
+            ex.sel.top.append(ex._group(str(found.cfg["group"]), found.cfg, found.source, None, [], False))
+        else:
+            ex.sel.top += ex._task(found.cfg, found.source, [], default_name=key)
+    for name in run.tasks or []:
+        ex.sel.top += ex.add_named(name, [], where="run.tasks")
+    if not ex.sel.tasks:
+        raise fail("no task selected: pass +task=NAME (e.g. +task=arith) or run.tasks=[...]")
+    ex.sel.tasks.sort(key=lambda s: s.name)
+    return ex.sel
+
+
+def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: list[str]) -> list[str]:
+    """A ``kind: jsonl_spec`` task node (compiler/spec): validated docs + a task config for the normal path."""
+    from compiler.spec import load_spec_task
+
+    path = body.get("path")
+    if not isinstance(path, str) or not path or path == "???":
+        raise fail(f"set task.{key}.path=FILE (the JSONL task spec)", field=f"task.{key}.path")
+    allow = body.get("allow_bad_tasks", False)
+    if not isinstance(allow, bool):
+        raise fail(f"must be true or false, got {allow!r}", field=f"task.{key}.allow_bad_tasks")
+    st = load_spec_task(path, allow, name=key)
+    bad_lines += st.bad_lines
+    names = ex._task(dict(st.task_config), path, [], default_name=key)
+    spec = ex.sel.tasks[-1]
+    split = spec.test_split if spec.test_split is not None else spec.validation_split
+    assert split is not None
+    spec.preloaded = {split: st.docs}
+    spec.per_doc_generation_kwargs = True
+    return names
+
+
+def load_tokenizer(
+    model_cfg: dict[str, Any] | None, need_chat: bool = False
+) -> tuple[ModelTokenizer | None, ModelInfo]:
+    if not model_cfg:
+        return None, ModelInfo(name="none", backend="none")
+    name = str(model_cfg.get("name", "model"))
+    path = model_cfg.get("path")
+    add_bos = model_cfg.get("add_bos_token")
+    if add_bos is not None and not isinstance(add_bos, bool):
+        raise fail(f"must be true, false or null, got {add_bos!r}", field="model.add_bos_token")
+    if path is None:
+        if name != "tiny":
+            raise fail(f"model {name!r} has no path; set model.path=DIR (a Hugging Face model directory)",
+                       field="model.path")  # fmt: skip
+        from plans.tinymodel import RECIPE, ensure_tiny_model
+
+        tok_dir = Path(ensure_tiny_model())
+        identity = RECIPE
+    else:
+        tok_dir = Path(str(path)).expanduser()
+        if not tok_dir.is_dir():
+            raise fail(f"model directory {path} does not exist", field="model.path")
+        identity = str(path)
+    tok = ModelTokenizer(tok_dir, add_bos, identity, need_chat=need_chat)
+    engine = model_cfg.get("engine") or {}
+    info = ModelInfo(
+        name=name,
+        path=None if path is None else str(path),
+        backend=str(model_cfg.get("backend", "vllm")),
+        tokenizer=identity,
+        tokenizer_hash=tok.tokenizer_hash,
+        add_bos_token=add_bos,  # type: ignore[arg-type]
+        engine=dict(engine) if isinstance(engine, dict) else {},
+    )
+    return tok, info
+
+
+def _data(value: Any, spec: TaskSpec, field: str, with_path: bool) -> Any:
+    if isinstance(value, FunctionRef):
+        return as_data(value, with_path=with_path, task=spec.name, field=field)
+    if isinstance(value, dict):
+        return {str(k): _data(v, spec, field, with_path) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_data(v, spec, field, with_path) for v in value]
+    return value
+
+
+_SCORE_TIME = ("process_results", "metric_list", "filter_list")
+
+
+def task_config_data(bt: BuiltTask, run: RunOptions) -> dict[str, Any]:
+    s = bt.spec
+    cfg: dict[str, Any] = {}
+    for k, v in s.raw.items():
+        if v is None or k in ("fewshot_config", "generation_kwargs", "metric_list", "filter_list"):
+            continue
+        cfg[k] = _data(v, s, k, k in _SCORE_TIME)
+    f = s.fewshot
+    cfg.update(
+        task=s.name,
+        output_type=s.output_type,
+        description=s.description,
+        target_delimiter=s.target_delimiter,
+        fewshot_delimiter=s.fewshot_delimiter,
+        repeats=s.repeats,
+        num_fewshot=bt.num_fewshot,
+        fewshot_random_seed=run.fewshot_random_seed,
+        metric_list=_data(metric_list(s), s, "metric_list", True),
+        filter_list=_data(filter_list(s), s, "filter_list", True),
+        multiple_input=bt.multiple_input,
+        multiple_target=bt.multiple_target,
+        fewshot_config=_data(
+            {
+                "sampler": f.sampler,
+                "split": f.split,
+                "samples": f.samples,
+                "fewshot_indices": f.fewshot_indices,
+                "doc_to_text": f.doc_to_text,
+                "doc_to_target": f.doc_to_target,
+                "doc_to_choice": f.doc_to_choice,
+                "gen_prefix": f.gen_prefix,
+                "fewshot_delimiter": f.fewshot_delimiter,
+                "target_delimiter": f.target_delimiter,
+                "process_docs": f.process_docs,
+            },
+            s,
+            "fewshot_config",
+            False,
+        ),
+    )
+    if s.output_type == "generate_until":
+        gk = dict(s.generation_kwargs or {})
+        gk.update(run.gen_kwargs or {})
+        cfg["generation_kwargs"] = gk
+    return cfg
+
+
+def metric_list(s: TaskSpec) -> list[dict[str, Any]]:
+    if s.metric_list is not None:
+        return [dict(m) for m in s.metric_list]
+    return [{"metric": m} for m in DEFAULT_METRICS[s.output_type]]
+
+
+def filter_list(s: TaskSpec) -> list[dict[str, Any]]:
+    if s.filter_list is not None:
+        return [dict(f) for f in s.filter_list]
+    return [{"name": "none", "filter": [{"function": "take_first"}]}]
+
+
+def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], str]:
+    s = bt.spec
+    # token ids, in batches
+    ll_keys: list[tuple[int, int]] = []
+    ll_pairs: list[tuple[str, str]] = []
+    ctx_keys: list[tuple[int, int]] = []
+    ctx_texts: list[str] = []
+    for di, d in enumerate(bt.docs):
+        for ri, rq in enumerate(d.requests):
+            if rq.request_type == "loglikelihood":
+                ll_keys.append((di, ri))
+                ll_pairs.append((rq.context, rq.continuation or ""))
+            else:
+                ctx_keys.append((di, ri))
+                ctx_texts.append(rq.context)
+    ids: dict[tuple[int, int], tuple[list[int] | None, list[int] | None]] = {}
+    if tok is not None:
+        for key, (c, cont) in zip(ll_keys, tok.encode_pairs(ll_pairs), strict=True):
+            if not cont:
+                d = bt.docs[key[0]]
+                rq = d.requests[key[1]]
+                raise fail(
+                    f"request idx {rq.idx}: continuation {rq.continuation!r} encodes to zero tokens",
+                    file=s.source,
+                    task=s.name,
+                    field="doc_to_target" if s.output_type != "multiple_choice" else "doc_to_choice",
+                    doc_id=d.doc_id,
+                )
+            ids[key] = (c, cont)
+        for key, c in zip(ctx_keys, tok.encode_many(ctx_texts), strict=True):
+            ids[key] = (c, None)
+
+    # data fingerprint = content_hash(list of eval docs), computed incrementally
+    fp = hashlib.sha256()
+    fp.update(_array_header(len(bt.eval_docs)))
+    doc_bytes: list[bytes] = []
+    for i, doc in enumerate(bt.eval_docs):
+        try:
+            b = canonical_bytes(doc)
+        except TypeError as e:
+            raise fail(f"document cannot be stored in a plan: {e}", file=s.source, task=s.name, doc_id=i) from None
+        fp.update(b)
+        if i < len(bt.docs):
+            doc_bytes.append(b)
+
+    out: list[Record] = []
+    packed: dict[str, tuple[bytes, bytes]] = {}
+    for di, d in enumerate(bt.docs):
+        out.append(
+            DocRecord(
+                task=s.name,
+                doc_id=d.doc_id,
+                doc=d.doc,
+                target=d.target,
+                choices=d.choices,
+                fewshot_ids=d.fewshot_ids,
+                doc_hash=hashlib.sha256(doc_bytes[di]).hexdigest(),
+            )
+        )
+        for ri, rq in enumerate(d.requests):
+            c_ids, cont_ids = ids.get((di, ri), (None, None))
+            pc = packed.get(rq.context)
+            if pc is None or len(packed) > 64:
+                if len(packed) > 64:
+                    packed.clear()
+                pc = (_pack(rq.context), _pack(c_ids))
+                packed[rq.context] = pc
+            out.append(
+                InstanceRecord(
+                    instance_id=instance_id_for(s.name, d.doc_id, rq.idx),
+                    task=s.name,
+                    doc_id=d.doc_id,
+                    idx=rq.idx,
+                    request_type=rq.request_type,
+                    context=rq.context,
+                    continuation=rq.continuation,
+                    generation_kwargs=rq.generation_kwargs,
+                    repeats=s.repeats,
+                    context_ids=c_ids,
+                    continuation_ids=cont_ids,
+                    request_hash=_request_hash(pc, rq.request_type, rq.continuation, rq.generation_kwargs, cont_ids),
+                )
+            )
+    return out, fp.hexdigest()
+
+
+_KEYS = [canonical_bytes(k) for k in ("context", "context_ids", "continuation", "continuation_ids",
+                                        "generation_kwargs", "request_type")]  # fmt: skip
+
+
+def _pack(value: Any) -> bytes:
+    return canonical_bytes(value)
+
+
+def _request_hash(
+    ctx_packed: tuple[bytes, bytes],
+    request_type: str,
+    continuation: str | None,
+    generation_kwargs: dict[str, Any] | None,
+    continuation_ids: list[int] | None,
+) -> str:
+    """``plans.records.request_hash_of``, byte for byte (msgpack maps are their sorted key/value packs
+    concatenated), reusing the packed context and context ids that all choices of a document share."""
+    h = hashlib.sha256(b"\x86")
+    k = _KEYS
+    for key, val in (
+        (k[0], ctx_packed[0]),
+        (k[1], ctx_packed[1]),
+        (k[2], _pack(continuation)),
+        (k[3], _pack(continuation_ids)),
+        (k[4], _pack(generation_kwargs)),
+        (k[5], _pack(request_type)),
+    ):
+        h.update(key)
+        h.update(val)
+    return h.hexdigest()
+
+
+def _array_header(n: int) -> bytes:
+    p = msgpack.Packer()
+    return p.pack_array_header(n)
+
+
+def compile_plan(overrides: list[str]) -> tuple[PlanHeader, list[Record]]:
+    """Compose the configs with Hydra and compile every selected task into a sealed header + records."""
+    header, records, _ = compile_sealed(overrides)
+    return header, records
+
+
+def compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list[bytes]]:
+    """``compile_plan`` plus the encoded record bytes (for writing without encoding twice)."""
+    cfg = compose(overrides)
+    run = run_config(cfg.get("run") or {})
+    tok, model = load_tokenizer(cfg.get("model"), need_chat=run.apply_chat_template)
+    chat = None
+    if run.apply_chat_template:
+        if tok is None or tok.chat_template is None:
+            raise fail("run.apply_chat_template=true but the model's tokenizer has no chat template",
+                       field="run.apply_chat_template")  # fmt: skip
+        chat = tok.chat
+        model = ModelInfo(**{**model.to_dict(), "chat_template_hash": sha256_text(tok.chat_template)})
+    sel = select_tasks(cfg, run)
+    opts = run.options()
+    records: list[Record] = []
+    summaries: list[TaskSummary] = []
+    notes: list[str] = []
+    for spec in sel.tasks:
+        bt = TaskBuilder(spec, opts, chat).build()
+        notes += bt.notes
+        recs, fingerprint = _records(bt, tok)
+        records += recs
+        summaries.append(
+            TaskSummary(
+                name=spec.name,
+                output_type=spec.output_type,
+                n_docs=len(bt.docs),
+                n_instances=sum(len(d.requests) for d in bt.docs),
+                num_fewshot=bt.num_fewshot,
+                task_hash="",
+                data_fingerprint=fingerprint,
+                version=spec.version,
+                metric_list=_data(metric_list(spec), spec, "metric_list", True),
+                filter_list=_data(filter_list(spec), spec, "filter_list", True),
+                groups=spec.groups,
+                config=task_config_data(bt, opts),
+            )
+        )
+    groups = [
+        GroupSummary(name=g.name, subtasks=g.subtasks, aggregate_metric_list=g.aggregate_metric_list,
+                     version=g.version)  # fmt: skip
+        for g in sorted(sel.groups, key=lambda g: g.name)
+    ]
+    extra: dict[str, Any] = {"selected": sel.top}
+    if getattr(sel, "bad_lines", None):
+        extra["spec_bad_lines"] = sel.bad_lines  # type: ignore[attr-defined]
+    aliases = {s.name: s.task_alias for s in sel.tasks if s.task_alias}
+    aliases.update({g.name: g.alias for g in sel.groups if g.alias})
+    if aliases:
+        extra["aliases"] = aliases
+    if notes:
+        extra["notes"] = notes
+    header = PlanHeader(
+        config=cfg,
+        model=model,
+        tasks=summaries,
+        groups=groups,
+        lmeval_version=_lmeval_version(),
+        extra=extra,
+    )
+    try:
+        sealed, blobs = seal(header, records)
+    except TypeError as e:
+        raise CompileError(f"the plan cannot be encoded canonically: {e}") from None
+    return sealed, records, blobs
+
+
+def default_name(header: PlanHeader) -> str:
+    names = list(header.extra.get("selected") or [t.name for t in header.tasks])
+    if len(names) > 3:
+        names = names[:3] + [f"{len(names) - 3}more"]
+    name = "+".join(names) or "plan"
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+    return name[:80]
+
+
+def compile_to_file(overrides: list[str], out: str | None = None) -> Path:
+    """Compile and write the plan to ``out``, ``run.out`` or ``plans/<name>-<hash12>.msgpack`` (cwd)."""
+    from compiler.write import write_sealed
+
+    header, _, blobs = compile_sealed(overrides)
+    return write_sealed(plan_path(header, out), header, blobs)
+
+
+def plan_path(header: PlanHeader, out: str | None = None) -> Path:
+    """``out``, else ``run.out``, else ``plans/<name>-<hash12>.msgpack`` (relative to the cwd)."""
+    target = out or (header.config.get("run") or {}).get("out")
+    return Path(target) if target else Path("plans") / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"

@@ -1,0 +1,429 @@
+"""One task's documents → rendered requests, following lm-eval 0.4.13's ConfigurableTask exactly:
+``fewshot_context`` (system prompt, few-shot turns, eval turn, chat template), ``construct_requests``
+(per output type) and the few-shot sampler (one ``random.Random`` per task, consumed doc by doc).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from compiler.data import DataSource, apply_process_docs
+from compiler.errors import fail
+from compiler.functions import FunctionRef, resolve
+from compiler.render import Renderer
+from compiler.taskspec import TaskSpec
+
+log = logging.getLogger("lmeval.compile")
+
+ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
+
+
+@dataclass
+class RunOptions:
+    num_fewshot: int | None = None
+    limit: int | float | None = None
+    fewshot_random_seed: int | None = 1234
+    apply_chat_template: bool = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: str | None = None
+    gen_kwargs: dict[str, Any] | None = None
+    data_dir: str | None = None
+
+
+@dataclass
+class Request:
+    request_type: str
+    context: str
+    continuation: str | None
+    generation_kwargs: dict[str, Any] | None
+    idx: int
+
+
+@dataclass
+class BuiltDoc:
+    doc_id: int
+    doc: dict[str, Any]
+    target: Any
+    choices: list[Any] | None
+    fewshot_ids: list[int]
+    requests: list[Request]
+
+
+@dataclass
+class BuiltTask:
+    spec: TaskSpec
+    num_fewshot: int
+    docs: list[BuiltDoc]
+    eval_docs: list[dict[str, Any]]  # the whole evaluation split, processed (for the data fingerprint)
+    multiple_input: int
+    multiple_target: int
+    notes: list[str] = field(default_factory=list)
+
+
+# --- messages (lm-eval's api.utils.Message and helpers) -------------------------------------------
+
+
+Msg = tuple[str, str, str]  # role, content, plain-text delimiter
+
+
+def _maybe_delimit(prefix: str | None, suffix: str | None, delimiter: str = " ") -> str:
+    if not prefix:
+        return suffix or ""
+    if not suffix:
+        return prefix or ""
+    if prefix[-1].isspace() or suffix[0].isspace():
+        return prefix + suffix
+    return prefix + delimiter + suffix
+
+
+def _requires_delimiter(prefix: str, suffix: str) -> bool:
+    if prefix == "":
+        return False
+    return not (prefix[-1].isspace() or suffix[0].isspace())
+
+
+def _to_text(msgs: list[Msg]) -> str:
+    return "".join(c + d for _, c, d in msgs)
+
+
+def _to_dicts(msgs: list[Msg]) -> list[dict[str, str]]:
+    return [{"role": r, "content": c} for r, c, _ in msgs]
+
+
+def _single_turn(msgs: list[Msg]) -> list[dict[str, str]]:
+    """lm-eval's ``multiturn_to_singleturn`` (without mutating its input)."""
+    system: Msg | None = None
+    if msgs[0][0] == "system":
+        system, msgs = msgs[0], msgs[1:]
+    if msgs[-1][0] == "assistant":
+        users = msgs[:-1]
+        text = _to_text(users[:-1]) + users[-1][1]
+        res = [{"role": "user", "content": text}, {"role": "assistant", "content": msgs[-1][1]}]
+    else:
+        text = _to_text(msgs[:-1]) + msgs[-1][1]
+        res = [{"role": "user", "content": text}]
+    return ([{"role": system[0], "content": system[1]}] if system else []) + res
+
+
+def _qa_turn(
+    q: Any, c: list[Any] | None, a: Any, gen_prefix: str | None, tgt_delim: str, few_delim: str, where: Callable
+) -> list[Msg]:
+    """lm-eval's ``build_qa_turn``."""
+    if not isinstance(q, str):
+        raise where("doc_to_text", f"must give a string here, got {type(q).__name__} {q!r}")
+    has_answer = a is not None and a != ""
+    if has_answer and not gen_prefix:
+        user_delim = tgt_delim
+    elif gen_prefix and _requires_delimiter(q, gen_prefix):
+        user_delim = tgt_delim
+    else:
+        user_delim = ""
+    msgs: list[Msg] = [("user", q, user_delim)]
+    if has_answer:
+        if c and isinstance(a, int):
+            if not -len(c) <= a < len(c):
+                raise where("doc_to_target", f"target index {a} is out of range of doc_to_choice ({len(c)} choices)")
+            answer = c[a]
+        elif isinstance(a, list):
+            if not a:
+                raise where("doc_to_target", "gave an empty list")
+            answer = a[0]
+        else:
+            answer = a
+        if not isinstance(answer, str):
+            raise where("doc_to_target", f"few-shot answer must be a string, got {type(answer).__name__} {answer!r}")
+        msgs.append(("assistant", _maybe_delimit(gen_prefix, answer, " "), few_delim))
+    elif gen_prefix:
+        msgs.append(("assistant", gen_prefix, ""))
+    return msgs
+
+
+# --- the task builder ------------------------------------------------------------------------------
+
+
+class TaskBuilder:
+    def __init__(self, spec: TaskSpec, run: RunOptions, chat: ChatFn | None) -> None:
+        self.spec = spec
+        self.run = run
+        self.chat = chat if run.apply_chat_template else None
+        self.data = DataSource(spec, run.data_dir)
+        self.notes: list[str] = []
+        self._drop_absent_splits()
+
+    def _drop_absent_splits(self) -> None:
+        """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such
+        split), so the few-shot pool falls back as lm-eval's does. The evaluation split must exist."""
+        s = self.spec
+        if self.run.data_dir is None:
+            return
+        changes: dict[str, Any] = {}
+        for key in ("training_split", "validation_split", "test_split", "fewshot_split"):
+            split = getattr(s, key)
+            if split is not None and not self.data.has_split(split):
+                changes[key] = None
+        fsplit = s.fewshot.split
+        if fsplit is not None and not self.data.has_split(fsplit):
+            changes["fewshot"] = replace(s.fewshot, split=None)
+        if not changes:
+            return
+        eval_split = s.test_split if s.test_split is not None else s.validation_split
+        new = replace(s, **changes)
+        if new.test_split is None and new.validation_split is None:
+            assert eval_split is not None
+            raise fail(
+                f"missing data file {self.data.split_path(eval_split)} (split {eval_split!r} of "
+                f"{self.data.describe()})",
+                file=s.source,
+                task=s.name,
+            )
+        gone = {getattr(s, k) for k in changes if k != "fewshot"}
+        if "fewshot" in changes:
+            gone.add(fsplit)
+        names = ", ".join(sorted(map(str, gone)))
+        self.notes.append(f"{s.name}: no local file for split(s) {names}; treated as absent")
+        self.spec = new
+        self.data.spec = new
+
+    # -- docs
+    def _processed(self, split: str, process: FunctionRef | None) -> list[dict[str, Any]]:
+        rows = self.data.split(split)
+        if process is not None:
+            return apply_process_docs(process, rows, task=self.spec.name, source=self.spec.source)
+        return rows
+
+    def eval_docs(self) -> list[dict[str, Any]]:
+        s = self.spec
+        split = s.test_split if s.test_split is not None else s.validation_split
+        assert split is not None
+        return self._processed(split, s.process_docs)
+
+    def fewshot_pool(self) -> list[dict[str, Any]]:
+        s, f = self.spec, self.spec.fewshot
+        if f.split is not None:
+            return self._processed(f.split, f.process_docs)
+        if f.samples is not None:
+            if isinstance(f.samples, FunctionRef):
+                fn = resolve(f.samples, task=s.name, field="fewshot_config.samples")
+                got = fn()
+                if not isinstance(got, list):
+                    raise fail("function must return a list of documents", file=s.source, task=s.name,
+                               field="fewshot_config.samples")  # fmt: skip
+                return got
+            return list(f.samples)
+        if s.training_split is not None:
+            return self._processed(s.training_split, s.process_docs)
+        if s.validation_split is not None:
+            return self._processed(s.validation_split, s.process_docs)
+        assert s.test_split is not None
+        return self._processed(s.test_split, s.process_docs)
+
+    def resolve_num_fewshot(self) -> int:
+        s, run_n = self.spec, self.run.num_fewshot
+        if run_n is not None:
+            if s.num_fewshot == 0:
+                self.notes.append(f"{s.name}: num_fewshot is 0 in the task config; run.num_fewshot={run_n} ignored")
+                log.info(self.notes[-1])
+                return 0
+            return run_n
+        return s.num_fewshot if s.num_fewshot is not None else 0
+
+    # -- build
+    def build(self) -> BuiltTask:
+        s = self.spec
+        docs = self.eval_docs()
+        if not docs:
+            raise fail("the evaluation split has no documents", file=s.source, task=s.name)
+        n_shot = self.resolve_num_fewshot()
+        features: list[str] = list(docs[0].keys())
+        seen = set(features)
+        for d in docs:
+            if len(d) != len(features) or any(k not in seen for k in d):
+                for k in d:
+                    if k not in seen:
+                        seen.add(k)
+                        features.append(k)
+        r = Renderer(s.name, s.source, features, s.doc_to_choice is not None)
+
+        # lm-eval probes the first document to detect multiple-input / multiple-target tasks
+        probe_text = r.text(s.doc_to_text, docs[0], 0)
+        probe_target = r.target(s.doc_to_target, docs[0], 0) if s.doc_to_target is not None else None
+        multiple_input = 0
+        if s.doc_to_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
+            multiple_input = len(r.choice(s.doc_to_choice, docs[0], 0))
+        multiple_target = len(probe_target) if isinstance(probe_target, list) else 0
+
+        limit = self.run.limit
+        if limit is not None:
+            limit = int(math.ceil(len(docs) * limit)) if limit < 1.0 else int(limit)
+        selected = docs[:limit] if limit is not None else docs
+
+        pool: list[dict[str, Any]] = []
+        if n_shot > 0:
+            pool = self.fewshot_pool()
+            if s.fewshot.sampler == "default" and s.fewshot.fewshot_indices:
+                try:
+                    pool = [pool[i] for i in s.fewshot.fewshot_indices]
+                except IndexError:
+                    raise fail(f"index out of range of the {len(pool)}-document few-shot pool", file=s.source,
+                               task=s.name, field="fewshot_config.fewshot_indices") from None  # fmt: skip
+            if not pool:
+                raise fail(f"num_fewshot={n_shot} but the few-shot pool is empty", file=s.source, task=s.name,
+                           field="num_fewshot")  # fmt: skip
+        rnd = random.Random(self.run.fewshot_random_seed)
+        remove_eval_doc = s.fewshot.split == s.test_split
+        shot_cache: dict[int, list[Msg]] = {}
+
+        out: list[BuiltDoc] = []
+        for doc_id, doc in enumerate(selected):
+
+            def where(fld: str, msg: str, _d: int = doc_id) -> Exception:
+                return fail(msg, file=s.source, task=s.name, field=fld, doc_id=_d)
+
+            ids = self._sample(n_shot, pool, doc if remove_eval_doc else None, rnd, where) if n_shot else []
+            messages: list[Msg] = []
+            description = r.resolve_field(s.description, doc, "description", doc_id) or ""
+            system = _maybe_delimit(self.run.system_instruction, description, s.fewshot_delimiter)
+            if system:
+                messages.append(("system", system, ""))
+            for i in ids:
+                turn = shot_cache.get(i)
+                if turn is None:
+                    turn = self._shot(r, pool[i], multiple_input, i)
+                    shot_cache[i] = turn
+                messages.extend(turn)
+
+            q = r.text(s.doc_to_text, doc, doc_id)
+            choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
+            target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
+            gen_prefix = r.prefix(s.gen_prefix, doc, doc_id)
+
+            if multiple_input:
+                if choices is None:
+                    raise where("doc_to_choice", "multiple-input tasks need doc_to_choice")
+                ctx: str | list[str] = [
+                    self._render(messages + _qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
+                    for cq in choices
+                ]
+            else:
+                ctx = self._render(
+                    messages + _qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
+                )
+            requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
+            gold = target
+            if multiple_input:
+                gold = q
+            self._check_target(gold, choices, where, multiple_input)
+            out.append(BuiltDoc(doc_id, doc, gold, choices, ids, requests))
+        return BuiltTask(s, n_shot, out, docs, multiple_input, multiple_target, self.notes)
+
+    def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
+        s = self.spec
+        if s.output_type != "multiple_choice" or choices is None:
+            return
+        golds = gold if isinstance(gold, list) else [gold]
+        for g in golds:
+            if not isinstance(g, int | str):
+                raise where("doc_to_target", f"must give a choice index or choice text, got {type(g).__name__} {g!r}")
+            if isinstance(g, int) and not 0 <= g < len(choices):
+                fld = "doc_to_text" if multiple_input else "doc_to_target"
+                raise where(fld, f"target index {g} is out of range of doc_to_choice ({len(choices)} choices)")
+            if isinstance(g, str) and g not in choices:
+                raise where("doc_to_target", f"target {g[:60]!r} is not one of the doc_to_choice choices")
+
+    def _sample(
+        self, n: int, pool: list[dict[str, Any]], eval_doc: dict[str, Any] | None, rnd: random.Random, where: Callable
+    ) -> list[int]:
+        """Pool indices, drawn exactly as lm-eval's ContextSampler / FirstNSampler draw documents."""
+        if self.spec.fewshot.sampler == "first_n":
+            idx = list(range(len(pool)))
+            if eval_doc is not None:
+                idx = [i for i in idx if pool[i] != eval_doc]
+            if n > len(idx):
+                raise where("num_fewshot", f"{n} few-shot examples requested but the pool has {len(idx)}")
+            return idx[:n]
+        size = len(pool)
+        if not eval_doc:
+            if n > size:
+                raise where("num_fewshot", f"{n} few-shot examples requested but the pool has {size}")
+            return rnd.sample(range(size), n)
+        if n + 1 > size:
+            raise where("num_fewshot", f"{n} few-shot examples (+1 for the leakage guard) but the pool has {size}")
+        res = [i for i in rnd.sample(range(size), n + 1) if pool[i] != eval_doc][:n]
+        if len(res) < n:
+            rest = [i for i in range(size) if pool[i] != eval_doc]
+            if n > len(rest):
+                raise where("num_fewshot", f"{n} few-shot examples requested but the pool has {len(rest)} other docs")
+            res = rnd.sample(rest, n)
+        return res
+
+    def _shot(self, r: Renderer, fs_doc: dict[str, Any], multiple_input: int, pool_id: int) -> list[Msg]:
+        s, f = self.spec, self.spec.fewshot
+
+        def where(fld: str, msg: str) -> Exception:
+            return fail(msg + f" (few-shot pool document {pool_id})", file=s.source, task=s.name, field=fld)
+
+        q = r.text(f.doc_to_text, fs_doc, None)
+        c = r.choice(f.doc_to_choice, fs_doc, None) if f.doc_to_choice else None
+        a = r.target(f.doc_to_target, fs_doc, None)
+        gp = r.resolve_field(f.gen_prefix, fs_doc, "gen_prefix", None)
+        if multiple_input:
+            if not c or not isinstance(q, int) or not -len(c) <= q < len(c):
+                raise where("doc_to_text", f"multiple-input index {q!r} out of range of the choices")
+            q, c = c[q], None
+        return _qa_turn(q, c, a, gp, f.target_delimiter, f.fewshot_delimiter, where)
+
+    def _render(self, msgs: list[Msg], gen_prefix: str | None) -> str:
+        if self.chat is None:
+            return _to_text(msgs)
+        conv = _to_dicts(msgs) if self.run.fewshot_as_multiturn else _single_turn(msgs)
+        return self.chat(conv, not gen_prefix)
+
+    def _requests(
+        self,
+        ctx: str | list[str],
+        doc: dict[str, Any],
+        target: Any,
+        choices: list[Any] | None,
+        where: Callable,
+        r: Renderer,
+        doc_id: int,
+    ) -> list[Request]:
+        s = self.spec
+        ot = s.output_type
+        if ot == "loglikelihood":
+            assert isinstance(ctx, str)
+            if not isinstance(target, str):
+                raise where("doc_to_target", f"loglikelihood needs a string target, got {type(target).__name__}")
+            return [Request("loglikelihood", ctx, target, None, 0)]
+        if ot == "loglikelihood_rolling":
+            if not isinstance(target, str):
+                raise where("doc_to_target", f"loglikelihood_rolling needs a string, got {type(target).__name__}")
+            return [Request("loglikelihood_rolling", target, None, None, 0)]
+        if ot == "multiple_choice":
+            assert choices is not None
+            delim = s.target_delimiter
+            if self.run.apply_chat_template:
+                gp = s.gen_prefix
+                delim = s.target_delimiter if gp and not (gp and gp[-1].isspace()) else ""
+            if isinstance(ctx, list):
+                pairs = [(c, f"{delim}{target}") for c in ctx]
+            else:
+                pairs = [(ctx, f"{delim}{ch}") for ch in choices]
+            if self._mutual_info():
+                pairs += [("", f"{delim}{ch}") for ch in choices]
+            return [Request("loglikelihood", c, cont, None, i) for i, (c, cont) in enumerate(pairs)]
+        assert isinstance(ctx, str)
+        gk = dict(s.generation_kwargs or {})
+        if s.per_doc_generation_kwargs and isinstance(doc.get("generation_kwargs"), dict):
+            gk = dict(doc["generation_kwargs"])
+        if self.run.gen_kwargs:
+            gk.update(self.run.gen_kwargs)
+        return [Request("generate_until", ctx, None, gk, 0)]
+
+    def _mutual_info(self) -> bool:
+        return any(m.get("metric") == "acc_mutual_info" for m in self.spec.metric_list or [])

@@ -1,0 +1,207 @@
+"""Hydra composition of ``conf/`` (Compose API: no run directory, no cwd change) and the run options."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler.build import RunOptions
+from compiler.errors import CompileError, fail
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+RUN_KEYS = (
+    "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
+    "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs",
+)  # fmt: skip
+
+
+def _task_names(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def _hydra_error(e: Exception, overrides: list[str]) -> CompileError:
+    msg = " ".join(str(e).split())
+    low = msg.lower()
+    if "could not find" in low or "could not load" in low:
+        for group in ("task", "model", "run"):
+            for ov in overrides:
+                key, _, val = ov.lstrip("+~").partition("=")
+                if key != group:
+                    continue
+                for name in val.strip("[]").split(","):
+                    name = name.strip().strip("'\"")
+                    if name and name not in _task_names(group):
+                        close = difflib.get_close_matches(name, _task_names(group), n=5, cutoff=0.6)
+                        hint = f"; did you mean {', '.join(close)}?" if close else ""
+                        avail = "" if close else f"; available: {', '.join(_task_names(group))}"
+                        return fail(f"unknown {group} {name!r} (no conf/{group}/{name}.yaml){hint}{avail}")
+    return CompileError(f"bad configuration or override: {msg}")
+
+
+_ONE_TASK = re.compile(r"^\+?task=([A-Za-z0-9_.-]+)$")
+_TASK_KEY = re.compile(r"^(\+{0,2}|~)task\.([^.=]+)(.*)$", re.S)
+
+
+def shorthand(overrides: list[str]) -> list[str]:
+    """With a single ``+task=NAME``, ``task.KEY=V`` means ``task.NAME.KEY=V`` (e.g. ``task.path=tasks.jsonl``)."""
+    names = [m.group(1) for o in overrides if (m := _ONE_TASK.match(o))]
+    if len(names) != 1:
+        return list(overrides)
+    name = names[0]
+    out = []
+    for o in overrides:
+        m = _TASK_KEY.match(o)
+        if m and m.group(2) != name:
+            o = f"{m.group(1)}task.{name}.{m.group(2)}{m.group(3)}"
+        out.append(o)
+    return out
+
+
+def compose(overrides: list[str]) -> dict[str, Any]:
+    """The fully composed config (resolved, as plain data) for ``overrides``."""
+    overrides = shorthand(overrides)
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None, job_name="lmeval"):
+            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+        data = OmegaConf.to_container(cfg, resolve=True)
+    except (HydraException, OmegaConfBaseException) as e:
+        raise _hydra_error(e, overrides) from None
+    except ValueError as e:  # hydra's override grammar errors
+        raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
+    assert isinstance(data, dict)
+    return data  # type: ignore[return-value]
+
+
+def expand_sweep(overrides: list[str]) -> list[list[str]]:
+    """One override list per combination of Hydra sweep values (``run.num_fewshot=0,5``, ``+task=a,b``)."""
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException as e:
+        raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
+    axes: list[list[str]] = []
+    for ov in parsed:
+        if ov.is_sweep_override():
+            key = ov.get_key_element()
+            axes.append([f"{key}={v}" for v in ov.sweep_string_iterator()])
+        else:
+            axes.append([str(ov.input_line)])
+    return [list(combo) for combo in itertools.product(*axes)]
+
+
+@dataclass
+class RunConfig:
+    num_fewshot: int | None = None
+    limit: int | float | None = None
+    fewshot_random_seed: int | None = 1234
+    apply_chat_template: bool = False
+    fewshot_as_multiturn: bool | None = None
+    system_instruction: str | None = None
+    data_dir: str | None = None
+    include_path: str | list[str] | None = None
+    tasks: list[str] | None = None
+    out: str | None = None
+    gen_kwargs: dict[str, Any] | None = None
+
+    def options(self) -> RunOptions:
+        return RunOptions(
+            num_fewshot=self.num_fewshot,
+            limit=self.limit,
+            fewshot_random_seed=self.fewshot_random_seed,
+            apply_chat_template=self.apply_chat_template,
+            fewshot_as_multiturn=bool(self.fewshot_as_multiturn),
+            system_instruction=self.system_instruction,
+            gen_kwargs=self.gen_kwargs,
+            data_dir=self.data_dir,
+        )
+
+
+def _bad(key: str, want: str, got: Any) -> CompileError:
+    return fail(f"must be {want}, got {got!r}", field=f"run.{key}")
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def run_config(raw: dict[str, Any]) -> RunConfig:
+    for key in raw:
+        if key not in RUN_KEYS:
+            close = difflib.get_close_matches(key, RUN_KEYS, n=3, cutoff=0.6)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise fail(f"unknown run option{hint}", field=f"run.{key}")
+    r = RunConfig()
+    nf = raw.get("num_fewshot")
+    if nf is not None and (not _int(nf) or nf < 0):
+        raise _bad("num_fewshot", "a non-negative integer", nf)
+    r.num_fewshot = nf
+    lim = raw.get("limit")
+    if lim is not None:
+        if _int(lim) and lim > 0:
+            pass
+        elif isinstance(lim, float) and 0.0 < lim < 1.0:
+            pass
+        else:
+            raise _bad("limit", "a positive integer (or a fraction between 0 and 1)", lim)
+    r.limit = lim
+    seed = raw.get("fewshot_random_seed", 1234)
+    if seed is not None and not _int(seed):
+        raise _bad("fewshot_random_seed", "an integer", seed)
+    r.fewshot_random_seed = seed
+    act = raw.get("apply_chat_template", False)
+    if not isinstance(act, bool):
+        raise _bad("apply_chat_template", "true or false", act)
+    r.apply_chat_template = act
+    fam = raw.get("fewshot_as_multiturn")
+    if fam is not None and not isinstance(fam, bool):
+        raise _bad("fewshot_as_multiturn", "true, false or null", fam)
+    if fam is None and act:
+        fam = True
+    elif fam is True and not act:
+        raise fail("fewshot_as_multiturn=true needs run.apply_chat_template=true", field="run.fewshot_as_multiturn")
+    r.fewshot_as_multiturn = fam
+    for key in ("system_instruction", "data_dir", "out"):
+        v = raw.get(key)
+        if v is not None and not isinstance(v, str):
+            if key == "system_instruction" and isinstance(v, int | float):
+                v = str(v)
+            else:
+                raise _bad(key, "a string", v)
+        setattr(r, key, v)
+    if r.data_dir is not None and not Path(r.data_dir).expanduser().is_dir():
+        raise fail(f"data directory {r.data_dir!r} does not exist", field="run.data_dir")
+    ip = raw.get("include_path")
+    if ip is not None and not (isinstance(ip, str) or (isinstance(ip, list) and all(isinstance(p, str) for p in ip))):
+        raise _bad("include_path", "a directory (or a list of them)", ip)
+    r.include_path = ip
+    tasks = raw.get("tasks")
+    if isinstance(tasks, str):
+        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
+        raise _bad("tasks", "a list of task names", tasks)
+    r.tasks = tasks
+    gk = raw.get("gen_kwargs")
+    if gk is not None and not isinstance(gk, dict):
+        raise _bad("gen_kwargs", "a mapping", gk)
+    r.gen_kwargs = gk
+    seed2 = raw.get("seed")
+    if seed2 is not None and not _int(seed2):
+        raise _bad("seed", "an integer", seed2)
+    return r

@@ -1,0 +1,230 @@
+"""Where a task's documents come from: local JSONL (``run.data_dir``), ``data_files``, a custom
+dataset function, or the ``datasets`` library as lm-eval would load it.
+
+Local layout: ``<data_dir>/<local_name>/<split>.jsonl`` where ``local_name`` is derived from the Hub
+``dataset_path``/``dataset_name`` the config names (table below; else the path's last component, plus
+``/<dataset_name>`` when there is one). Rows get every key seen in the split (missing ones as None), as a
+Hugging Face JSON load would give them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import fail
+from compiler.functions import FunctionRef, resolve
+from compiler.taskspec import TaskSpec
+
+# (dataset_path, dataset_name) -> local directory; name None matches any name
+LOCAL_NAMES: dict[tuple[str, str | None], str] = {
+    ("allenai/ai2_arc", "ARC-Challenge"): "arc_challenge",
+    ("allenai/ai2_arc", "ARC-Easy"): "arc_easy",
+    ("ai2_arc", "ARC-Challenge"): "arc_challenge",
+    ("ai2_arc", "ARC-Easy"): "arc_easy",
+    ("openai/gsm8k", None): "gsm8k",
+    ("gsm8k", None): "gsm8k",
+    ("EleutherAI/asdiv", None): "asdiv",
+    ("allenai/winogrande", None): "winogrande",
+    ("winogrande", None): "winogrande",
+    ("baber/piqa", None): "piqa",
+    ("ybisk/piqa", None): "piqa",
+    ("piqa", None): "piqa",
+    ("aps/super_glue", "boolq"): "boolq",
+    ("super_glue", "boolq"): "boolq",
+    ("google/boolq", None): "boolq",
+    ("openai/openai_humaneval", None): "humaneval",
+    ("openai_humaneval", None): "humaneval",
+    ("google-research-datasets/mbpp", None): "mbpp",
+    ("mbpp", None): "mbpp",
+    ("mandarjoshi/trivia_qa", None): "triviaqa",
+}
+_PER_NAME = {"cais/mmlu": "mmlu", "hails/mmlu_no_train": "mmlu"}
+
+
+def local_name(dataset_path: str, dataset_name: str | None) -> str:
+    hit = LOCAL_NAMES.get((dataset_path, dataset_name)) or LOCAL_NAMES.get((dataset_path, None))
+    if hit:
+        return hit
+    base = _PER_NAME.get(dataset_path, dataset_path.rstrip("/").rsplit("/", 1)[-1])
+    return f"{base}/{dataset_name}" if dataset_name else base
+
+
+def read_jsonl(path: Path, *, task: str | None = None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise fail(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(path), task=task) from None
+    keys: dict[str, None] = {}
+    ragged = False
+    loads = json.loads
+    for i, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = loads(line)
+        except json.JSONDecodeError as e:
+            raise fail(f"malformed data row: {e.msg} (column {e.colno})", file=str(path), line=i, task=task) from None
+        if not isinstance(row, dict):
+            raise fail(f"malformed data row: expected a JSON object, got {type(row).__name__}", file=str(path),
+                       line=i, task=task)  # fmt: skip
+        if len(row) != len(keys) or not all(k in keys for k in row):
+            for k in row:
+                if k not in keys:
+                    keys[k] = None
+                    if rows:
+                        ragged = True
+            if len(row) != len(keys):
+                ragged = True
+        rows.append(row)
+    if ragged:
+        rows = [r if len(r) == len(keys) else {k: r.get(k) for k in keys} for r in rows]
+    return rows
+
+
+class DataSource:
+    """Loads the raw rows of a task's splits on demand (each split once)."""
+
+    def __init__(self, spec: TaskSpec, data_dir: str | None) -> None:
+        self.spec = spec
+        self.data_dir = data_dir
+        self._splits: dict[str, list[dict[str, Any]]] = {}
+        self._custom: dict[str, Any] | None = None
+        self._hf: Any = None
+
+    def describe(self) -> str:
+        s = self.spec
+        return f"{s.dataset_path}" + (f" ({s.dataset_name})" if s.dataset_name else "")
+
+    def split(self, name: str) -> list[dict[str, Any]]:
+        if name not in self._splits:
+            self._splits[name] = self._load(name)
+        return self._splits[name]
+
+    def has_split(self, split: str) -> bool:
+        """False only when run.data_dir is used and the split's file is not there."""
+        s = self.spec
+        if s.preloaded is not None or s.custom_dataset is not None or self.data_dir is None:
+            return True
+        if s.dataset_path in ("json", "jsonl") and (s.dataset_kwargs or {}).get("data_files"):
+            return True
+        return self.split_path(split).is_file()
+
+    def split_path(self, split: str) -> Path:
+        s = self.spec
+        assert self.data_dir is not None and s.dataset_path is not None
+        return Path(self.data_dir) / local_name(s.dataset_path, s.dataset_name) / f"{split}.jsonl"
+
+    def _load(self, split: str) -> list[dict[str, Any]]:
+        s = self.spec
+        if s.preloaded is not None:
+            if split not in s.preloaded:
+                raise fail(f"no split {split!r} in the task spec", file=s.source, task=s.name)
+            return s.preloaded[split]
+        if s.custom_dataset is not None:
+            return self._from_custom(split)
+        kwargs = s.dataset_kwargs or {}
+        if s.dataset_path in ("json", "jsonl") and kwargs.get("data_files"):
+            return self._from_data_files(split, kwargs["data_files"])
+        if self.data_dir is not None:
+            assert s.dataset_path is not None
+            path = Path(self.data_dir) / local_name(s.dataset_path, s.dataset_name) / f"{split}.jsonl"
+            if not path.is_file():
+                raise fail(
+                    f"missing data file {path} (split {split!r} of {self.describe()}; "
+                    f"expected <data_dir>/{local_name(s.dataset_path, s.dataset_name)}/{split}.jsonl)",
+                    task=s.name,
+                    file=s.source,
+                )
+            return read_jsonl(path, task=s.name)
+        return self._from_hub(split)
+
+    def _from_data_files(self, split: str, data_files: Any) -> list[dict[str, Any]]:
+        s = self.spec
+        if isinstance(data_files, str | list):
+            data_files = {"train": data_files}
+        if not isinstance(data_files, dict) or split not in data_files:
+            raise fail(f"dataset_kwargs.data_files has no split {split!r}", file=s.source, task=s.name,
+                       field="dataset_kwargs")  # fmt: skip
+        files = data_files[split]
+        rows: list[dict[str, Any]] = []
+        for f in files if isinstance(files, list) else [files]:
+            p = Path(str(f)).expanduser()
+            if not p.is_file():
+                raise fail(f"missing data file {p} (split {split!r})", file=s.source, task=s.name,
+                           field="dataset_kwargs.data_files")  # fmt: skip
+            rows.extend(read_jsonl(p, task=s.name))
+        return rows
+
+    def _from_custom(self, split: str) -> list[dict[str, Any]]:
+        s = self.spec
+        if self._custom is None:
+            assert s.custom_dataset is not None
+            fn = resolve(s.custom_dataset, task=s.name, field="custom_dataset")
+            try:
+                got = fn(**(s.metadata or {}), **(s.dataset_kwargs or {}))
+            except Exception as e:  # noqa: BLE001
+                raise fail(f"custom_dataset failed: {type(e).__name__}: {e}", file=s.source, task=s.name,
+                           field="custom_dataset") from None  # fmt: skip
+            if not hasattr(got, "keys"):
+                raise fail("custom_dataset must return a mapping of split name to rows", file=s.source,
+                           task=s.name, field="custom_dataset")  # fmt: skip
+            self._custom = {k: got[k] for k in got.keys()}
+        if split not in self._custom:
+            raise fail(f"custom dataset has no split {split!r} (has {sorted(self._custom)})", file=s.source,
+                       task=s.name, field="custom_dataset")  # fmt: skip
+        return [dict(r) for r in self._custom[split]]
+
+    def _from_hub(self, split: str) -> list[dict[str, Any]]:
+        s = self.spec
+        if self._hf is None:
+            import logging
+
+            quiet = [logging.getLogger(n) for n in ("huggingface_hub", "datasets", "fsspec", "urllib3")]
+            levels = [lg.level for lg in quiet]
+            for lg in quiet:
+                lg.setLevel(logging.CRITICAL)  # no retry chatter: the failure becomes one line below
+            try:
+                import datasets
+
+                kwargs = dict(s.dataset_kwargs or {})
+                kwargs.pop("trust_remote_code", None)
+                self._hf = datasets.load_dataset(path=s.dataset_path, name=s.dataset_name, **kwargs)
+            except Exception as e:  # noqa: BLE001 - offline, missing, or unknown dataset
+                why = str(e).split("\n")[0][:200]
+                raise fail(
+                    f"cannot load dataset {self.describe()} with the datasets library ({type(e).__name__}: {why}); "
+                    f"for local data pass run.data_dir=DIR with DIR/"
+                    f"{local_name(s.dataset_path or '', s.dataset_name)}/<split>.jsonl",
+                    file=s.source,
+                    task=s.name,
+                    field="dataset_path",
+                ) from None
+            finally:
+                for lg, lv in zip(quiet, levels, strict=True):
+                    lg.setLevel(lv)
+        if split not in self._hf:
+            raise fail(f"dataset {self.describe()} has no split {split!r}", file=s.source, task=s.name)
+        return [dict(r) for r in self._hf[split]]
+
+
+def apply_process_docs(
+    fn_ref: FunctionRef, rows: list[dict[str, Any]], *, task: str, source: str | None
+) -> list[dict[str, Any]]:
+    """Run a ``process_docs`` function. lm-eval passes a ``datasets.Dataset``; so do we for functions
+    outside lmeval's own task library (which takes and returns plain lists)."""
+    fn = resolve(fn_ref, task=task, field="process_docs")
+    own = getattr(fn, "__module__", "").startswith("compiler.tasklib")
+    try:
+        if own:
+            out = fn(rows)
+        else:
+            import datasets
+
+            out = fn(datasets.Dataset.from_list(rows))
+        return [dict(r) for r in out]
+    except Exception as e:  # noqa: BLE001
+        raise fail(f"process_docs {fn_ref.spec} failed: {type(e).__name__}: {e}", file=source, task=task,
+                   field="process_docs") from None  # fmt: skip

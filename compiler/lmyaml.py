@@ -1,0 +1,128 @@
+"""lm-evaluation-harness task YAMLs, loaded unchanged: ``!function``, ``include:``, groups and tags.
+
+``index(dirs)`` scans directories recursively (sorted paths, like lm-eval's TaskManager) and maps every
+task, group and tag name to where it is defined. Functions stay unresolved ``FunctionRef``s here; the
+compiler resolves only the ones a selected task uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compiler.errors import fail
+from compiler.functions import FunctionRef
+
+_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}
+
+
+def _loader_for(path: Path) -> type:
+    class Loader(_BASE):  # type: ignore[misc, valid-type]
+        pass
+
+    base_dir = str(path.parent)
+    source = str(path)
+
+    def ctor(loader: Any, node: Any) -> FunctionRef:
+        return FunctionRef(str(loader.construct_scalar(node)).strip(), base_dir, source)
+
+    Loader.add_constructor("!function", ctor)
+    return Loader
+
+
+def load_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """One task/group YAML with its ``include:`` chain merged (local keys win)."""
+    p = Path(path).expanduser().resolve()
+    if p in _seen:
+        raise fail(f"include cycle through {p}", file=str(_seen[0]))
+    try:
+        with p.open("rb") as fh:
+            cfg = yaml.load(fh, Loader=_loader_for(p))  # noqa: S506 - our loader only adds !function
+    except FileNotFoundError:
+        raise fail("file not found", file=str(path)) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(e, "problem", None) or str(e)
+        raise fail(f"invalid YAML: {problem}", file=str(p), line=line) from None
+    if not isinstance(cfg, dict):
+        raise fail(f"expected a mapping at the top level, got {type(cfg).__name__}", file=str(p))
+    if "include" not in cfg:
+        return cfg
+    includes = cfg.pop("include")
+    merged: dict[str, Any] = {}
+    for inc in includes if isinstance(includes, list) else [includes]:
+        inc_path = Path(inc) if Path(str(inc)).is_absolute() else p.parent / str(inc)
+        if not inc_path.is_file():
+            raise fail(f"include: {inc!r} not found (looked for {inc_path})", file=str(p), field="include")
+        inc_cfg = load_yaml(inc_path, (*_seen, p))
+        inc_cfg.pop("task_list", None)
+        merged.update(inc_cfg)
+    merged.update(cfg)
+    return merged
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str  # task | group | tag
+    path: Path | None
+    cfg: dict[str, Any] | None = None
+    members: list[str] = field(default_factory=list)  # for tags: task names
+
+
+@dataclass
+class Index:
+    entries: dict[str, Entry]
+    broken: dict[str, str]  # yaml path -> why it could not be indexed
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+
+def build_index(dirs: list[Path]) -> Index:
+    entries: dict[str, Entry] = {}
+    broken: dict[str, str] = {}
+    for root in dirs:
+        local: dict[str, Entry] = {}
+        files = sorted(
+            (p for p in root.glob("**/*.yaml") if not any(part in _IGNORE_DIRS for part in p.parts)),
+            key=lambda p: p.as_posix(),
+        )
+        for path in files:
+            try:
+                cfg = load_yaml(path)
+            except Exception as e:  # noqa: BLE001 - lm-eval skips unreadable files while indexing
+                broken[str(path)] = str(e)
+                continue
+            _register(cfg, path, local, broken)
+        entries.update(local)
+    return Index(entries, broken)
+
+
+def _register(cfg: dict[str, Any], path: Path, index: dict[str, Entry], broken: dict[str, str]) -> None:
+    # lm-eval 0.4.13 decides by key shape: 'class' = Python task, 'group' = group, 'task' = task.
+    if "class" in cfg:
+        broken[str(path)] = "Python class tasks ('class:') are not supported"
+        return
+    if "group" in cfg:
+        name = str(cfg["group"])
+        if name not in index:
+            index[name] = Entry(name, "group", path, cfg)
+        return
+    if "task" in cfg:
+        name = str(cfg["task"])
+        if name in index and index[name].kind != "tag":
+            return
+        index[name] = Entry(name, "task", path, cfg)
+        tags = cfg.get("tag")
+        for tag in tags if isinstance(tags, list) else [tags] if tags else []:
+            e = index.setdefault(str(tag), Entry(str(tag), "tag", None))
+            if e.kind == "tag" and name not in e.members:
+                e.members.append(name)
+        return
+    broken[str(path)] = f"neither 'task' nor 'group' at the top level (keys: {sorted(cfg)})"

@@ -1,0 +1,149 @@
+"""doc_to_text / doc_to_target / doc_to_choice evaluation, as lm-eval 0.4.13 does it.
+
+A field is a document key, a Jinja2 template (StrictUndefined, keep_trailing_newline, lm-eval's
+``regex_replace`` filter), a literal (int, list, dict) or a Python function. Templates are compiled once
+per task and field, not per document.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jinja2
+
+from compiler.errors import fail
+from compiler.functions import FunctionRef, resolve
+
+
+def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
+    return re.sub(pattern, repl, string, count=count)
+
+
+_ENV = jinja2.Environment(loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_ENV.filters["regex_replace"] = regex_replace
+_TEMPLATES: dict[str, jinja2.Template] = {}
+
+
+def compile_template(text: str, *, task: str, field: str, source: str | None) -> jinja2.Template:
+    t = _TEMPLATES.get(text)
+    if t is None:
+        try:
+            t = _ENV.from_string(text)
+        except jinja2.TemplateSyntaxError as e:
+            raise fail(f"Jinja template syntax error: {e.message} (template line {e.lineno})", file=source,
+                       task=task, field=field) from None  # fmt: skip
+        _TEMPLATES[text] = t
+    return t
+
+
+class Renderer:
+    """Evaluates a task's text fields against documents, with errors naming task, field and doc id."""
+
+    def __init__(self, task: str, source: str | None, features: list[str], has_choice: bool) -> None:
+        self.task = task
+        self.source = source
+        self.features = set(features)
+        self.has_choice = has_choice
+
+    def _err(self, field: str, doc_id: int | None, msg: str) -> Exception:
+        return fail(msg, file=self.source, task=self.task, field=field, doc_id=doc_id)
+
+    def _template(self, text: str, field: str, doc: dict[str, Any], doc_id: int | None) -> str:
+        t = compile_template(text, task=self.task, field=field, source=self.source)
+        try:
+            return t.render(**doc)
+        except jinja2.UndefinedError as e:
+            raise self._err(field, doc_id, f"template refers to an undefined variable: {e.message}") from None
+        except Exception as e:  # noqa: BLE001 - any error inside a template is about this doc
+            raise self._err(field, doc_id, f"template failed: {type(e).__name__}: {e}") from None
+
+    def _call(self, ref: FunctionRef, field: str, doc: dict[str, Any], doc_id: int | None) -> Any:
+        fn: Callable[..., Any] = resolve(ref, task=self.task, field=field)
+        try:
+            return fn(doc)
+        except Exception as e:  # noqa: BLE001
+            raise self._err(field, doc_id, f"function {ref.spec} failed: {type(e).__name__}: {e}") from None
+
+    def resolve_field(self, spec: Any, doc: dict[str, Any], field: str, doc_id: int | None) -> Any:
+        """lm-eval's ``Task.resolve_field`` (description, gen_prefix): a doc key or a template."""
+        if spec:
+            if spec in doc:
+                return doc[spec]
+            return self._template(spec, field, doc, doc_id)
+        return None
+
+    def prefix(self, spec: str | None, doc: dict[str, Any], doc_id: int | None) -> str | None:
+        """``doc_to_prefix``: gen_prefix as a feature name or a template."""
+        if spec is None:
+            return None
+        if spec in self.features:
+            return doc[spec]  # type: ignore[no-any-return]
+        return self._template(spec, "gen_prefix", doc, doc_id)
+
+    def text(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_text") -> Any:
+        if isinstance(spec, int):
+            return spec
+        if isinstance(spec, str):
+            if spec in self.features:
+                return self._get(doc, spec, field, doc_id)
+            out = self._template(spec, field, doc, doc_id)
+            if self.has_choice and out.isdigit():
+                return ast.literal_eval(out)
+            return out
+        if isinstance(spec, FunctionRef):
+            return self._call(spec, field, doc, doc_id)
+        raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+
+    def target(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_target") -> Any:
+        if isinstance(spec, int):
+            return spec
+        if isinstance(spec, str):
+            if spec in self.features:
+                return self._get(doc, spec, field, doc_id)
+            out = self._template(spec, field, doc, doc_id)
+            if self.has_choice and out.isdigit():
+                return ast.literal_eval(out)
+            if len(out) >= 2 and out[0] == "[" and out[-1] == "]":
+                try:
+                    return ast.literal_eval(out)
+                except (SyntaxError, ValueError):
+                    return out
+            return out
+        if isinstance(spec, list):
+            return spec
+        if isinstance(spec, FunctionRef):
+            return self._call(spec, field, doc, doc_id)
+        raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+
+    def choice(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_choice") -> list[Any]:
+        if isinstance(spec, str):
+            if spec in self.features:
+                out = self._get(doc, spec, field, doc_id)
+            else:
+                rendered = self._template(spec, field, doc, doc_id)
+                try:
+                    out = ast.literal_eval(rendered)
+                except (SyntaxError, ValueError):
+                    raise self._err(
+                        field, doc_id, f"template must render a Python list literal, got {rendered[:80]!r}"
+                    ) from None
+        elif isinstance(spec, list):
+            out = spec
+        elif isinstance(spec, dict):
+            out = list(spec.values())
+        elif isinstance(spec, FunctionRef):
+            out = self._call(spec, field, doc, doc_id)
+        else:
+            raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+        if not isinstance(out, list | tuple):
+            raise self._err(field, doc_id, f"must give a list of choices, got {type(out).__name__}")
+        return list(out)
+
+    def _get(self, doc: dict[str, Any], key: str, field: str, doc_id: int | None) -> Any:
+        try:
+            return doc[key]
+        except KeyError:
+            raise self._err(field, doc_id, f"document has no field {key!r}") from None

@@ -1,0 +1,298 @@
+"""Which tasks a compile covers: ``+task=...`` entries of the Hydra config and ``run.tasks`` names (from
+``run.include_path`` lm-eval YAMLs, else ``conf/task``), with groups and tags expanded as lm-eval's
+TaskFactory does (group-level task fields become defaults of the member tasks; an inline member's own
+keys win).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import fail
+from compiler.functions import from_hydra_value
+from compiler.lmyaml import Index, build_index, load_yaml
+from compiler.taskspec import TaskSpec, build_spec
+
+GROUP_FIELDS = ("group", "group_alias", "task", "aggregate_metric_list", "metadata")
+
+
+@dataclass
+class GroupInfo:
+    name: str
+    alias: str | None
+    subtasks: list[str]
+    aggregate_metric_list: list[dict[str, Any]]
+    version: Any = None
+
+
+@dataclass
+class Selection:
+    tasks: list[TaskSpec] = field(default_factory=list)
+    groups: list[GroupInfo] = field(default_factory=list)
+    top: list[str] = field(default_factory=list)  # names as selected (for the default file name)
+
+
+@dataclass
+class Found:
+    cfg: dict[str, Any]
+    source: str | None
+    kind: str  # task | group | tag
+    members: list[str] = field(default_factory=list)
+    namespace_inline: bool = True  # lm-eval names inline group members "<group>::<name>"
+
+
+Lookup = Callable[[str], Found | None]
+
+
+def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]]:
+    if items is None:
+        return []
+    if isinstance(items, dict):
+        items = [items]
+    out = []
+    for it in items:
+        if not isinstance(it, dict) or "metric" not in it:
+            raise fail("entries need a 'metric' key", file=source, field=f"group {group} aggregate_metric_list")
+        agg = it.get("aggregation", "mean")
+        if agg != "mean":
+            raise fail(f"only 'mean' aggregation is supported, got {agg!r}", file=source,
+                       field=f"group {group} aggregate_metric_list")  # fmt: skip
+        fl = it.get("filter_list")
+        out.append({
+            "metric": it["metric"],
+            "filter_list": [fl] if isinstance(fl, str) else fl,
+            "aggregation": "mean",
+            "weight_by_size": bool(it.get("weight_by_size", True)),
+        })  # fmt: skip
+    return out
+
+
+class Expander:
+    def __init__(self, lookup: Lookup, known: Callable[[], list[str]], broken: dict[str, str] | None = None) -> None:
+        self.lookup = lookup
+        self.known = known
+        self.broken = broken or {}
+        self.sel = Selection()
+        self._task_names: dict[str, str] = {}
+
+    def unknown(self, name: str, where: str | None = None) -> Exception:
+        for path, why in sorted(self.broken.items()):
+            if Path(path).stem == name or name in Path(path).read_text(encoding="utf-8", errors="replace"):
+                return fail(f"task or group {name!r}: {path} could not be read ({why})", file=where)
+        close = difflib.get_close_matches(name, self.known(), n=5, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return fail(f"unknown task or group {name!r}{hint}", file=where)
+
+    def add_named(self, name: str, parents: list[str], overrides: dict[str, Any] | None = None,
+                  where: str | None = None) -> list[str]:  # fmt: skip
+        found = self.lookup(name)
+        if found is None:
+            raise self.unknown(name, where)
+        if found.kind == "tag":
+            out = []
+            for t in sorted(found.members):
+                f = self.lookup(t)
+                assert f is not None
+                out += self._task({**f.cfg, **(overrides or {}), "task": t}, f.source, parents)
+            return out
+        if found.kind == "group":
+            return [self._group(name, found.cfg, found.source, overrides, parents, found.namespace_inline)]
+        cfg = {**found.cfg, **(overrides or {})}
+        return self._task(cfg, found.source, parents, default_name=name)
+
+    def _task(self, cfg: dict[str, Any], source: str | None, parents: list[str],
+              default_name: str | None = None) -> list[str]:  # fmt: skip
+        for k in ("tag", "group", "task_list"):
+            cfg.pop(k, None)
+        spec = build_spec(cfg, source, default_name)
+        if spec.name in self._task_names:
+            raise fail(
+                f"task {spec.name!r} is selected twice (in {self._task_names[spec.name]} and in "
+                f"{parents[-1] if parents else 'the task list'}); compile overlapping groups separately",
+                file=source,
+                task=spec.name,
+            )
+        self._task_names[spec.name] = parents[-1] if parents else "the task list"
+        spec.groups = list(reversed(parents))
+        self.sel.tasks.append(spec)
+        return [spec.name]
+
+    def _group(self, name: str, raw: dict[str, Any], source: str | None, overrides: dict[str, Any] | None,
+               parents: list[str], namespace: bool) -> str:  # fmt: skip
+        if name in parents:
+            raise fail(f"group {name!r} contains itself", file=source)
+        members = raw.get("task")
+        if isinstance(members, str):
+            members = [members]
+        if not isinstance(members, list) or not members:
+            raise fail("a group needs a non-empty 'task' list", file=source, field=f"group {name} task")
+        task_overrides = {k: v for k, v in raw.items() if k not in GROUP_FIELDS}
+        merged = {**task_overrides, **(overrides or {})}
+        chain = [*parents, name]
+        subtasks: list[str] = []
+        for item in members:
+            if isinstance(item, str):
+                subtasks += self.add_named(item, chain, merged, where=source)
+            elif isinstance(item, dict) and "group" in item:
+                gname = str(item["group"])
+                if "task" not in item and self.lookup(gname) is not None:
+                    inline = {k: v for k, v in item.items() if k != "group"}
+                    subtasks += self.add_named(gname, chain, {**merged, **inline}, where=source)
+                else:
+                    full = f"{name}::{gname}" if namespace else gname
+                    subtasks.append(self._group(full, item, source, merged, chain, namespace))
+            elif isinstance(item, dict) and "task" in item:
+                base = item["task"]
+                item_over = {**merged, **item}
+                if not isinstance(base, str):
+                    raise fail("inline task entries need a string 'task' name", file=source, field=f"group {name}")
+                if self.lookup(base) is None:
+                    tname = f"{name}::{base}" if namespace else base
+                    subtasks += self._task({**item_over, "task": tname}, source, chain)
+                else:
+                    subtasks += self.add_named(base, chain, item_over, where=source)
+            else:
+                raise fail(f"unsupported group member {item!r}", file=source, field=f"group {name} task")
+        md = raw.get("metadata")
+        self.sel.groups.append(
+            GroupInfo(
+                name=name,
+                alias=raw.get("group_alias"),
+                subtasks=subtasks,
+                aggregate_metric_list=_norm_agg(raw.get("aggregate_metric_list"), source, name),
+                version=md.get("version") if isinstance(md, dict) else None,
+            )
+        )
+        return name
+
+
+def conf_lookup(conf_task_dir: Path) -> Lookup:
+    """Tasks and groups defined as ``conf/task/<name>.yaml`` (Hydra format, ``# @package task.<name>``),
+    and the members of the groups defined there (``run.tasks=[mmlu_anatomy]``)."""
+    cache: dict[str, Found | None] = {}
+
+    def lookup(name: str) -> Found | None:
+        if name not in cache:
+            path = conf_task_dir / f"{name}.yaml"
+            if "/" in name:
+                cache[name] = None
+            elif not path.is_file():
+                cache[name] = _member_of_conf_group(conf_task_dir, name)
+            else:
+                cache[name] = hydra_found(name, _load_conf_file(path), conf_task_dir, str(path))
+        return cache[name]
+
+    return lookup
+
+
+_CONF_FILES: dict[Path, dict[str, Any]] = {}
+
+
+def _load_conf_file(path: Path) -> dict[str, Any]:
+    """A conf/task file as plain data (C YAML parser; OmegaConf only when it uses interpolation)."""
+    cfg = _CONF_FILES.get(path)
+    if cfg is None:
+        text = path.read_text(encoding="utf-8")
+        if "${" in text:
+            from omegaconf import OmegaConf
+
+            loaded: Any = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+        else:
+            loaded = load_yaml(path)
+        if not isinstance(loaded, dict):
+            raise fail("expected a mapping", file=str(path))
+        cfg = loaded
+        _CONF_FILES[path] = cfg
+    return dict(cfg)
+
+
+def _member_of_conf_group(conf_task_dir: Path, name: str) -> Found | None:
+    """A subtask or subgroup defined inline in a conf/task group (e.g. mmlu_anatomy, mmlu_stem of mmlu), with
+    the task-level defaults it inherits from its enclosing groups."""
+    for path in sorted(conf_task_dir.glob("*.yaml")):
+        cfg = _load_conf_file(path)
+        if "group" not in cfg:
+            continue
+        full = _with_definition(cfg, conf_task_dir, str(path))
+        hit = _walk(full, name, {})
+        if hit is not None:
+            return hydra_found(name, hit, conf_task_dir, str(path))
+    return None
+
+
+def _walk(group: dict[str, Any], name: str, inherited: dict[str, Any]) -> dict[str, Any] | None:
+    over = {**{k: v for k, v in group.items() if k not in GROUP_FIELDS}, **inherited}
+    for item in group.get("task") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("group") == name:
+            return {**item, **over}
+        if item.get("task") == name and "group" not in item:
+            return {**over, **item}
+        if "group" in item:
+            hit = _walk(item, name, over)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _with_definition(cfg: dict[str, Any], base_dir: Path, source: str) -> dict[str, Any]:
+    """A group node with ``definition: FILE`` (relative to conf/task): the file's config, the node's keys on top."""
+    ref = cfg.get("definition")
+    if ref is None:
+        return cfg
+    if not isinstance(ref, str):
+        raise fail("must be a file name", file=source, field="definition")
+    path = base_dir / ref
+    if not path.is_file():
+        raise fail(f"definition file {path} not found", file=source, field="definition")
+    loaded = _load_conf_file(path)
+    return {**loaded, **{k: v for k, v in cfg.items() if k != "definition"}}
+
+
+def hydra_found(key: str, cfg: dict[str, Any], base_dir: Path, source: str) -> Found:
+    cfg = _with_definition(cfg, base_dir, source)
+    cfg = from_hydra_value(cfg, str(base_dir), source)
+    if "group" in cfg:
+        return Found(cfg, source, "group", namespace_inline=False)
+    return Found({"task": key, **cfg}, source, "task")
+
+
+def index_lookup(index: Index) -> Lookup:
+    def lookup(name: str) -> Found | None:
+        e = index.entries.get(name)
+        if e is None:
+            return None
+        if e.kind == "tag":
+            return Found({}, None, "tag", members=list(e.members))
+        assert e.path is not None
+        cfg = load_yaml(e.path)
+        return Found(cfg, str(e.path), e.kind)
+
+    return lookup
+
+
+def chain_lookups(*lookups: Lookup) -> Lookup:
+    def lookup(name: str) -> Found | None:
+        for lk in lookups:
+            f = lk(name)
+            if f is not None:
+                return f
+        return None
+
+    return lookup
+
+
+def include_index(include_path: str | list[str]) -> Index:
+    paths = [include_path] if isinstance(include_path, str) else list(include_path)
+    dirs = []
+    for p in paths:
+        d = Path(p).expanduser()
+        if not d.is_dir():
+            raise fail(f"run.include_path {p!r} is not a directory")
+        dirs.append(d)
+    return build_index(dirs)

@@ -1,0 +1,267 @@
+"""A task config resolved with lm-eval 0.4.13's TaskConfig / FewshotConfig defaults and checked.
+
+Input: a plain dict (from an lm-eval YAML or a Hydra ``conf/task`` entry) whose functions are
+``FunctionRef``s. Output: ``TaskSpec``, every field typed and defaulted the way lm-eval does it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.errors import fail
+from compiler.functions import FunctionRef
+
+OUTPUT_TYPES = ("loglikelihood", "multiple_choice", "loglikelihood_rolling", "generate_until")
+SAMPLERS = ("default", "first_n")
+DEFAULT_MAX_GEN_TOKS = 256
+DEFAULT_METRICS = {
+    "loglikelihood": ["perplexity", "acc"],
+    "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
+    "multiple_choice": ["acc", "acc_norm"],
+    "generate_until": ["exact_match"],
+}
+
+TASK_FIELDS = (
+    "task", "task_alias", "tag", "custom_dataset", "dataset_path", "dataset_name", "dataset_kwargs",
+    "training_split", "validation_split", "test_split", "fewshot_split", "process_docs", "doc_to_text",
+    "doc_to_target", "doc_to_image", "doc_to_audio", "unsafe_code", "doc_to_choice", "process_results",
+    "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot",
+    "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
+    "doc_to_decontamination_query", "gen_prefix", "metadata",
+)  # fmt: skip
+FEWSHOT_FIELDS = (
+    "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
+    "doc_to_target", "gen_prefix", "fewshot_delimiter", "target_delimiter",
+)  # fmt: skip
+# keys lm-eval's loader strips before building a task
+_STRUCTURAL = ("group", "task_list", "include")
+
+Field = str | int | list | dict | FunctionRef | None
+
+
+@dataclass
+class FewshotSpec:
+    sampler: str = "default"
+    split: str | None = None
+    process_docs: FunctionRef | None = None
+    fewshot_indices: list[int] | None = None
+    samples: list[dict[str, Any]] | FunctionRef | None = None
+    doc_to_text: Field = None
+    doc_to_choice: Field = None
+    doc_to_target: Field = None
+    gen_prefix: str | None = None
+    fewshot_delimiter: str = "\n\n"
+    target_delimiter: str = " "
+
+
+@dataclass
+class TaskSpec:
+    name: str
+    source: str | None  # the YAML file it came from (for error messages)
+    raw: dict[str, Any]  # the merged config as written (functions as FunctionRef)
+    output_type: str = "generate_until"
+    task_alias: str | None = None
+    tag: Any = None
+    custom_dataset: FunctionRef | None = None
+    dataset_path: str | None = None
+    dataset_name: str | None = None
+    dataset_kwargs: dict[str, Any] | None = None
+    training_split: str | None = None
+    validation_split: str | None = None
+    test_split: str | None = None
+    fewshot_split: str | None = None
+    process_docs: FunctionRef | None = None
+    doc_to_text: Field = None
+    doc_to_target: Field = None
+    doc_to_choice: Field = None
+    process_results: FunctionRef | str | None = None
+    description: str = ""
+    target_delimiter: str = " "
+    fewshot_delimiter: str = "\n\n"
+    fewshot: FewshotSpec = field(default_factory=FewshotSpec)
+    num_fewshot: int | None = None
+    metric_list: list[dict[str, Any]] | None = None
+    generation_kwargs: dict[str, Any] | None = None
+    repeats: int = 1
+    filter_list: list[dict[str, Any]] | None = None
+    gen_prefix: str | None = None
+    metadata: dict[str, Any] | None = None
+    groups: list[str] = field(default_factory=list)
+    preloaded: dict[str, list[dict[str, Any]]] | None = None  # split -> docs (JSONL task specs)
+    per_doc_generation_kwargs: bool = False  # a doc's own "generation_kwargs" wins (JSONL task specs)
+
+    @property
+    def version(self) -> Any:
+        return (self.metadata or {}).get("version")
+
+
+def _suggest(name: str, options: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(name, list(options), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def _check_str(value: Any, key: str, name: str, source: str | None, optional: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise fail(f"must be a string, got {type(value).__name__} {value!r}", file=source, task=name, field=key)
+    return value
+
+
+def build_spec(cfg: dict[str, Any], source: str | None, default_name: str | None = None) -> TaskSpec:
+    cfg = {k: v for k, v in cfg.items() if k not in _STRUCTURAL}
+    name = cfg.get("task", default_name)
+    if not isinstance(name, str) or not name:
+        raise fail("a task config needs a 'task' name (a string)", file=source, field="task")
+    for key in cfg:
+        if key not in TASK_FIELDS:
+            raise fail(f"unknown task config field{_suggest(key, TASK_FIELDS)}", file=source, task=name, field=key)
+    for key in ("doc_to_image", "doc_to_audio", "use_prompt"):
+        if cfg.get(key) is not None:
+            raise fail("is not supported by lmeval (text-only tasks)", file=source, task=name, field=key)
+
+    output_type = cfg.get("output_type", "generate_until")
+    if output_type not in OUTPUT_TYPES:
+        raise fail(
+            f"unknown output_type {output_type!r}{_suggest(str(output_type), OUTPUT_TYPES)}; "
+            f"expected one of {', '.join(OUTPUT_TYPES)}",
+            file=source,
+            task=name,
+            field="output_type",
+        )
+    s = TaskSpec(name=name, source=source, raw=dict(cfg), output_type=output_type)
+    for key in ("task_alias", "dataset_path", "dataset_name", "training_split", "validation_split",
+                "test_split", "fewshot_split"):  # fmt: skip
+        val = cfg.get(key)
+        if val is not None and not isinstance(val, str):
+            val = str(val) if isinstance(val, int | float) and key == "dataset_name" else val
+        setattr(s, key, _check_str(val, key, name, source))
+    s.tag = cfg.get("tag")
+    for key in ("description", "target_delimiter", "fewshot_delimiter"):
+        if key in cfg:
+            val = cfg[key]
+            if val is None:
+                val = ""
+            if not isinstance(val, str):
+                raise fail(f"must be a string, got {type(val).__name__}", file=source, task=name, field=key)
+            setattr(s, key, val)
+    s.gen_prefix = _check_str(cfg.get("gen_prefix"), "gen_prefix", name, source)
+    for key in ("custom_dataset", "process_docs"):
+        val = cfg.get(key)
+        if val is not None and not isinstance(val, FunctionRef):
+            raise fail("must be a '!function module.fn' reference", file=source, task=name, field=key)
+        setattr(s, key, val)
+    for key in ("doc_to_text", "doc_to_target", "doc_to_choice"):
+        val = cfg.get(key)
+        if val is not None and not isinstance(val, str | int | list | dict | FunctionRef) or isinstance(val, bool):
+            raise fail(
+                f"must be a field name, a Jinja template or '!function', got {type(val).__name__}",
+                file=source,
+                task=name,
+                field=key,
+            )
+        setattr(s, key, val)
+    if s.doc_to_text is None:
+        raise fail("missing (every task needs doc_to_text)", file=source, task=name, field="doc_to_text")
+    if s.doc_to_target is None and s.output_type != "loglikelihood_rolling":
+        raise fail("missing (every task needs doc_to_target)", file=source, task=name, field="doc_to_target")
+    if s.output_type == "multiple_choice" and s.doc_to_choice is None:
+        raise fail("missing: multiple_choice tasks need doc_to_choice", file=source, task=name, field="doc_to_choice")
+    s.process_results = cfg.get("process_results")
+    s.dataset_kwargs = cfg.get("dataset_kwargs")
+    if s.dataset_kwargs is not None and not isinstance(s.dataset_kwargs, dict):
+        raise fail("must be a mapping", file=source, task=name, field="dataset_kwargs")
+    if s.custom_dataset is None and s.dataset_path is None:
+        raise fail("missing: a task needs dataset_path (or custom_dataset)", file=source, task=name,
+                   field="dataset_path")  # fmt: skip
+    if s.test_split is None and s.validation_split is None:
+        raise fail("a task needs test_split or validation_split to evaluate on", file=source, task=name,
+                   field="test_split")  # fmt: skip
+
+    nf = cfg.get("num_fewshot")
+    if nf is not None and (not isinstance(nf, int) or isinstance(nf, bool) or nf < 0):
+        raise fail(f"must be a non-negative integer, got {nf!r}", file=source, task=name, field="num_fewshot")
+    s.num_fewshot = nf
+    rep = cfg.get("repeats", 1)
+    if not isinstance(rep, int) or isinstance(rep, bool) or rep < 1:
+        raise fail(f"must be a positive integer, got {rep!r}", file=source, task=name, field="repeats")
+    s.repeats = rep
+
+    ml = cfg.get("metric_list")
+    if ml is not None:
+        if not isinstance(ml, list) or not all(isinstance(m, dict) and "metric" in m for m in ml):
+            raise fail("must be a list of mappings, each with a 'metric' key", file=source, task=name,
+                       field="metric_list")  # fmt: skip
+    s.metric_list = ml
+    fl = cfg.get("filter_list")
+    if fl is not None:
+        if not isinstance(fl, list) or not all(isinstance(f, dict) and "name" in f and "filter" in f for f in fl):
+            raise fail("must be a list of mappings with 'name' and 'filter'", file=source, task=name,
+                       field="filter_list")  # fmt: skip
+    s.filter_list = fl
+    md = cfg.get("metadata")
+    s.metadata = md if isinstance(md, dict) else ({"_metadata": md} if md is not None else None)
+
+    gk = cfg.get("generation_kwargs")
+    if gk is not None:
+        if not isinstance(gk, dict):
+            raise fail("must be a mapping", file=source, task=name, field="generation_kwargs")
+        gk = dict(gk)
+        if "temperature" in gk:
+            try:
+                gk["temperature"] = float(gk["temperature"])
+            except (TypeError, ValueError):
+                raise fail(f"temperature must be a number, got {gk['temperature']!r}", file=source, task=name,
+                           field="generation_kwargs") from None  # fmt: skip
+        if "until" not in gk:
+            gk["until"] = [s.fewshot_delimiter]
+    elif s.output_type == "generate_until":
+        gk = {"temperature": 0.0, "do_sample": False, "max_gen_toks": DEFAULT_MAX_GEN_TOKS,
+              "until": [s.fewshot_delimiter]}  # fmt: skip
+    s.generation_kwargs = gk
+
+    fc = cfg.get("fewshot_config") or {}
+    if not isinstance(fc, dict):
+        raise fail("must be a mapping", file=source, task=name, field="fewshot_config")
+    for key in fc:
+        if key not in FEWSHOT_FIELDS:
+            raise fail(f"unknown fewshot_config field{_suggest(key, FEWSHOT_FIELDS)}", file=source, task=name,
+                       field=f"fewshot_config.{key}")  # fmt: skip
+    merged: dict[str, Any] = {
+        "split": s.fewshot_split,
+        "process_docs": s.process_docs,
+        "fewshot_delimiter": s.fewshot_delimiter,
+        "target_delimiter": s.target_delimiter,
+        "gen_prefix": s.gen_prefix,
+        "doc_to_text": s.doc_to_text,
+        "doc_to_choice": s.doc_to_choice,
+        "doc_to_target": s.doc_to_target,
+        **fc,
+    }
+    merged.setdefault("sampler", "default")
+    sampler = merged["sampler"]
+    if sampler not in SAMPLERS:
+        raise fail(
+            f"unknown sampler {sampler!r}{_suggest(str(sampler), SAMPLERS)}; expected one of {', '.join(SAMPLERS)}",
+            file=source,
+            task=name,
+            field="fewshot_config.sampler",
+        )
+    samples = merged.get("samples")
+    if samples is not None and not (
+        isinstance(samples, FunctionRef) or (isinstance(samples, list) and all(isinstance(x, dict) for x in samples))
+    ):
+        raise fail("must be a list of documents or a '!function'", file=source, task=name,
+                   field="fewshot_config.samples")  # fmt: skip
+    idx = merged.get("fewshot_indices")
+    if idx is not None and not (isinstance(idx, list) and all(isinstance(i, int) for i in idx)):
+        raise fail("must be a list of integers", file=source, task=name, field="fewshot_config.fewshot_indices")
+    for key in ("fewshot_delimiter", "target_delimiter"):
+        if merged[key] is None:
+            merged[key] = s.fewshot_delimiter if key == "fewshot_delimiter" else s.target_delimiter
+        if not isinstance(merged[key], str):
+            raise fail("must be a string", file=source, task=name, field=f"fewshot_config.{key}")
+    s.fewshot = FewshotSpec(**merged)
+    return s

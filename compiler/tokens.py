@@ -1,0 +1,273 @@
+"""The model's tokenizer at compile time: token ids with lm-eval's rules, and its chat template.
+
+Loaded with transformers' ``PreTrainedTokenizerFast`` (never torch). Encoding goes through the fast
+backend in batches. Rules (lm-eval's HF/vLLM models): ``add_bos_token`` None keeps the tokenizer's default
+special tokens, True/False forces them on/off; a string that already starts with the BOS text is encoded
+without special tokens; ``_encode_pair`` moves trailing whitespace of the context to the continuation and
+takes ``whole[len(encode(context)):]`` as the continuation ids; an empty context becomes the prefix token
+(BOS, else EOS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import fail
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut before every newline that follows a non-whitespace character."""
+    lines = text.split("\n")
+    out: list[str] = []
+    cur = lines[0]
+    for ln in lines[1:]:
+        if cur and not cur[-1].isspace():
+            out.append(cur)
+            cur = "\n" + ln
+        else:
+            cur += "\n" + ln
+    out.append(cur)
+    return out
+
+
+def _token_text(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+class ModelTokenizer:
+    """Loaded through transformers (``add_bos_token`` passed on, as lm-eval does) when a chat template is
+    needed or BOS handling changes the tokenizer; else the generic ``PreTrainedTokenizerFast`` case is read
+    with ``tokenizers`` alone (what transformers would load unchanged), which saves importing transformers."""
+
+    def __init__(self, path: Path, add_bos_token: bool | None, identity: str, need_chat: bool = False) -> None:
+        tok_file = path / "tokenizer.json"
+        if not tok_file.is_file():
+            raise fail(f"no tokenizer.json in {path} (lmeval needs a fast tokenizer)", field="model.path")
+        cfg_file = path / "tokenizer_config.json"
+        try:
+            tcfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
+        except (OSError, ValueError) as e:
+            raise fail(f"cannot read {cfg_file}: {e}", field="model.path") from None
+        # transformers (as lm-eval's HF and vLLM models load it, with add_bos_token passed through) changes the
+        # post-processor when add_bos_token/add_eos_token is set; otherwise the tokenizer.json is used as is.
+        plain = (
+            tcfg.get("tokenizer_class") in (None, "PreTrainedTokenizerFast")
+            and not need_chat
+            and add_bos_token is not True
+            and tcfg.get("add_bos_token") is not True
+            and tcfg.get("add_eos_token") is not True
+        )
+        self.tok: Any = None
+        try:
+            if plain:
+                from tokenizers import Tokenizer
+
+                self.backend = Tokenizer.from_file(str(tok_file))
+                ids = [self.backend.token_to_id(t) if t else None for t in
+                       (_token_text(tcfg.get("bos_token")), _token_text(tcfg.get("eos_token")))]  # fmt: skip
+                bos, eos = ids
+            else:
+                from transformers import PreTrainedTokenizerFast
+
+                extra: dict[str, Any] = {} if add_bos_token is None else {"add_bos_token": add_bos_token}
+                self.tok = PreTrainedTokenizerFast.from_pretrained(str(path), **extra)
+                self.backend = self.tok._tokenizer
+                bos, eos = self.tok.bos_token_id, self.tok.eos_token_id
+        except Exception as e:  # noqa: BLE001
+            raise fail(f"cannot load the tokenizer in {path}: {type(e).__name__}: {e}", field="model.path") from None
+        self.identity = identity
+        self.tokenizer_hash = hashlib.sha256(tok_file.read_bytes()).hexdigest()
+        self.add_bos_token = add_bos_token
+        self.prefix_token_id: int | None = bos if bos is not None else eos
+        self.bos_text = (
+            self.backend.decode([self.prefix_token_id], skip_special_tokens=False)
+            if self.prefix_token_id is not None
+            else None
+        )
+        self.default_special = True if add_bos_token is None else bool(add_bos_token)
+        self._seg_cache: dict[str, list[int]] = {}
+        self._checked = 0
+        self.fast = self._splittable()
+        self._affix = {flag: self._specials(flag) for flag in (True, False)}
+
+    # -- fast path: split texts before each newline that follows a non-whitespace character, encode each distinct
+    # piece once, concatenate. Exact for byte-level BPE with GPT-2 regex pre-tokenization (no prefix space,
+    # no normalizer): no pre-token spans such a boundary and none of the regex's lookaheads reaches across
+    # it, so encode(a + b) == encode(a) + encode(b).
+    # The first encodings of every compile are checked against the plain encoding; any difference turns
+    # the fast path off.
+    def _splittable(self) -> bool:
+        try:
+            spec = json.loads(self.backend.to_str())
+        except Exception:  # noqa: BLE001
+            return False
+        if spec.get("normalizer") is not None:
+            return False
+        pre = spec.get("pre_tokenizer") or {}
+        parts = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+        ok = False
+        for part in parts:
+            kind = part.get("type")
+            if kind == "ByteLevel":
+                if part.get("add_prefix_space"):
+                    return False
+                ok = ok or bool(part.get("use_regex", True))
+            else:
+                return False
+        return ok and (spec.get("model") or {}).get("type") == "BPE"
+
+    def _batch(self, texts: list[str], special: bool) -> list[list[int]]:
+        enc = getattr(self.backend, "encode_batch_fast", None) or self.backend.encode_batch  # no offsets: faster
+        return [e.ids for e in enc(texts, add_special_tokens=special)]
+
+    def _specials(self, flag: bool) -> tuple[list[int], list[int]] | None:
+        probe = "lmeval probe text"
+        plain = self.backend.encode(probe, add_special_tokens=False).ids
+        full = self.backend.encode(probe, add_special_tokens=flag).ids
+        for i in range(len(full) - len(plain) + 1):
+            if full[i : i + len(plain)] == plain:
+                return full[:i], full[i + len(plain) :]
+        return None
+
+    def _encode_fast(self, texts: list[str], flag: bool) -> list[list[int]] | None:
+        affix = self._affix[flag]
+        if affix is None:
+            return None
+        pre, post = affix
+        split = _pieces
+        cache = self._seg_cache
+        pieces = [split(t) for t in texts]
+        missing = {p: None for ps in pieces for p in ps if p not in cache}
+        if missing:
+            todo = list(missing)
+            for seg, ids in zip(todo, self._batch(todo, False), strict=True):
+                cache[seg] = ids
+        out = []
+        for ps in pieces:
+            ids = list(pre)
+            for p in ps:
+                ids += cache[p]
+            ids += post
+            out.append(ids)
+        if self._checked < 64:
+            n = min(len(texts), 64 - self._checked)
+            slow = self.backend.encode_batch(texts[:n], add_special_tokens=flag)
+            self._checked += n
+            if any(a.ids != b for a, b in zip(slow, out[:n], strict=True)):
+                self.fast = False
+                return None
+        return out
+
+    # -- chat template
+    @property
+    def chat_template(self) -> str | None:
+        if self.tok is None:
+            return None
+        t = getattr(self.tok, "chat_template", None)
+        return t if isinstance(t, str) and t else None
+
+    def chat(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
+        import jinja2
+
+        kwargs = {"tokenize": False, "add_generation_prompt": add_generation_prompt,
+                  "continue_final_message": not add_generation_prompt}  # fmt: skip
+        try:
+            return self.tok.apply_chat_template(messages, **kwargs)  # type: ignore[no-any-return]
+        except jinja2.exceptions.TemplateError:
+            # lm-eval retries without the system message
+            return self.tok.apply_chat_template([m for m in messages if m["role"] != "system"], **kwargs)  # type: ignore[no-any-return]
+
+    # -- encoding
+    def encode_many(self, texts: list[str], special: bool | None = None) -> list[list[int]]:
+        """lm-eval's ``tok_encode`` over many strings."""
+        if not texts:
+            return []
+        flag = self.default_special if special is None else special
+        out: list[list[int] | None] = [None] * len(texts)
+        plain: list[int] = []
+        has_bos: list[int] = []
+        for i, t in enumerate(texts):
+            if special is None and self.bos_text and t.startswith(self.bos_text):
+                has_bos.append(i)
+            else:
+                plain.append(i)
+        for idxs, f in ((plain, flag), (has_bos, False)):
+            if idxs:
+                batch = [texts[i] for i in idxs]
+                fast = self._encode_fast(batch, f) if self.fast else None
+                if fast is None:
+                    fast = self._batch(batch, f)
+                ids = fast
+                for i, e in zip(idxs, ids, strict=True):
+                    out[i] = e
+        return out  # type: ignore[return-value]
+
+    def encode_pairs(self, pairs: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+        """lm-eval's loglikelihood tokenization of (context, continuation) pairs."""
+        ctxs: list[str] = []
+        conts: list[str] = []
+        empty: list[int] = []
+        for i, (ctx, cont) in enumerate(pairs):
+            if ctx == "":
+                empty.append(i)
+                ctxs.append("")
+                conts.append(cont)
+                continue
+            n = len(ctx) - len(ctx.rstrip())
+            if n:
+                cont = ctx[-n:] + cont
+                ctx = ctx[:-n]
+            ctxs.append(ctx)
+            conts.append(cont)
+        empty_set = set(empty)
+        idx = [i for i in range(len(pairs)) if i not in empty_set]
+        uniq = list({ctxs[i]: None for i in idx})
+        ctx_enc = dict(zip(uniq, self.encode_many(uniq), strict=True))
+        result: list[tuple[list[int], list[int]] | None] = [None] * len(pairs)
+        if self.fast and self._affix[self.default_special] is not None and not any(
+            self.bos_text and ctxs[i].startswith(self.bos_text) for i in idx
+        ):
+            # whole = context pieces but the last + pieces of (last piece + continuation)
+            _, post = self._affix[self.default_special]  # type: ignore[misc]
+            tails: list[str] = []
+            lasts: dict[str, str] = {}
+            for i in idx:
+                last = lasts.get(ctxs[i])
+                if last is None:
+                    last = _pieces(ctxs[i])[-1]
+                    lasts[ctxs[i]] = last
+                tails.append(last + conts[i])
+            tail_pieces = [_pieces(t) for t in tails]
+            cache = self._seg_cache
+            missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
+            if missing:
+                for seg, ids in zip(missing, self._batch(missing, False), strict=True):
+                    cache[seg] = ids
+            for i, ps in zip(idx, tail_pieces, strict=True):
+                last_ids = cache[lasts[ctxs[i]]]
+                tail_ids: list[int] = []
+                for p in ps:
+                    tail_ids += cache[p]
+                result[i] = (ctx_enc[ctxs[i]], (tail_ids + post)[len(last_ids) + len(post) :])
+        else:
+            whole_enc = self.encode_many([ctxs[i] + conts[i] for i in idx])
+            for i, w in zip(idx, whole_enc, strict=True):
+                c = ctx_enc[ctxs[i]]
+                result[i] = (c, w[len(c) :])
+        if empty:
+            encs = self.encode_many([conts[i] for i in empty], special=False)
+            for i, ce in zip(empty, encs, strict=True):
+                if self.prefix_token_id is not None and (not ce or ce[0] != self.prefix_token_id):
+                    result[i] = ([self.prefix_token_id], ce)
+                else:
+                    result[i] = (ce[:1], ce[1:])
+        return result  # type: ignore[return-value]
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,62 @@
+"""``lmeval compile [-m] [OVERRIDES...]``: configs → plan file; the path is the last line of output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compile",
+        help="compile task/model/run configs into a hashed plan",
+        description=(
+            "Compose conf/ with Hydra overrides (e.g. +task=arith, '+task=[arc_easy,boolq]', run.num_fewshot=5, "
+            "run.limit=100, run.data_dir=DIR, model.path=DIR) and write the plan. Prints a summary and the "
+            "plan path as the last line (one path per line with -m)."
+        ),
+    )
+    p.add_argument("-m", "--multirun", action="store_true", help="sweep: one plan per combination (a=1,2)")
+    p.add_argument("--out", default=None, help="output file (same as run.out=...)")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides")
+    p.set_defaults(func=run)
+
+
+def _summary(header: object) -> str:
+    from plans.records import PlanHeader
+
+    assert isinstance(header, PlanHeader)
+    lines = []
+    for t in header.tasks:
+        lines.append(f"  {t.name}: {t.output_type}, {t.num_fewshot}-shot, {t.n_docs} docs, {t.n_instances} instances")
+    lines.append(
+        f"{len(header.tasks)} task(s), {header.n_docs} docs, {header.n_instances} instances, "
+        f"plan_hash {header.plan_hash[:12]}"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiler.api import compile_sealed, plan_path
+    from compiler.config import expand_sweep
+    from compiler.write import write_sealed
+
+    combos = expand_sweep(args.overrides) if args.multirun else [list(args.overrides)]
+    if args.multirun and args.out and len(combos) > 1:
+        from compiler.errors import CompileError
+
+        raise CompileError("--out names one file but -m gives several plans; use run.out or the default names")
+    # compile everything first: nothing is written when any combination fails
+    compiled = [(combo, compile_sealed(combo)) for combo in combos]
+    paths = []
+    for combo, (header, _, blobs) in compiled:
+        for note in header.extra.get("notes", []):
+            print(f"note: {note}", file=sys.stderr)
+        path = write_sealed(plan_path(header, args.out), header, blobs)
+        if args.multirun:
+            print(f"[{' '.join(combo)}]")
+        print(_summary(header))
+        paths.append(path)
+    for p in paths:
+        print(p)
+    return 0
