@@ -1,0 +1,62 @@
+"""``lmeval score RESULTS [--plan PLAN]`` and ``lmeval compare A B``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "score",
+        help="score a results directory: results.json, samples.parquet and a table",
+        description="Apply the plan's filters and metrics to a results directory (polars); writes "
+        "RESULTS/results.json and RESULTS/samples.parquet and prints the table. Missing instances are "
+        "reported and their documents left out; that is exit status 2 unless --allow-partial.",
+    )
+    p.add_argument("results", help="results directory written by `lmeval execute`")
+    p.add_argument("--plan", default=None, help="plan file (default: the one named in the manifest)")
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="allow importing user Python the plan references (checked against its sha256)",
+    )
+    p.add_argument("--allow-partial", action="store_true", help="exit 0 when instances are missing")
+    p.add_argument("--bootstrap-iters", type=int, default=100000, help="bootstrap resamples (lm-eval's default)")
+    p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.set_defaults(func=run)
+
+    c = subparsers.add_parser(
+        "compare",
+        help="per-task metric deltas between two scored runs, with paired significance and flipped docs",
+    )
+    c.add_argument("a", help="scored results directory A (baseline)")
+    c.add_argument("b", help="scored results directory B")
+    c.add_argument("--max-flips", type=int, default=20, help="flipped doc ids to list per metric")
+    c.set_defaults(func=run_compare)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scorer.errors import PartialResultsError
+    from scorer.score import score_run
+
+    trust = True if args.trust_code else None
+    out = score_run(
+        args.results, args.plan, console=not args.quiet, trust_code=trust, bootstrap_iters=args.bootstrap_iters
+    )
+    print(out.path)
+    if out.partial and not args.allow_partial:
+        total = sum(out.missing.values())
+        raise PartialResultsError(
+            f"partial results: {total} instances missing in {len(out.missing)} task(s) "
+            f"({', '.join(f'{t}: {n}' for t, n in out.missing.items())}); scored complete documents only, "
+            f"see 'partial' in {out.path}/results.json (--allow-partial to accept)"
+        )
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from scorer.compare import compare, print_comparison
+
+    print_comparison(compare(args.a, args.b), max_flips=args.max_flips)
+    return 0

@@ -1,0 +1,278 @@
+"""Aggregations and their standard errors, as lm-eval 0.4.13 computes them.
+
+- ``mean`` has the closed-form stderr (sample standard deviation / sqrt(n)).
+- median, f1, matthews_corrcoef, perplexity, bleu, chrf, chrf++, ter and nanmean use lm-eval's bootstrap:
+  ``iters // 1000`` chunks of 1000 resamples (fewer if ``iters < 1000``), chunk ``i`` drawing with
+  ``random.Random(i).choices(items, k=n)``; the stderr is the sample standard deviation of the replicates.
+  We draw the same indices with numpy (``RandomState([i])`` is the same Mersenne Twister stream as
+  ``random.Random(i)``, and ``floor(random() * n)`` is what ``choices`` computes), and evaluate the
+  statistic for many replicates at once; bleu/chrf/ter call sacrebleu per replicate (lm-eval caps those
+  at 100 iterations).
+- everything else has no stderr (``"N/A"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+BOOTSTRAP_ITERS = 100000
+CAPPED_METRICS = ("bleu", "chrf", "chrf++", "ter")
+
+AGGREGATIONS = (
+    "mean",
+    "median",
+    "nanmean",
+    "perplexity",
+    "weighted_perplexity",
+    "bits_per_byte",
+    "f1",
+    "matthews_corrcoef",
+    "bleu",
+    "chrf",
+    "chrf++",
+    "ter",
+    "brier_score",
+    "bypass",
+)
+BOOTSTRAPPABLE = (
+    "median",
+    "matthews_corrcoef",
+    "f1",
+    "perplexity",
+    "bleu",
+    "chrf",
+    "chrf++",
+    "ter",
+    "nanmean",
+)
+
+
+_NUMPY_FROM = 10_000  # longer inputs: numpy sums (pairwise; differ from Python's left-to-right by ~1e-16)
+
+
+def py_mean(arr: Sequence[float]) -> float:
+    if len(arr) >= _NUMPY_FROM:
+        return float(np.sum(np.asarray(arr, dtype=np.float64)) / len(arr))
+    return sum(arr) / len(arr)
+
+
+def sample_stddev(arr: Sequence[float]) -> float:
+    mu = py_mean(arr)
+    if len(arr) >= _NUMPY_FROM:
+        x = np.asarray(arr, dtype=np.float64)
+        return math.sqrt(float(np.sum((x - mu) ** 2)) / (len(arr) - 1))
+    return math.sqrt(sum((x - mu) ** 2 for x in arr) / (len(arr) - 1))
+
+
+def mean_stderr(arr: Sequence[float]) -> float:
+    return sample_stddev(arr) / math.sqrt(len(arr))
+
+
+def _weighted_mean(items: Sequence[Any]) -> float:
+    a, b = zip(*items, strict=True)
+    return float(sum(a) / sum(b))
+
+
+def _sacreformat(refs: Sequence[Any], preds: Sequence[Any]) -> tuple[list[Any], list[str]]:
+    refs = list(refs)
+    if isinstance(refs[0], str) or not hasattr(refs[0], "__iter__"):
+        refs = [[r] for r in refs]
+    refs_t = list(zip(*refs, strict=True))
+    preds = list(preds)
+    if not isinstance(preds[0], str) and hasattr(preds[0], "__iter__"):
+        preds = [p[0] for p in preds]
+    return [list(r) for r in refs_t], preds
+
+
+def _sacre(kind: str, items: Sequence[Any]) -> float:
+    import sacrebleu
+
+    refs, preds = _sacreformat([i[0] for i in items], [i[1] for i in items])
+    if kind == "bleu":
+        return float(sacrebleu.corpus_bleu(preds, refs).score)
+    if kind == "chrf":
+        return float(sacrebleu.corpus_chrf(preds, refs).score)
+    if kind == "chrf++":
+        return float(sacrebleu.corpus_chrf(preds, refs, word_order=2).score)
+    return float(sacrebleu.corpus_ter(preds, refs).score)
+
+
+def _confusion(items: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    gold = np.asarray([i[0] for i in items])
+    pred = np.asarray([i[1] for i in items])
+    labels, codes = np.unique(np.concatenate([gold, pred]), return_inverse=True)
+    cm = np.zeros((1, len(labels), len(labels)), dtype=np.int64)
+    np.add.at(cm, (np.zeros(len(items), dtype=np.int64), codes[: len(items)], codes[len(items) :]), 1)
+    return cm, labels
+
+
+def _f1(items: Sequence[Any]) -> float:
+    """sklearn's ``f1_score(golds, preds)`` (binary, pos_label=1), as lm-eval's f1 aggregation calls it."""
+    cm, labels = _confusion(items)
+    return _f1_from_cm(cm, labels)[0]
+
+
+def _mcc(items: Sequence[Any]) -> float:
+    """sklearn's ``matthews_corrcoef(golds, preds)``."""
+    cm, _ = _confusion(items)
+    return _mcc_from_cm(cm)[0]
+
+
+def _brier(items: Sequence[Any]) -> float:
+    gold = [i[0] for i in items]
+    preds = np.array([i[1] for i in items])
+    _, k = preds.shape
+    return float(np.mean(np.sum((preds - np.eye(k)[gold]) ** 2, axis=1)))
+
+
+def _nanmean(arr: Sequence[float]) -> float:
+    if len(arr) == 0 or all(np.isnan(arr)):
+        return float("nan")
+    return float(np.nanmean(arr))
+
+
+def aggregate(name: str, items: Sequence[Any]) -> Any:
+    """lm-eval's aggregation ``name`` over per-document items."""
+    if name == "mean":
+        return py_mean(items)
+    if name == "median":
+        return sorted(items)[len(items) // 2]
+    if name == "nanmean":
+        return _nanmean(items)
+    if name == "perplexity":
+        return math.exp(-py_mean(items))
+    if name == "weighted_perplexity":
+        return math.exp(-_weighted_mean(items))
+    if name == "bits_per_byte":
+        return -_weighted_mean(items) / math.log(2)
+    if name == "f1":
+        return _f1(items)
+    if name == "matthews_corrcoef":
+        return _mcc(items)
+    if name in ("bleu", "chrf", "chrf++", "ter"):
+        return _sacre(name, items)
+    if name == "brier_score":
+        return _brier(items)
+    if name == "bypass":
+        return 999
+    raise KeyError(name)
+
+
+def stderr(agg: str | Callable[..., Any], metric: str, items: Sequence[Any], iters: int = BOOTSTRAP_ITERS) -> Any:
+    """lm-eval's stderr of aggregation ``agg`` of ``metric`` over ``items`` ("N/A" where it has none)."""
+    if iters <= 0 or len(items) <= 1 or not isinstance(agg, str):
+        return "N/A"
+    if agg == "mean":
+        return mean_stderr(items)
+    if agg in BOOTSTRAPPABLE:
+        n_iters = min(iters, 100) if metric in CAPPED_METRICS else iters
+        reps = bootstrap_replicates(agg, items, n_iters)
+        return sample_stddev(reps)
+    return "N/A"
+
+
+def _resample_blocks(n: int, iters: int, max_cells: int = 4_000_000) -> Any:
+    """Yield index arrays (replicates x n) in lm-eval's order: chunk i is seeded with i."""
+    chunk = min(1000, iters)
+    per_block = max(1, min(chunk, max_cells // max(n, 1)))
+    for i in range(iters // chunk):
+        rs = np.random.RandomState([i])
+        done = 0
+        while done < chunk:
+            b = min(per_block, chunk - done)
+            r = rs.random_sample(b * n).reshape(b, n)
+            yield np.floor(r * float(n)).astype(np.int64)
+            done += b
+
+
+def bootstrap_replicates(agg: str, items: Sequence[Any], iters: int) -> list[float]:
+    n = len(items)
+    out: list[float] = []
+    if agg in ("median", "perplexity", "nanmean"):
+        x = np.asarray(items, dtype=np.float64)
+        for idx in _resample_blocks(n, iters):
+            s = x[idx]
+            if agg == "median":
+                out.extend(np.sort(s, axis=1)[:, n // 2].tolist())
+            elif agg == "perplexity":
+                # lm-eval: exp(-(sum in order)/n); cumulative sum keeps Python's left-to-right order
+                sums = np.cumsum(s, axis=1)[:, -1]
+                out.extend(np.exp(-(sums / n)).tolist())
+            else:
+                for row in s:
+                    out.append(_nanmean(row.tolist()))
+        return out
+    if agg in ("f1", "matthews_corrcoef"):
+        gold = np.asarray([i[0] for i in items])
+        pred = np.asarray([i[1] for i in items])
+        labels, codes = np.unique(np.concatenate([gold, pred]), return_inverse=True)
+        g, p = codes[:n], codes[n:]
+        k = len(labels)
+        for idx in _resample_blocks(n, iters):
+            cm = np.zeros((idx.shape[0], k, k), dtype=np.int64)
+            rows = np.repeat(np.arange(idx.shape[0]), n)
+            np.add.at(cm, (rows, g[idx].ravel(), p[idx].ravel()), 1)
+            if agg == "f1":
+                out.extend(_f1_from_cm(cm, labels))
+            else:
+                out.extend(_mcc_from_cm(cm))
+        return out
+    if agg in ("bleu", "chrf", "chrf++", "ter"):
+        seq = list(items)
+        for idx in _resample_blocks(n, iters):
+            for row in idx:
+                out.append(_sacre(agg, [seq[j] for j in row]))
+        return out
+    raise KeyError(agg)
+
+
+def _f1_from_cm(cm: np.ndarray, labels: np.ndarray) -> list[float]:
+    # sklearn's binary f1 for pos_label=1 (the only case lm-eval's f1 aggregation accepts)
+    if len(labels) > 2 or not set(labels.tolist()) <= {0, 1}:
+        raise ValueError(f"f1 needs binary 0/1 labels (as sklearn's binary f1_score), got {labels.tolist()}")
+    pos = np.nonzero(labels == 1)[0]
+    if len(pos) == 0:  # no positive label anywhere: sklearn's zero_division gives 0.0
+        return [0.0] * cm.shape[0]
+    j = int(pos[0])
+    tp = cm[:, j, j].astype(np.float64)
+    fp = cm[:, :, j].sum(axis=1) - tp
+    fn = cm[:, j, :].sum(axis=1) - tp
+    den = 2 * tp + fp + fn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(den > 0, 2 * tp / np.where(den > 0, den, 1), 0.0)
+    return [float(v) for v in f]
+
+
+def _mcc_from_cm(cm: np.ndarray) -> list[float]:
+    out = []
+    for c in cm:
+        t_sum = c.sum(axis=1, dtype=np.float64)
+        p_sum = c.sum(axis=0, dtype=np.float64)
+        n_correct = np.trace(c, dtype=np.float64)
+        n_samples = p_sum.sum()
+        cov_ytyp = n_correct * n_samples - np.dot(t_sum, p_sum)
+        cov_ypyp = n_samples**2 - np.dot(p_sum, p_sum)
+        cov_ytyt = n_samples**2 - np.dot(t_sum, t_sum)
+        if cov_ypyp * cov_ytyt == 0:
+            out.append(0.0)
+        else:
+            out.append(float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp)))
+    return out
+
+
+def pooled_sample_stderr(stderrs: Sequence[float], sizes: Sequence[int]) -> float:
+    pooled = sum((n - 1) * se**2 * n for n, se in zip(sizes, stderrs, strict=True)) / (sum(sizes) - len(sizes))
+    return float(np.sqrt(pooled / sum(sizes)))
+
+
+def unweighted_mean_stderr(stderrs: Sequence[float]) -> float:
+    return float(np.sqrt(sum(se**2 for se in stderrs)) / len(stderrs))
+
+
+def weighted_mean(values: Sequence[float], sizes: Sequence[int], weight_by_size: bool = True) -> float:
+    w = list(sizes) if weight_by_size else [1] * len(sizes)
+    return float(sum(v * s for v, s in zip(values, w, strict=True)) / sum(w))

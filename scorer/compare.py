@@ -1,0 +1,173 @@
+"""``compare``: per-task metric deltas between two scored runs, with significance from paired per-document
+differences, and the documents whose correctness flipped.
+
+Significance: for each (task, filter, metric) with per-document numbers in both runs, the documents both
+runs scored are paired; d_i = b_i - a_i; the standard error is sd(d) / sqrt(n) (sample sd); z = mean(d) / se
+and the two-sided p-value uses the normal approximation (p = erfc(|z| / sqrt(2))). With identical
+per-document values (sd = 0) p is 1 when the mean difference is 0. Metrics without per-document numbers
+(bleu, perplexity, f1, ...) get the delta of the aggregate and no p-value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from scorer.errors import ScoreError
+from scorer.score import RESULTS_JSON, SAMPLES_PARQUET
+
+_KEYS = ("task", "filter", "doc_id")
+
+
+@dataclass
+class MetricDelta:
+    task: str
+    filter: str
+    metric: str
+    a: Any
+    b: Any
+    delta: float | None
+    n_paired: int = 0
+    se: float | None = None
+    z: float | None = None
+    p: float | None = None
+
+
+@dataclass
+class Flip:
+    task: str
+    filter: str
+    metric: str
+    doc_id: int
+    a: float
+    b: float
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    deltas: list[MetricDelta] = field(default_factory=list)
+    flips: list[Flip] = field(default_factory=list)
+    plan_hash_a: str = ""
+    plan_hash_b: str = ""
+
+
+def _load(d: str) -> tuple[dict[str, Any], pl.DataFrame]:
+    p = Path(d)
+    try:
+        with open(p / RESULTS_JSON, encoding="utf-8") as f:
+            res = json.load(f)
+    except FileNotFoundError:
+        raise ScoreError(f"{d}: not a scored run (no {RESULTS_JSON}; run `lmeval score {d}` first)") from None
+    except json.JSONDecodeError as e:
+        raise ScoreError(f"{p / RESULTS_JSON}: malformed ({e})") from None
+    sp = p / SAMPLES_PARQUET
+    if not sp.exists():
+        raise ScoreError(f"{d}: no {SAMPLES_PARQUET}; rescore with `lmeval score {d}`")
+    return res, pl.read_parquet(sp)
+
+
+def compare(a: str, b: str) -> Comparison:
+    ra, sa = _load(a)
+    rb, sb = _load(b)
+    out = Comparison(a, b, plan_hash_a=ra.get("plan_hash", ""), plan_hash_b=rb.get("plan_hash", ""))
+    tasks = [t for t in ra.get("results", {}) if t in rb.get("results", {})]
+    for t in tasks:
+        ma, mb = ra["results"][t], rb["results"][t]
+        for key in sorted(ma):
+            if "," not in key or "_stderr," in key or key not in mb:
+                continue
+            metric, _, filt = key.partition(",")
+            va, vb = ma[key], mb[key]
+            delta = vb - va if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else None
+            md = MetricDelta(t, filt, metric, va, vb, delta)
+            _paired(md, sa, sb, out.flips)
+            out.deltas.append(md)
+    return out
+
+
+def _numeric_cols(df: pl.DataFrame) -> set[str]:
+    return {c for c, dt in df.schema.items() if dt == pl.Float64}
+
+
+def _paired(md: MetricDelta, sa: pl.DataFrame, sb: pl.DataFrame, flips: list[Flip]) -> None:
+    col = md.metric
+    if col not in _numeric_cols(sa) or col not in _numeric_cols(sb):
+        return
+    fa = sa.filter((pl.col("task") == md.task) & (pl.col("filter") == md.filter)).select(*_KEYS, pl.col(col).alias("a"))
+    fb = sb.filter((pl.col("task") == md.task) & (pl.col("filter") == md.filter)).select(*_KEYS, pl.col(col).alias("b"))
+    j = fa.join(fb, on=list(_KEYS), how="inner").drop_nulls(["a", "b"]).sort("doc_id")
+    n = j.height
+    md.n_paired = n
+    if n < 2:
+        return
+    d = (j["b"] - j["a"]).to_list()
+    mean = sum(d) / n
+    var = sum((x - mean) ** 2 for x in d) / (n - 1)
+    se = math.sqrt(var / n)
+    md.se = se
+    if se == 0:
+        md.z = None
+        md.p = 1.0 if mean == 0 else 0.0
+    else:
+        md.z = mean / se
+        md.p = math.erfc(abs(md.z) / math.sqrt(2))
+    binary = j.filter(~pl.col("a").is_in([0.0, 1.0]) | ~pl.col("b").is_in([0.0, 1.0])).height == 0
+    if binary:
+        for doc_id, x, y in j.filter(pl.col("a") != pl.col("b")).select("doc_id", "a", "b").iter_rows():
+            flips.append(Flip(md.task, md.filter, md.metric, doc_id, x, y))
+
+
+def print_comparison(c: Comparison, max_flips: int = 20) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=200)  # piped: never truncate names
+    if c.plan_hash_a and c.plan_hash_b and c.plan_hash_a != c.plan_hash_b:
+        console.print(
+            f"note: different plans ({c.plan_hash_a[:12]} vs {c.plan_hash_b[:12]}); "
+            f"documents are paired by task and doc_id"
+        )
+    t = Table(title=f"A = {c.a}   B = {c.b}", header_style="bold")
+    for h in ("Task", "Filter", "Metric", "A", "B", "Δ (B-A)", "± SE", "n", "p (paired, normal)"):
+        t.add_column(h, justify="right" if h not in ("Task", "Filter", "Metric") else "left", no_wrap=True)
+
+    def f(x: Any) -> str:
+        return f"{x:.4f}" if isinstance(x, float) else ("" if x is None else str(x))
+
+    for d in c.deltas:
+        p = "" if d.p is None else (f"{d.p:.3g}" + (" *" if d.p < 0.05 else ""))
+        t.add_row(
+            d.task,
+            d.filter,
+            d.metric,
+            f(d.a),
+            f(d.b),
+            f(d.delta) if d.delta is not None else "",
+            f(d.se),
+            str(d.n_paired or ""),
+            p,
+        )
+    console.print(t)
+    if not c.flips:
+        console.print("no per-document flips")
+        return
+    by: dict[tuple[str, str, str], list[Flip]] = {}
+    for fl in c.flips:
+        by.setdefault((fl.task, fl.filter, fl.metric), []).append(fl)
+    for (task, filt, metric), fls in by.items():
+        up = sum(1 for x in fls if x.b > x.a)
+        down = len(fls) - up
+        ids = ", ".join(f"{x.doc_id}{'+' if x.b > x.a else '-'}" for x in fls[:max_flips])
+        more = f" … {len(fls) - max_flips} more" if len(fls) > max_flips else ""
+        console.print(
+            f"flipped {task} {metric},{filt}: {len(fls)} docs ({up} now right, {down} now wrong): {ids}{more}"
+        )

@@ -1,0 +1,76 @@
+"""Vectorised (polars) versions of the common per-document metrics; rows they cannot do exactly are
+left to ``scorer.process`` (the callers merge both)."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from scorer import pyregex
+from scorer.process import exact_match_np
+
+_PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"
+
+
+def exact_match(
+    preds: pl.Series, golds: pl.Series, kwargs: dict[str, Any], cache: dict[Any, Any] | None = None
+) -> pl.Series:
+    """Per-row exact_match (0.0/1.0) with lm-eval's options; preds and golds are String columns.
+
+    Regex removal runs in polars where exact (see ``pyregex.sub``); case folding runs in polars on ASCII
+    rows and through numpy's ``char.lower`` (what lm-eval calls) on the others; punctuation and digit
+    removal only touch ASCII characters, so polars is exact everywhere. Rows containing NUL characters
+    (numpy drops trailing NULs) are computed exactly as lm-eval does, one by one. ``cache`` keeps the
+    normalised golds between calls (a task's filters share them).
+    """
+    known = {"regexes_to_ignore", "ignore_case", "ignore_punctuation", "ignore_numbers"}
+    extra = set(kwargs) - known
+    if extra:
+        raise TypeError(f"exact_match got unexpected options {sorted(extra)}")
+    p = preds.fill_null("")
+    g = golds.fill_null("")
+    key = ("em", id(golds), repr(sorted(kwargs.items())))
+    if cache is not None and key in cache:
+        g_norm, g_nul = cache[key]
+    else:
+        g_norm, g_nul = _normalise(g, kwargs), g.str.contains("\x00", literal=True)
+        if cache is not None:
+            cache[key] = (g_norm, g_nul)
+    p_norm = _normalise(p, kwargs)
+    out = (p_norm == g_norm).cast(pl.Float64)
+    nul = p.str.contains("\x00", literal=True) | g_nul
+    if nul.any():
+        idx = pl.arange(0, len(p), eager=True).filter(nul)
+        vals = [
+            exact_match_np(predictions=[a], references=[b], **kwargs)
+            for a, b in zip(p.filter(nul).to_list(), g.filter(nul).to_list(), strict=True)
+        ]
+        out = out.scatter(idx, pl.Series(vals, dtype=pl.Float64))
+    return out
+
+
+def _normalise(s: pl.Series, kwargs: dict[str, Any]) -> pl.Series:
+    for rx in kwargs.get("regexes_to_ignore") or []:
+        s = pyregex.sub(s, rx)
+    if kwargs.get("ignore_case"):
+        ascii_rows = pyregex.ascii_mask(s)
+        low = s.str.to_lowercase()
+        if not ascii_rows.all():
+            idx = pl.arange(0, len(s), eager=True).filter(~ascii_rows)
+            other = s.filter(~ascii_rows).to_list()
+            # numpy works on fixed-width arrays: strings whose lowercase is longer get their own array,
+            # exactly as lm-eval's one-element call does
+            lowered = np.char.lower(np.array(other, dtype=str)).tolist()
+            for i, x in enumerate(other):
+                if len(x.lower()) != len(x):
+                    lowered[i] = np.char.lower(np.array([x])).tolist()[0]
+            low = low.scatter(idx, pl.Series(lowered, dtype=pl.String))
+        s = low
+    if kwargs.get("ignore_punctuation"):
+        s = s.str.replace_all(_PUNCT_CLASS, "")
+    if kwargs.get("ignore_numbers"):
+        s = s.str.replace_all("[0-9]", "")
+    return s

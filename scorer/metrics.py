@@ -1,0 +1,169 @@
+"""Metric registry and how a task's ``metric_list`` resolves (as lm-eval's ConfigurableTask does)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorer import pyref
+from scorer.aggregate import AGGREGATIONS
+from scorer.errors import ScoreError
+
+
+@dataclass(frozen=True)
+class BuiltinMetric:
+    aggregation: str
+    higher_is_better: bool
+    output_types: tuple[str, ...]
+
+
+BUILTIN: dict[str, BuiltinMetric] = {
+    "acc": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
+    "acc_norm": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
+    "acc_mutual_info": BuiltinMetric("mean", True, ("multiple_choice",)),
+    "acc_bytes": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
+    "exact_match": BuiltinMetric("mean", True, ("generate_until",)),
+    "perplexity": BuiltinMetric("perplexity", False, ("loglikelihood",)),
+    "likelihood": BuiltinMetric("mean", True, ("multiple_choice",)),
+    "word_perplexity": BuiltinMetric("weighted_perplexity", False, ("loglikelihood_rolling",)),
+    "byte_perplexity": BuiltinMetric("weighted_perplexity", False, ("loglikelihood_rolling",)),
+    "bits_per_byte": BuiltinMetric("bits_per_byte", False, ("loglikelihood_rolling",)),
+    "mcc": BuiltinMetric("matthews_corrcoef", True, ("multiple_choice",)),
+    "f1": BuiltinMetric("f1", True, ("multiple_choice",)),
+    "bleu": BuiltinMetric("bleu", True, ("generate_until",)),
+    "chrf": BuiltinMetric("chrf", True, ("generate_until",)),
+    "chrf++": BuiltinMetric("chrf++", True, ("generate_until",)),
+    "ter": BuiltinMetric("ter", False, ("generate_until",)),
+    "brier_score": BuiltinMetric("brier_score", False, ("multiple_choice",)),
+    "bypass": BuiltinMetric("bypass", True, ("loglikelihood", "multiple_choice", "generate_until")),
+    # HF-evaluate-style metrics lm-eval loads by name; keys rouge1/rouge2/rougeL/rougeLsum
+    "rouge": BuiltinMetric("mean", True, ("generate_until",)),
+    # code execution (scorer.sandbox); keys pass@k
+    "pass_at_k": BuiltinMetric("mean", True, ("generate_until",)),
+    # JSONL task specs (scorer.spec_scoring); keys as the spec scorer returns them
+    "jsonl_spec": BuiltinMetric("mean", True, ("generate_until",)),
+}
+ALIASES = {"pass@k": "pass_at_k"}
+
+DEFAULT_METRICS: dict[str, list[str]] = {
+    "loglikelihood": ["perplexity", "acc"],
+    "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
+    "multiple_choice": ["acc", "acc_norm"],
+    "generate_until": ["exact_match"],
+}
+
+_NOT_KWARGS = ("metric", "aggregation", "higher_is_better", "hf_evaluate")
+
+
+@dataclass
+class MetricSpec:
+    name: str  # the metric's name in metric_list (lm-eval's key into its metric tables)
+    builtin: str | None  # our implementation, or None for a user callable / process_results key
+    fn: Callable[..., Any] | None = None  # user metric function (trusted reference)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskMetrics:
+    metrics: list[MetricSpec]
+    aggregation: dict[str, str | Callable[..., Any]]  # result key -> aggregation (grows with dict results)
+    higher_is_better: dict[str, Any]
+    process_results: Callable[..., Any] | None = None
+
+    def names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+
+def resolve(
+    task: str, output_type: str, metric_list: list[dict[str, Any]], config: dict[str, Any], trust: bool
+) -> TaskMetrics:
+    """Resolve a task's metrics, aggregations and directions; unknown names are errors here, not later."""
+    pr_ref = config.get("process_results")
+    process_results = None
+    if pr_ref is not None:
+        if not pyref.is_ref(pr_ref):
+            raise ScoreError(f"task {task}: process_results must be a function reference, got {pr_ref!r}")
+        process_results = pyref.load_ref(pr_ref, trust, f"task {task}: process_results")
+    specs: list[MetricSpec] = []
+    aggs: dict[str, str | Callable[..., Any]] = {}
+    hib: dict[str, Any] = {}
+    if not metric_list:
+        if output_type not in DEFAULT_METRICS:
+            raise ScoreError(f"task {task}: unknown output_type {output_type!r}")
+        for name in DEFAULT_METRICS[output_type]:
+            specs.append(MetricSpec(name, name))
+            aggs[name] = BUILTIN[name].aggregation
+            hib[name] = BUILTIN[name].higher_is_better
+        return TaskMetrics(specs, aggs, hib, process_results)
+    for i, mc in enumerate(metric_list):
+        if not isinstance(mc, dict) or "metric" not in mc:
+            raise ScoreError(f"task {task}: metric_list[{i}] has no 'metric'")
+        raw = mc["metric"]
+        kwargs = {k: v for k, v in mc.items() if k not in _NOT_KWARGS}
+        builtin: str | None = None
+        fn = None
+        if pyref.is_ref(raw):
+            name = pyref.ref_name(raw)
+            if name == "pass_at_k":
+                builtin = "pass_at_k"  # ours (scorer.sandbox), never the task's own code_eval import
+            elif process_results is None:
+                fn = pyref.load_ref(raw, trust, f"task {task}: metric {name}")
+        elif isinstance(raw, str):
+            name = raw
+            canon = ALIASES.get(raw, raw)
+            if canon in BUILTIN:
+                builtin = canon
+            elif process_results is None:
+                raise ScoreError(
+                    f"task {task}: unknown metric {raw!r} in metric_list (known: {', '.join(sorted(BUILTIN))})"
+                )
+        else:
+            raise ScoreError(f"task {task}: metric_list[{i}].metric must be a name, got {raw!r}")
+        if process_results is not None:
+            builtin, fn = None, None
+        if builtin == "exact_match":
+            _check_exact_match(task, kwargs)
+        specs.append(MetricSpec(name, builtin, fn, kwargs))
+        if "aggregation" in mc:
+            agg = mc["aggregation"]
+            if isinstance(agg, str):
+                if agg not in AGGREGATIONS:
+                    raise ScoreError(f"task {task}: metric {name!r}: unknown aggregation {agg!r}")
+                aggs[name] = agg
+            elif pyref.is_ref(agg):
+                aggs[name] = pyref.load_ref(agg, trust, f"task {task}: aggregation of {name}")
+            else:
+                raise ScoreError(f"task {task}: metric {name!r}: bad aggregation {agg!r}")
+        else:
+            b = BUILTIN.get(ALIASES.get(name, name))
+            if b is None:
+                raise ScoreError(f"task {task}: metric {name!r} has no aggregation and none is known for it")
+            aggs[name] = b.aggregation
+        if "higher_is_better" in mc:
+            hib[name] = mc["higher_is_better"]
+        else:
+            b = BUILTIN.get(ALIASES.get(name, name))
+            hib[name] = b.higher_is_better if b else None
+    return TaskMetrics(specs, aggs, hib, process_results)
+
+
+def _check_exact_match(task: str, kwargs: dict[str, Any]) -> None:
+    import re
+
+    known = {"regexes_to_ignore", "ignore_case", "ignore_punctuation", "ignore_numbers"}
+    extra = sorted(set(kwargs) - known)
+    if extra:
+        raise ScoreError(f"task {task}: metric exact_match: unknown options {extra} (known: {sorted(known)})")
+    rx = kwargs.get("regexes_to_ignore")
+    if rx is None:
+        return
+    if not isinstance(rx, list):
+        raise ScoreError(f"task {task}: metric exact_match: regexes_to_ignore must be a list, got {rx!r}")
+    for p in rx:
+        try:
+            re.compile(p)
+        except (re.error, TypeError) as e:
+            raise ScoreError(
+                f"task {task}: metric exact_match: invalid regex in regexes_to_ignore {p!r}: {e}"
+            ) from None

@@ -1,0 +1,222 @@
+"""What the scorer needs from a plan: header, and per task its documents (gold, choices) and instances.
+
+Reading a plan of millions of records costs seconds (msgpack decoding), so the first scoring of a
+results directory writes a *scoring index* next to its results (``.score-index-<plan_hash>/``: two
+Parquet files per plan, docs and instances) and later scorings read that instead. The index is used only
+while the plan file has the same size, modification time and header ``plan_hash`` as when it was built;
+the first read verifies the full ``plan_hash`` over every record byte (as ``plans.io.PlanReader`` does).
+Documents themselves (``DocRecord.doc``) are not indexed: the few scoring paths that need them (user
+``process_results``, custom filters, multi_choice_regex) read them from the plan's task span on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import polars as pl
+
+from plans.canonical import canonical_bytes
+from plans.errors import PlanError
+from plans.io import PlanReader, read_header
+from plans.records import DocRecord, PlanHeader
+from scorer.errors import ScoreError
+
+INDEX_VERSION = 2
+DOC_SCHEMA: dict[str, Any] = {
+    "doc_id": pl.Int64,
+    "target_str": pl.String,  # the target when it is a str
+    "target_int": pl.Int64,  # the target when it is an int (not bool)
+    "target_json": pl.String,  # JSON of the target otherwise (lists, floats, bools, None)
+    "choices": pl.List(pl.String),
+}
+INST_SCHEMA: dict[str, Any] = {"doc_id": pl.Int64, "idx": pl.Int64}  # instance_id = instance_id_for(task, ...)
+
+
+@dataclass
+class TaskDocs:
+    task: str
+    plan_path: str
+    docs: pl.DataFrame  # DOC_SCHEMA, sorted by doc_id
+    instances: pl.DataFrame  # INST_SCHEMA
+    _records: dict[int, DocRecord] | None = field(default=None, repr=False)
+    _raw: dict[int, dict[str, Any]] | None = field(default=None, repr=False)  # decoded doc maps, if kept
+
+    def records(self, doc_ids: list[int] | None = None) -> list[DocRecord]:
+        """Full DocRecords (with ``doc``), in doc_id order; read from the plan when not in memory."""
+        if self._records is None and self._raw is not None:
+            self._records = {i: DocRecord.from_dict(o) for i, o in self._raw.items()}
+            self._raw = None
+        if self._records is None:
+            recs: dict[int, DocRecord] = {}
+            with PlanReader(self.plan_path, verify=False) as r:
+                for rec in r.records(self.task):
+                    if isinstance(rec, DocRecord):
+                        recs[rec.doc_id] = rec
+            self._records = recs
+        ids = sorted(self._records) if doc_ids is None else doc_ids
+        return [self._records[i] for i in ids]
+
+    def first_target(self) -> Any:
+        if self.docs.height == 0:
+            return None
+        return target_of(self.docs.row(0, named=True))
+
+
+def target_of(row: dict[str, Any]) -> Any:
+    if row["target_str"] is not None:
+        return row["target_str"]
+    if row["target_int"] is not None:
+        return row["target_int"]
+    return json.loads(row["target_json"]) if row["target_json"] is not None else None
+
+
+@dataclass
+class PlanData:
+    path: str
+    header: PlanHeader
+    tasks: dict[str, TaskDocs]
+
+
+def resolve_plan_path(results_dir: str, manifest_plan_path: str, override: str | None) -> str:
+    if override:
+        return override
+    if not manifest_plan_path:
+        raise ScoreError(f"{results_dir}: manifest names no plan; pass --plan PLAN")
+    p = Path(manifest_plan_path)
+    if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
+        p = Path(results_dir) / p
+    return os.fspath(p)
+
+
+def _stamp(path: str, plan_hash: str) -> dict[str, Any]:
+    st = os.stat(path)
+    return {"version": INDEX_VERSION, "plan_hash": plan_hash, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def load(path: str, index_dir: str | None = None) -> PlanData:
+    """The plan's scoring data; ``index_dir`` (a results directory) holds the scoring index, if given."""
+    try:
+        header = read_header(path)
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
+    idx = Path(index_dir) / f".score-index-{header.plan_hash[:16]}" if index_dir else None
+    if idx is not None:
+        cached = _read_index(idx, path, header)
+        if cached is not None:
+            return cached
+    data = _read_plan(path, header)
+    if idx is not None:
+        _write_index(idx, path, data)
+    return data
+
+
+def _read_plan(path: str, header: PlanHeader) -> PlanData:
+    with open(path, "rb") as f:
+        unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=True, max_buffer_size=0)
+        raw_header = unpacker.unpack()
+        start = unpacker.tell()
+        f.seek(start)
+        body = f.read()
+    h = hashlib.sha256(canonical_bytes({k: v for k, v in raw_header.items() if k != "plan_hash"}))
+    h.update(body)
+    if h.hexdigest() != header.plan_hash:
+        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
+    cols: dict[str, dict[str, list[Any]]] = {
+        t.name: {"doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": []} for t in header.tasks
+    }
+    n_docs = n_inst = 0
+    try:
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, max_buffer_size=0)
+        unpacker.feed(body)
+        for obj in unpacker:
+            c = cols.get(obj["task"])
+            if c is None:
+                raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")
+            kind = obj["kind"]
+            if kind == "doc":
+                n_docs += 1
+                c["doc_id"].append(obj["doc_id"])
+                c["target"].append(obj["target"])
+                c["choices"].append(obj.get("choices"))
+                c["rec"].append(obj)
+            elif kind == "instance":
+                n_inst += 1
+                c["i_doc"].append(obj["doc_id"])
+                c["i_idx"].append(obj["idx"])
+            else:
+                raise ScoreError(f"{path}: unknown plan record kind {kind!r}")
+    except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
+        raise ScoreError(f"{path}: corrupt plan record stream ({type(e).__name__})") from None
+    if (n_docs, n_inst) != (header.n_docs, header.n_instances):
+        raise ScoreError(
+            f"{path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
+            f"header says {header.n_docs} and {header.n_instances}"
+        )
+    tasks = {}
+    for name, c in cols.items():
+        targets = c["target"]
+        t_str = [t if type(t) is str else None for t in targets]
+        t_int = [t if type(t) is int else None for t in targets]
+        t_json = [None if type(t) in (str, int) else json.dumps(t) for t in targets]
+        choices = c["choices"]
+        if not all(ch is None or all(type(x) is str for x in ch) for ch in choices):
+            raise ScoreError(f"{path}: task {name}: choices must be lists of strings")
+        docs = pl.DataFrame(
+            {
+                "doc_id": c["doc_id"],
+                "target_str": t_str,
+                "target_int": t_int,
+                "target_json": t_json,
+                "choices": choices,
+            },
+            schema=DOC_SCHEMA,
+        )
+        if not docs["doc_id"].is_sorted():
+            docs = docs.sort("doc_id")
+        inst = pl.DataFrame({"doc_id": c["i_doc"], "idx": c["i_idx"]}, schema=INST_SCHEMA).sort(["doc_id", "idx"])
+        tasks[name] = TaskDocs(name, path, docs, inst, _raw={o["doc_id"]: o for o in c["rec"]})
+    return PlanData(path=path, header=header, tasks=tasks)
+
+
+def _read_index(idx: Path, path: str, header: PlanHeader) -> PlanData | None:
+    try:
+        stamp = json.loads((idx / "stamp.json").read_text(encoding="utf-8"))
+        if stamp != _stamp(path, header.plan_hash):
+            return None
+        docs = pl.read_parquet(idx / "docs.parquet")
+        inst = pl.read_parquet(idx / "instances.parquet")
+    except (OSError, ValueError, pl.exceptions.PolarsError):
+        return None
+    tasks = {}
+    for t in header.tasks:
+        tasks[t.name] = TaskDocs(
+            t.name,
+            path,
+            docs.filter(pl.col("task") == t.name).drop("task").cast(DOC_SCHEMA),  # type: ignore[arg-type]
+            inst.filter(pl.col("task") == t.name).drop("task").cast(INST_SCHEMA),  # type: ignore[arg-type]
+        )
+    return PlanData(path=path, header=header, tasks=tasks)
+
+
+def _write_index(idx: Path, path: str, data: PlanData) -> None:
+    try:
+        idx.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".score-index-", dir=idx.parent))
+        docs = [td.docs.with_columns(task=pl.lit(n)) for n, td in data.tasks.items()]
+        inst = [td.instances.with_columns(task=pl.lit(n)) for n, td in data.tasks.items()]
+        pl.concat(docs).write_parquet(tmp / "docs.parquet")
+        pl.concat(inst).write_parquet(tmp / "instances.parquet")
+        (tmp / "stamp.json").write_text(json.dumps(_stamp(path, data.header.plan_hash)), encoding="utf-8")
+        if idx.exists():
+            shutil.rmtree(idx, ignore_errors=True)
+        os.replace(tmp, idx)
+    except OSError:
+        pass  # the index only saves time; a read-only results directory still scores

@@ -1,0 +1,266 @@
+"""Per-document scoring in Python with lm-eval's ``process_results`` semantics (the reference path).
+
+The vectorised paths in ``scorer.fast`` must agree with these functions on every document; they are
+used for everything the fast paths do not cover (lists of targets, NaN log-likelihoods, user metrics,
+``process_results`` references, exotic filter outputs).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from scorer.errors import ScoreError
+from scorer.metrics import TaskMetrics
+
+
+def exact_match_np(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    regexes_to_ignore: Sequence[str] | None = None,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    ignore_numbers: bool = False,
+) -> float:
+    """HF evaluate's exact_match as lm-eval runs it (numpy string arrays, mean of equalities)."""
+    if regexes_to_ignore is not None:
+        preds = np.array([x for x in predictions])
+        refs = np.array([x for x in references])
+        for s in regexes_to_ignore:
+            preds = np.array([re.sub(s, "", x) for x in preds])
+            refs = np.array([re.sub(s, "", x) for x in refs])
+    else:
+        preds = np.asarray(predictions)
+        refs = np.asarray(references)
+    if ignore_case:
+        preds = np.char.lower(preds)
+        refs = np.char.lower(refs)
+    if ignore_punctuation:
+        table = string.punctuation.maketrans("", "", string.punctuation)
+        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
+        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
+    if ignore_numbers:
+        table = string.digits.maketrans("", "", string.digits)
+        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
+        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
+    return float(np.mean(preds == refs))
+
+
+def _rouge(references: list[Any], predictions: list[Any]) -> dict[str, float]:
+    from rouge_score import rouge_scorer, scoring
+
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=False)
+    agg = scoring.BootstrapAggregator()
+    for ref, pred in zip(references, predictions, strict=True):
+        agg.add_scores(scorer.score(ref, pred))
+    res = agg.aggregate()
+    return {k: float(res[k].mid.fmeasure) for k in types}
+
+
+def pass_at_k(
+    references: list[str], predictions: list[list[str]], k: Any = None, timeout: float = 3.0
+) -> dict[str, float]:
+    """HF code_eval's unbiased pass@k over one or more problems, running programs in ``scorer.sandbox``."""
+    from scorer import sandbox  # type: ignore[attr-defined]
+
+    ks = [k] if isinstance(k, int) else list(k or [1])
+    totals, corrects = [], []
+    for ref, cands in zip(references, predictions, strict=True):
+        if isinstance(cands, str):
+            cands = [cands]
+        passed = 0
+        for cand in cands:
+            res = sandbox.check_program(cand + "\n" + ref, timeout)
+            passed += int(bool(res.passed))
+        totals.append(len(cands))
+        corrects.append(passed)
+    tot = np.array(totals)
+    cor = np.array(corrects)
+
+    def estimate(n: int, c: int, kk: int) -> float:
+        if n - c < kk:
+            return 1.0
+        return float(1.0 - np.prod(1.0 - kk / np.arange(n - c + 1, n + 1)))
+
+    out = {}
+    for kk in ks:
+        if (tot >= kk).all():
+            out[f"pass@{kk}"] = float(np.mean([estimate(int(n), int(c), kk) for n, c in zip(tot, cor, strict=True)]))
+    return out
+
+
+def _call_gen_metric(
+    spec_builtin: str | None, fn: Any, gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]
+) -> Any:
+    if spec_builtin == "exact_match":
+        return {"exact_match": exact_match_np(predictions=[result], references=[gold], **kwargs)}
+    if spec_builtin in ("bleu", "chrf", "chrf++", "ter", "bypass"):
+        return None if spec_builtin == "bypass" else [gold, result]
+    if spec_builtin == "rouge":
+        return _rouge([gold], [result])
+    if spec_builtin == "pass_at_k":
+        return pass_at_k([gold], [result], **kwargs)
+    if spec_builtin == "jsonl_spec":
+        from scorer import spec_scoring  # type: ignore[attr-defined]
+
+        return dict(spec_scoring.score_spec_doc(doc, result))
+    if fn is not None:
+        try:
+            return fn(references=[gold], predictions=[result], **kwargs)
+        except TypeError:
+            return fn([gold, result])
+    if spec_builtin is not None:
+        raise ScoreError(f"metric {spec_builtin!r} does not apply to generate_until tasks")
+    raise ScoreError("metric has no implementation")
+
+
+def generate_doc(
+    tm: TaskMetrics,
+    doc: dict[str, Any],
+    target: Any,
+    choices: list[str] | None,
+    result: Any,
+    multiple_target: bool,
+) -> dict[str, Any]:
+    """lm-eval's process_results for generate_until, on one document's (first instance's) filtered response."""
+    gold = target
+    names = tm.names()
+    if choices is not None:
+        gold = choices[gold]
+    elif multiple_target:
+        gold = list(gold)
+    elif type(gold) is not type(result) and not ("bypass" in names or isinstance(result, list)):
+        gold = type(result)(gold)
+    out: dict[str, Any] = {}
+    for spec in tm.metrics:
+        if multiple_target:
+            if not isinstance(gold, list):
+                gold = [gold]
+            if spec.builtin == "exact_match":
+                s = exact_match_np(predictions=[result for _ in range(len(gold))], references=gold, **spec.kwargs)
+                score: Any = 1.0 if s > 0.0 else 0.0
+            else:
+                scores = []
+                for g in gold:
+                    r = _call_gen_metric(spec.builtin, spec.fn, g, result, spec.kwargs, doc)
+                    if isinstance(r, dict):
+                        r = r[spec.name]
+                    scores.append(r)
+                score = 1.0 if any(scores) else 0.0
+        else:
+            score = _call_gen_metric(spec.builtin, spec.fn, gold, result, spec.kwargs, doc)
+        if isinstance(score, dict):
+            for k, v in score.items():
+                out[k] = v
+                if k not in tm.aggregation and spec.name in tm.aggregation:
+                    tm.aggregation[k] = tm.aggregation[spec.name]
+                if k not in tm.higher_is_better and spec.name in tm.higher_is_better:
+                    tm.higher_is_better[k] = tm.higher_is_better[spec.name]
+        else:
+            out[spec.name] = score
+    return out
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
+
+
+def mc_gold(target: Any, choices: list[str]) -> tuple[Any, bool]:
+    """The gold index (or list of them) as lm-eval's process_results sees it, and whether it was invalid."""
+    gold = target
+    if isinstance(gold, list):
+        gold = [i if i < len(choices) else -100 for i in gold]
+        return gold, -100 in gold
+    if isinstance(gold, bool):
+        gold = int(gold)
+    if isinstance(gold, int):
+        gold = gold if gold < len(choices) else -100
+    elif isinstance(gold, str):
+        gold = choices.index(gold) if gold in choices else -100
+    return gold, gold == -100
+
+
+def mc_doc(
+    tm: TaskMetrics, target: Any, choices: list[str], results: Sequence[Any], multiple_target: bool
+) -> dict[str, Any]:
+    """lm-eval's process_results for multiple_choice: ``results`` are (loglikelihood, is_greedy) per choice."""
+    names = tm.names()
+    lls, is_greedy = zip(*results, strict=True)
+    completion_len = np.array([float(len(c)) for c in choices])
+    byte_len = np.array([float(len(c.encode("utf-8"))) for c in choices])
+    lls_uncond = None
+    if 2 * len(choices) == len(lls) and "acc_mutual_info" in names:
+        lls_uncond = lls[len(choices) :]
+        lls = lls[: len(choices)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pred = np.argmax(lls)
+        pred_norm = np.argmax(lls / completion_len)
+        pred_byte = np.argmax(lls / byte_len)
+    gold, _ = mc_gold(target, choices)
+    if multiple_target:
+        acc = 1.0 if pred in gold else 0.0
+        acc_norm = 1.0 if pred_norm in gold else 0.0
+        acc_bytes = 1.0 if pred_byte in gold else 0.0
+        exact = int(any(is_greedy[i] if i != -100 else 0 for i in gold))
+    else:
+        acc = 1.0 if pred == gold else 0.0
+        acc_norm = 1.0 if pred_norm == gold else 0.0
+        acc_bytes = 1.0 if pred_byte == gold else 0.0
+        exact = int(is_greedy[gold]) if gold != -100 else 0
+    out: dict[str, Any] = {}
+    if "acc" in names:
+        out["acc"] = acc
+    if "f1" in names:
+        out["f1"] = (gold, int(pred))
+    if "mcc" in names:
+        out["mcc"] = (gold, int(pred))
+    if "acc_norm" in names:
+        out["acc_norm"] = acc_norm
+    if "acc_bytes" in names:
+        out["acc_bytes"] = acc_bytes
+    if "exact_match" in names:
+        out["exact_match"] = exact
+    if "brier_score" in names:
+        out["brier_score"] = (gold, _softmax(np.array(lls, dtype=np.float64)))
+    if "likelihood" in names:
+        out["likelihood"] = (gold, lls)
+    if "acc_mutual_info" in names:
+        if lls_uncond is None:
+            raise ScoreError("acc_mutual_info needs the unconditional loglikelihood requests in the plan")
+        mi = [c - u for c, u in zip(lls, lls_uncond, strict=True)]
+        out["acc_mutual_info"] = 1.0 if np.argmax(mi) == gold else 0.0
+    return out
+
+
+def loglikelihood_doc(tm: TaskMetrics, results: Sequence[Any]) -> dict[str, Any]:
+    ll, is_greedy = results[0]
+    names = tm.names()
+    out: dict[str, Any] = {}
+    if "perplexity" in names:
+        out["perplexity"] = ll
+    if "acc" in names:
+        out["acc"] = int(is_greedy)
+    return out
+
+
+def rolling_doc(tm: TaskMetrics, target: Any, results: Sequence[Any]) -> dict[str, Any]:
+    (ll,) = results
+    if isinstance(ll, (tuple, list)):
+        ll = ll[0]
+    words = len(re.split(r"\s+", target))
+    nbytes = len(target.encode("utf-8"))
+    names = tm.names()
+    out: dict[str, Any] = {}
+    if "word_perplexity" in names:
+        out["word_perplexity"] = (ll, words)
+    if "byte_perplexity" in names:
+        out["byte_perplexity"] = (ll, nbytes)
+    if "bits_per_byte" in names:
+        out["bits_per_byte"] = (ll, nbytes)
+    return out
