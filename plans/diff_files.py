@@ -17,6 +17,7 @@ import msgpack
 
 from plans.canonical import canonical_bytes
 from plans.errors import PlanError
+from plans.io import expand_record
 from plans.records import FORMAT, VERSION, PlanHeader
 
 _CHUNK = 1 << 22
@@ -173,10 +174,15 @@ def task_records(plan: PlanFile, task: str) -> Iterator[dict[str, Any]]:
     with open(plan.path, "rb") as f:
         f.seek(plan.records_start + start)
         unpacker = msgpack.Unpacker(_Limited(f, length), raw=False, read_size=1 << 20, strict_map_key=True)
+        prev: dict[str, Any] | None = None
         try:
             for obj in unpacker:
                 if not isinstance(obj, dict) or obj.get("kind") not in ("doc", "instance"):
                     raise PlanError(f"{plan.path}: task {task!r}: malformed plan record")
+                if obj["kind"] == "instance":
+                    obj = prev = expand_record(obj, prev)
+                else:
+                    prev = None
                 if obj.get("task") != task:
                     raise PlanError(
                         f"{plan.path}: task {task!r}: a record of task {obj.get('task')!r} lies in its span"

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import msgpack
 
-from plans.canonical import canonical_bytes
+from plans.canonical import canonical_bytes, normalize, pack_normalized
 from plans.errors import PlanError
 from plans.records import FORMAT, VERSION, DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
 
@@ -31,11 +31,92 @@ def _header_hash_bytes(header: dict[str, Any]) -> bytes:
     return canonical_bytes(body)
 
 
+SHARED_CONTEXT = "shared_context"
+
+
+def record_map(rec: Record, prev: InstanceRecord | None) -> dict[str, Any]:
+    """The map stored for a record. An Instance whose context and context ids equal those of the Instance
+    just before it (same task and doc: the choices of a multiple-choice doc) stores neither and carries
+    ``shared_context: true`` instead; readers restore them (``expand_record``)."""
+    d = rec.to_dict()
+    if (
+        isinstance(rec, InstanceRecord)
+        and prev is not None
+        and prev.doc_id == rec.doc_id
+        and prev.task == rec.task
+        and prev.context == rec.context
+        and prev.context_ids == rec.context_ids
+    ):
+        del d["context"], d["context_ids"]
+        d[SHARED_CONTEXT] = True
+    return d
+
+
+def expand_record(obj: dict[str, Any], prev_instance: dict[str, Any] | None) -> dict[str, Any]:
+    """Undo ``record_map``'s context sharing on a raw record map (``prev_instance``: the previous raw
+    instance map of the stream, already expanded). Raises PlanError-worthy ValueError when it cannot."""
+    if obj.get(SHARED_CONTEXT) is True:
+        if (
+            prev_instance is None
+            or prev_instance.get("doc_id") != obj.get("doc_id")
+            or prev_instance.get("task") != obj.get("task")
+        ):
+            raise ValueError("shared-context instance without a preceding instance of the same doc")
+        obj = dict(obj)
+        del obj[SHARED_CONTEXT]
+        obj["context"] = prev_instance["context"]
+        obj["context_ids"] = prev_instance["context_ids"]
+    return obj
+
+
+def _ints(ids: list[int] | None) -> list[int] | None:
+    if ids is None or set(map(type, ids)) <= {int}:
+        return ids
+    return normalize(ids)  # type: ignore[no-any-return]
+
+
+def _encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
+    """``canonical_bytes(record_map(rec, prev))`` without the generic walk: the keys in sorted order."""
+    shared = (
+        prev is not None
+        and prev.doc_id == rec.doc_id
+        and prev.task == rec.task
+        and prev.context == rec.context
+        and prev.context_ids == rec.context_ids
+    )
+    if type(rec.context) is not str or type(rec.continuation) not in (str, type(None)):
+        return canonical_bytes(record_map(rec, prev))
+    d: dict[str, Any] = {}
+    if not shared:
+        d["context"] = rec.context
+        d["context_ids"] = _ints(rec.context_ids)
+    d["continuation"] = rec.continuation
+    d["continuation_ids"] = _ints(rec.continuation_ids)
+    d["doc_id"] = normalize(rec.doc_id)
+    d["generation_kwargs"] = normalize(rec.generation_kwargs)
+    d["idx"] = normalize(rec.idx)
+    d["instance_id"] = normalize(rec.instance_id)
+    d["kind"] = rec.kind
+    d["repeats"] = normalize(rec.repeats)
+    d["request_hash"] = normalize(rec.request_hash)
+    d["request_type"] = normalize(rec.request_type)
+    if shared:
+        d[SHARED_CONTEXT] = True
+    d["task"] = normalize(rec.task)
+    return pack_normalized(d)
+
+
 def encode_records(records: Iterable[Record]) -> tuple[list[bytes], list[Record]]:
     out: list[bytes] = []
     recs: list[Record] = []
+    prev: InstanceRecord | None = None
     for r in records:
-        out.append(canonical_bytes(r.to_dict()))
+        if isinstance(r, InstanceRecord):
+            out.append(_encode_instance(r, prev))
+            prev = r
+        else:
+            out.append(canonical_bytes(record_map(r, prev)))
+            prev = None
         recs.append(r)
     return out, recs
 
@@ -95,6 +176,12 @@ def task_hash(task: TaskSummary, span: list[int] | None, records: bytes) -> str:
 def write_plan(path: str | os.PathLike[str], header: PlanHeader, records: Iterable[Record]) -> PlanHeader:
     """Write a plan atomically to ``path`` and return its sealed header (with ``plan_hash``)."""
     sealed, blobs = seal(header, records)
+    write_sealed(path, sealed, blobs)
+    return sealed
+
+
+def write_sealed(path: str | os.PathLike[str], sealed: PlanHeader, blobs: list[bytes]) -> Path:
+    """Write what ``seal`` returned, atomically (temporary file, fsync, rename); nothing is left on failure."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -113,7 +200,7 @@ def write_plan(path: str | os.PathLike[str], header: PlanHeader, records: Iterab
         except FileNotFoundError:
             pass
         raise
-    return sealed
+    return target
 
 
 def plan_bytes(header: PlanHeader, records: Iterable[Record]) -> tuple[PlanHeader, bytes]:
@@ -131,6 +218,27 @@ class _HashingReader:
         b = self._f.read(n)
         self._h.update(b)
         return b
+
+
+class _Expander:
+    """Restores shared contexts while records stream past."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.prev: dict[str, Any] | None = None
+
+    def __call__(self, obj: Any) -> Any:
+        if not isinstance(obj, dict):
+            return obj
+        if obj.get("kind") != "instance":
+            self.prev = None
+            return obj
+        try:
+            obj = expand_record(obj, self.prev)
+        except ValueError as e:
+            raise PlanError(f"{self.path}: corrupt plan record stream ({e})") from None
+        self.prev = obj
+        return obj
 
 
 def _decode_record(obj: Any, path: str) -> Record:
@@ -209,9 +317,10 @@ class PlanReader:
         src: Any = _HashingReader(self._f, h) if self.verify else self._f
         unpacker = msgpack.Unpacker(src, raw=False, read_size=_READ_CHUNK, strict_map_key=True)
         n_docs = n_inst = 0
+        expand = _Expander(self.path)
         try:
             for obj in unpacker:
-                rec = _decode_record(obj, self.path)
+                rec = _decode_record(expand(obj), self.path)
                 if isinstance(rec, DocRecord):
                     n_docs += 1
                 else:
@@ -241,9 +350,10 @@ class PlanReader:
             raise PlanError(f"{self.path}: truncated plan (task {task!r} is cut short)")
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=True)
         unpacker.feed(data)
+        expand = _Expander(self.path)
         try:
             for obj in unpacker:
-                yield _decode_record(obj, self.path)
+                yield _decode_record(expand(obj), self.path)
         except PlanError:
             raise
         except Exception as e:

@@ -160,3 +160,37 @@ def test_instance_ids_and_shards_are_stable() -> None:
     ids = [instance_id_for("t", d, 0) for d in range(3000)]
     counts = [sum(shard_of(i, 3) == s for i in ids) for s in range(3)]
     assert sum(counts) == 3000 and min(counts) > 900
+
+
+def test_choices_of_a_doc_store_their_shared_context_once(tmp_path: Path) -> None:
+    header, records = _arc_records(5)
+    p = tmp_path / "p.msgpack"
+    write_plan(p, header, records)
+    raw = p.read_bytes()
+    for rec in records:
+        if isinstance(rec, DocRecord):
+            ctx = f"Question: {rec.doc['question']}\nAnswer:".encode()
+            assert raw.count(ctx) == 1
+    plan = read_plan(p)
+    assert plan.instances == [r for r in records if isinstance(r, InstanceRecord)]
+
+
+def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
+    from dataclasses import fields as dc_fields
+
+    from plans.io import _encode_instance, record_map
+
+    _, records = _arc_records(4)
+    insts = [r for r in records if isinstance(r, InstanceRecord)]
+    assert {f.name for f in dc_fields(InstanceRecord)} == {
+        "instance_id", "task", "doc_id", "idx", "request_type", "context", "continuation",
+        "generation_kwargs", "repeats", "context_ids", "continuation_ids", "request_hash", "kind",
+    }  # fmt: skip  (a new field must be added to _encode_instance too)
+    gen = InstanceRecord(
+        instance_id="ab", task="t", doc_id=1, idx=0, request_type="generate_until", context="Q: 1+1\\nA:",
+        generation_kwargs={"until": ["\\n"], "temperature": 0.0, "max_gen_toks": 8}, context_ids=[5, 6, 7],
+    )  # fmt: skip
+    prev = None
+    for rec in [*insts, gen]:
+        assert _encode_instance(rec, prev) == canonical_bytes(record_map(rec, prev))
+        prev = rec
