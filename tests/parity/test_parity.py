@@ -1,0 +1,99 @@
+"""Parity with lm-evaluation-harness 0.4.13: our Instances equal its ``build_all_requests`` Instances.
+
+CI subset: ``limit`` docs per task, both routes (our conf/task configs; lm-eval's YAMLs via
+run.include_path), one lm-eval subprocess for every reference (cached under $LMEVAL_CACHE/parity).
+The full set (all docs) is ``bench/parity_all.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.parity.compare import (
+    ROUTES,
+    Outcome,
+    ci_cases,
+    compare,
+    first_difference_at,
+    ours_via_cli,
+    overrides_for,
+    run_cases,
+)
+from tests.parity.lmeval_reference import RefResult, default_data_dir, lmeval_version
+
+pytestmark = pytest.mark.lmeval_parity
+
+CI_LIMIT = 40
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path() -> str:
+    from plans.tinymodel import ensure_tiny_model
+
+    return str(ensure_tiny_model())
+
+
+@pytest.fixture(scope="session")
+def ci_run(tiny_model_path: str) -> tuple[dict[tuple[str, str], Outcome], dict[str, RefResult]]:
+    outcomes, refs = run_cases(ci_cases(tiny_model_path, CI_LIMIT), ROUTES)
+    # the reference itself must be real: lm-eval built requests for every case
+    for r in refs:
+        assert r.instances, f"lm-eval built no requests for {r.spec.label()}"
+    return {(o.case, o.route): o for o in outcomes}, {r.spec.label(): r for r in refs}
+
+
+def _ids(model: str | None = None) -> list[tuple[str, str]]:
+    return [(c.name, r) for c in ci_cases(model, CI_LIMIT) for r in c.routes]
+
+
+@pytest.mark.parametrize(("case", "route"), _ids(), ids=[f"{c}[{r}]" for c, r in _ids()])
+def test_instances_equal_lmeval(ci_run: tuple[dict, dict], case: str, route: str) -> None:
+    o = ci_run[0][(case, route)]
+    assert o.error is None, f"{case} [{route}]: compile failed: {o.error}"
+    msg = ""
+    if o.first is not None:
+        d = o.first
+        msg = d.describe()
+        if isinstance(d.ours, str) and isinstance(d.lmeval, str):
+            msg += "\n" + first_difference_at(d.ours, d.lmeval)
+    assert (o.mismatched, o.missing, o.extra) == (0, 0, 0), (
+        f"{case} [{route}]: {o.mismatched} differ, {o.missing} missing, {o.extra} extra of {o.n_ref}\n{msg}"
+    )
+    assert o.matched == o.n_ref > 0
+
+
+def test_cli_show_jsonl_equals_lmeval(ci_run: tuple[dict, dict], tiny_model_path: str, tmp_path: Path) -> None:
+    """The documented route: `lmeval compile` then `lmeval show --jsonl` (two processes), compared with lm-eval."""
+    [case] = [c for c in ci_cases(tiny_model_path, CI_LIMIT) if c.ref.task == "gsm8k_cot_llama"]
+    ref = ci_run[1][case.name]
+    ours = ours_via_cli(overrides_for(case, "conf", default_data_dir()), tmp_path)
+    o = compare(ours, ref.instances, case.name, "conf/cli")
+    assert o.ok, o.first.describe() if o.first else o
+
+
+def test_comparison_catches_a_one_byte_change(ci_run: tuple[dict, dict]) -> None:
+    """The comparison is not vacuous: one changed byte in a context is reported with its location."""
+    ref = ci_run[1][f"arc_challenge/25shot/limit{CI_LIMIT}"]
+    tampered = json.loads(json.dumps(ref.instances))
+    tampered[5]["arguments"][0] = tampered[5]["arguments"][0].replace("\n\n", "\n \n", 1)
+    o = compare(tampered, ref.instances, "arc_challenge", "tampered")
+    assert (o.matched, o.mismatched) == (len(ref.instances) - 1, 1)
+    assert o.first is not None and o.first.field == "context"
+    assert (o.first.task, o.first.doc_id, o.first.idx) == (
+        ref.instances[5]["task"],
+        ref.instances[5]["doc_id"],
+        ref.instances[5]["idx"],
+    )
+    gone = compare(tampered[:-1], ref.instances, "arc_challenge", "short")
+    assert gone.missing == 1
+
+
+def test_reference_is_real_lmeval_0_4(ci_run: tuple[dict, dict]) -> None:
+    """The reference came from an installed lm-eval 0.4.x that read the local data files."""
+    assert lmeval_version().startswith("0.4.")
+    for r in ci_run[1].values():
+        assert r.data_files, f"{r.spec.label()}: lm-eval read no local data files"
+        assert all(p.startswith(str(default_data_dir().resolve())) for p in r.data_files)
