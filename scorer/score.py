@@ -25,7 +25,7 @@ from scorer import metrics as met
 from scorer import pyref
 from scorer.errors import ScoreError
 from scorer.filters import pipelines_of
-from scorer.planload import PlanData, load, resolve_plan_path
+from scorer.planload import PlanData, TaskDocs, load, resolve_plan_path
 from scorer.rows import COLUMNS as ROW_COLUMNS
 from scorer.rows import read_rows
 from scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
@@ -88,6 +88,9 @@ def score_run(
         from scorer.report import print_tables
 
         print_tables(outcome.results)
+        for task, agg in (outcome.results.get("spec") or {}).items():
+            cats = ", ".join(f"{c} {v['score']:.4f} (n={v['n']})" for c, v in agg["categories"].items())
+            print(f"{task} by category: {cats}; overall {agg['overall']['score']:.4f} (n={agg['overall']['n']})")
     for w in outcome.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
     return outcome
@@ -119,6 +122,7 @@ def _score(
     missing_counts: dict[str, int] = {}
     warnings: list[str] = []
     sample_frames: list[pl.DataFrame] = []
+    spec_breakdown: dict[str, Any] = {}
     empty = pl.DataFrame(schema={k: v for k, v in polars_schema().items() if k in ROW_COLUMNS})
     aliases: dict[str, str] = dict(header.extra.get("aliases") or {})  # compiler: task and group aliases
     for ts in header.tasks:
@@ -172,6 +176,8 @@ def _score(
         hib[ts.name] = {k: v for k, v in tm.higher_is_better.items()}
         n_samples[ts.name] = {"original": ts.n_docs, "effective": sample_len}
         sample_frames.extend(_sample_frames(ts.name, td, fscores))
+        if any(m.get("metric") == "jsonl_spec" for m in ts.metric_list):
+            spec_breakdown[ts.name] = _spec_breakdown(td, rows)
     group_results, group_versions, group_subtasks = grp.aggregate_groups(header.groups, task_results, aliases)
     for g, m in group_results.items():
         task_results[g] = m
@@ -196,6 +202,8 @@ def _score(
     }
     if not out["groups"]:
         del out["groups"]
+    if spec_breakdown:
+        out["spec"] = spec_breakdown
     if missing_report:
         out["partial"] = missing_report
     _write_samples(Path(results_dir), sample_frames)
@@ -301,3 +309,14 @@ def _jsonable(x: Any) -> Any:
     if hasattr(x, "item") and callable(x.item):
         return _jsonable(x.item())
     return x
+
+
+def _spec_breakdown(td: TaskDocs, rows: pl.DataFrame) -> dict[str, Any]:
+    """A JSONL-spec task per category and overall (corpus BLEU for bleu_4, means otherwise)."""
+    from scorer import spec_scoring
+
+    first = rows.filter(pl.col("idx") == 0)
+    doc_ids = first["doc_id"].to_list()
+    recs = {r.doc_id: r for r in td.records(doc_ids)}
+    pairs = [(recs[d].doc, resp or "") for d, resp in zip(doc_ids, first["response"].to_list(), strict=True)]
+    return spec_scoring.aggregate_spec(spec_scoring.score_spec_rows(pairs))
