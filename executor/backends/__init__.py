@@ -1,0 +1,30 @@
+"""Execution backends, one module each, all with the interface of ``executor.backends.base.Backend``.
+
+Modules are imported only when their backend is chosen, so ``import executor`` stays light.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from executor.backends.base import Backend
+from executor.modelconf import ModelSpec
+
+
+def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
+    if spec.backend == "fake":
+        from executor.backends.fake import FakeBackend
+
+        return FakeBackend(spec, model_dir)
+    if spec.backend == "openai":
+        from executor.backends.openai_api import OpenAIBackend
+
+        return OpenAIBackend(spec, model_dir)
+    assert model_dir is not None
+    if spec.backend == "hf":
+        from executor.backends.hf import HFBackend
+
+        return HFBackend(spec, model_dir)
+    from executor.backends.vllm_engine import VLLMBackend
+
+    return VLLMBackend(spec, model_dir)

@@ -1,0 +1,117 @@
+"""``merge``: combine the results directories of shards ``0/N .. N-1/N`` of one plan into one directory.
+
+Refuses directories of different plans or models, overlapping or missing shards, unfinished shards and
+an output directory that already holds anything. The merged directory is assembled under a temporary
+name and renamed into place, so it appears complete or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from executor.errors import ExecuteError
+from executor.modelconf import REUSE_KEYS
+from executor.store import ResultsDir, fsync_dir
+from plans.errors import PlanError
+from plans.results import RunManifest, part_files, read_manifest, write_manifest
+
+
+def _parse(shard: str | None, d: str) -> tuple[int, int]:
+    if shard is None:
+        raise ExecuteError(f"{d}: is an unsharded run; merge takes the shards of one plan")
+    i, _, n = shard.partition("/")
+    return int(i), int(n)
+
+
+def merge(dirs: Sequence[str], out: str) -> Path:
+    if not dirs:
+        raise ExecuteError("merge: no results directories given")
+    manifests: list[tuple[str, RunManifest]] = []
+    for d in dirs:
+        try:
+            manifests.append((str(d), read_manifest(d)))
+        except PlanError as e:
+            raise ExecuteError(str(e)) from None
+    d0, m0 = manifests[0]
+    for d, m in manifests[1:]:
+        if m.plan_hash != m0.plan_hash:
+            raise ExecuteError(
+                f"{d}: results of plan {m.plan_hash[:12]}, but {d0} is of plan {m0.plan_hash[:12]}; "
+                f"merge only combines shards of one plan"
+            )
+        diff = [k for k in REUSE_KEYS if m.model.get(k) != m0.model.get(k)]
+        if diff:
+            k = diff[0]
+            raise ExecuteError(f"{d}: model {k}={m.model.get(k)!r}, but {d0} has {m0.model.get(k)!r}")
+    seen: dict[int, str] = {}
+    n_shards = None
+    for d, m in manifests:
+        i, n = _parse(m.shard, d)
+        if n_shards is None:
+            n_shards = n
+        elif n != n_shards:
+            raise ExecuteError(f"{d}: shard {m.shard}, but {d0} is shard {m0.shard}: different shard counts")
+        if i in seen:
+            raise ExecuteError(f"{d}: shard {m.shard} overlaps {seen[i]} (the same shard twice)")
+        seen[i] = d
+    assert n_shards is not None
+    missing = sorted(set(range(n_shards)) - set(seen))
+    if missing:
+        raise ExecuteError(f"merge: missing shard(s) {', '.join(f'{i}/{n_shards}' for i in missing)}")
+    all_ids: dict[str, str] = {}
+    for d, m in manifests:
+        ids = ResultsDir(d).done_ids()
+        if not m.finished or len(ids) != m.n_instances:
+            raise ExecuteError(
+                f"{d}: shard {m.shard} is unfinished ({len(ids)} of {m.n_instances} instances); rerun its "
+                f"lmeval execute to complete it"
+            )
+        for iid in ids:
+            if iid in all_ids:
+                raise ExecuteError(f"{d}: instance {iid} is also in {all_ids[iid]} (overlapping results)")
+            all_ids[iid] = d
+
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ExecuteError(f"{target}: already exists and is not empty; merge writes a new directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.merge-", dir=target.parent))
+    try:
+        seq = 0
+        for i in sorted(seen):
+            for p in part_files(seen[i]):
+                shutil.copyfile(p, tmp / f"part-{seq:06d}.parquet")
+                seq += 1
+        stats: dict[str, int] = {}
+        for _, m in manifests:
+            for k, v in (m.stats or {}).items():
+                stats[k] = stats.get(k, 0) + int(v)
+        merged = RunManifest(
+            plan_hash=m0.plan_hash,
+            plan_path=m0.plan_path,
+            model=m0.model,
+            backend=m0.backend,
+            engine_args=m0.engine_args,
+            versions=m0.versions,
+            shard=None,
+            n_instances=sum(m.n_instances for _, m in manifests),
+            started=min((m.started for _, m in manifests if m.started), default=None),
+            finished=max((m.finished for _, m in manifests if m.finished), default=None),
+            stats=stats,
+        )
+        write_manifest(tmp, merged)
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        if target.exists():
+            target.rmdir()  # empty, checked above
+        os.rename(tmp, target)
+        fsync_dir(target.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,196 @@
+"""The model an execution runs: the plan's model config with command-line overrides applied.
+
+The plan header's ``config["model"]`` (the resolved Hydra model config the plan was compiled with) is the
+default. Overrides are applied in order with OmegaConf (never Hydra): ``model=NAME`` replaces the whole model
+config by ``conf/model/NAME.yaml``; ``model.KEY=VALUE`` (dotted, ``+`` allowed) sets one key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from executor.errors import ExecuteError
+from plans.records import PlanHeader
+
+BACKENDS = ("vllm", "hf", "openai", "fake")
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "model"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model config: what to load and how."""
+
+    name: str
+    path: str | None
+    backend: str
+    dtype: str = "auto"
+    max_model_len: int | None = None
+    add_bos_token: bool = False
+    engine: dict[str, Any] = field(default_factory=dict)
+    batch_size: int | None = None
+    max_gen_toks: int = 256
+    seed: int = 1234
+    raw: dict[str, Any] = field(default_factory=dict)  # the whole resolved model config
+
+    def engine_args(self) -> dict[str, Any]:
+        return dict(self.engine)
+
+
+def _conf_dir() -> Path:
+    env = os.environ.get("LMEVAL_CONF_DIR")
+    return Path(env) / "model" if env else CONF_DIR
+
+
+def load_named_config(name: str) -> dict[str, Any]:
+    """``conf/model/<name>.yaml`` as a plain dict (Hydra's ``defaults``/``_self_`` keys dropped)."""
+    from omegaconf import OmegaConf
+
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+        raise ExecuteError(f"model={name}: not a model config name")
+    path = _conf_dir() / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in _conf_dir().glob("*.yaml"))
+        raise ExecuteError(f"model={name}: no model config {path} (known: {', '.join(known) or 'none'})")
+    try:
+        cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    except Exception as e:  # OmegaConf raises many types for bad YAML
+        raise ExecuteError(f"{path}: cannot load model config ({type(e).__name__}: {e})") from None
+    if not isinstance(cfg, dict):
+        raise ExecuteError(f"{path}: model config is not a mapping")
+    cfg.pop("defaults", None)
+    return {str(k): v for k, v in cfg.items()}
+
+
+def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[str, Any]:
+    """The plan's model config with ``overrides`` applied, as a plain dict."""
+    from omegaconf import OmegaConf
+
+    base = header.config.get("model") if isinstance(header.config, dict) else None
+    if not isinstance(base, dict):
+        m = header.model
+        base = {
+            "name": m.name,
+            "path": m.path,
+            "backend": m.backend,
+            "add_bos_token": m.add_bos_token,
+            "engine": dict(m.engine),
+        }
+    cfg: Any = OmegaConf.create(base)
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        key = key.strip().lstrip("+")
+        if not sep or not key:
+            raise ExecuteError(f"override {ov!r}: expected KEY=VALUE (e.g. model.backend=hf)")
+        if key == "model":
+            cfg = OmegaConf.create(load_named_config(value.strip()))
+            continue
+        if not key.startswith("model."):
+            raise ExecuteError(f"override {ov!r}: execute only takes model overrides (model=NAME or model.KEY=VALUE)")
+        try:
+            dot = OmegaConf.from_dotlist([f"{key[len('model.') :]}={value}"])
+        except Exception as e:
+            raise ExecuteError(f"override {ov!r}: {e}") from None
+        cfg = OmegaConf.merge(cfg, dot)
+    out = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(out, dict)
+    return {str(k): v for k, v in out.items()}
+
+
+def model_spec(cfg: dict[str, Any]) -> ModelSpec:
+    """Validate a resolved model config and turn it into a ``ModelSpec``."""
+    backend = str(cfg.get("backend") or "vllm")
+    if backend not in BACKENDS:
+        raise ExecuteError(f"model.backend={backend}: unknown backend (one of {', '.join(BACKENDS)})")
+    engine = cfg.get("engine") or {}
+    if not isinstance(engine, dict):
+        raise ExecuteError("model.engine: must be a mapping of engine arguments")
+    mml = cfg.get("max_model_len")
+    bs = cfg.get("batch_size")
+    try:
+        return ModelSpec(
+            name=str(cfg.get("name") or "model"),
+            path=None if cfg.get("path") in (None, "") else str(cfg["path"]),
+            backend=backend,
+            dtype=str(cfg.get("dtype") or "auto"),
+            max_model_len=None if mml in (None, "") else int(mml),
+            add_bos_token=bool(cfg.get("add_bos_token") or False),
+            engine=dict(engine),
+            batch_size=None if bs in (None, "", "auto") else int(bs),
+            max_gen_toks=int(cfg.get("max_gen_toks") or 256),
+            seed=int(cfg["seed"]) if cfg.get("seed") is not None else 1234,
+            raw=dict(cfg),
+        )
+    except (TypeError, ValueError) as e:
+        raise ExecuteError(f"model config: bad value ({e})") from None
+
+
+def resolve_model_dir(spec: ModelSpec) -> Path | None:
+    """Where the weights and tokenizer live: ``model.path``, or the built-in tiny model when it is null.
+
+    ``None`` for an openai model whose path is not a local directory (a remote model known by name).
+    """
+    if spec.path is None:
+        from plans.tinymodel import ensure_tiny_model
+
+        return ensure_tiny_model()
+    p = Path(os.path.expanduser(spec.path))
+    if not p.is_dir():
+        if spec.backend == "openai":
+            return None
+        raise ExecuteError(f"model.path={spec.path}: no such model directory")
+    return p.resolve()
+
+
+def tokenizer_hash(model_dir: Path | None) -> str | None:
+    """sha256 of ``tokenizer.json`` (as ``plans.tinymodel.tokenizer_hash``), None when there is none."""
+    if model_dir is None:
+        return None
+    f = model_dir / "tokenizer.json"
+    if not f.is_file():
+        return None
+    return hashlib.sha256(f.read_bytes()).hexdigest()
+
+
+def check_tokenizer(header: PlanHeader, model_dir: Path | None, plan_path: str) -> str | None:
+    """Refuse a model whose tokenizer differs from the one the plan's token ids were made with."""
+    want = header.model.tokenizer_hash
+    have = tokenizer_hash(model_dir)
+    if want and have and want != have:
+        raise ExecuteError(
+            f"{plan_path}: the model's tokenizer ({model_dir}/tokenizer.json, sha256 {have[:12]}) differs "
+            f"from the plan's ({header.model.tokenizer or header.model.name}, sha256 {want[:12]}); "
+            f"recompile the plan for this model"
+        )
+    return have
+
+
+def model_identity(spec: ModelSpec, model_dir: Path | None, tok_hash: str | None) -> dict[str, Any]:
+    """What makes two runs' answers interchangeable (used by the manifest, resume and ``--reuse``)."""
+    config_hash = None
+    revision = None
+    if model_dir is not None:
+        cfg = model_dir / "config.json"
+        if cfg.is_file():
+            config_hash = hashlib.sha256(cfg.read_bytes()).hexdigest()
+        if model_dir.parent.name == "snapshots":  # a Hugging Face cache snapshot is named by its commit
+            revision = model_dir.name
+    return {
+        "name": spec.name,
+        "path": str(model_dir) if model_dir is not None else spec.path,
+        "backend": spec.backend,
+        "dtype": spec.dtype,
+        "max_model_len": spec.max_model_len,
+        "add_bos_token": spec.add_bos_token,
+        "tokenizer_hash": tok_hash,
+        "config_hash": config_hash,
+        "revision": revision,
+    }
+
+
+REUSE_KEYS = ("name", "path", "backend", "dtype", "max_model_len", "add_bos_token", "tokenizer_hash", "config_hash")

@@ -1,0 +1,373 @@
+"""From plan Instances to model inputs, and from model outputs back to results, with lm-eval's semantics.
+
+Mirrors lm-eval 0.4.13's vLLM backend (``lm_eval/models/vllm_causallms.py``) where it defines behaviour:
+left truncation of over-long inputs, rolling windows for ``loglikelihood_rolling``, normalisation of
+generation kwargs (``until`` plus the EOS string, ``max_gen_toks`` and its aliases, ``do_sample`` vs
+``temperature``), and cutting generated text at the first stop string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from executor.errors import ExecuteError
+from plans.records import InstanceRecord
+
+
+class Tokenizer(Protocol):
+    """The little a backend's tokenizer must do for the executor."""
+
+    eos_token_id: int | None
+    bos_token_id: int | None
+
+    def encode(self, text: str, add_special_tokens: bool) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def token_text(self, token_id: int) -> str: ...
+
+
+@dataclass(frozen=True)
+class ScoreInput:
+    """Score ``ids[ctxlen:]`` given what precedes each of them (``1 <= ctxlen < len(ids)``)."""
+
+    ids: list[int]
+    ctxlen: int
+    key: str  # request hash (plus window number for rolling windows): what a fake backend keys on
+
+
+@dataclass(frozen=True)
+class ScoreOutput:
+    logprob: float
+    is_greedy: bool
+
+
+@dataclass(frozen=True)
+class GenParams:
+    max_tokens: int
+    stop: list[str]
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int | None = None
+    n: int = 1
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+@dataclass(frozen=True)
+class GenInput:
+    ids: list[int]
+    params: GenParams
+    key: str
+    text: str = ""  # the context string (for text-only backends and fakes)
+
+
+@dataclass(frozen=True)
+class Sample:
+    text: str | None  # the backend's text when it has no token ids to give
+    token_ids: list[int] | None
+    finish_reason: str
+
+
+@dataclass(frozen=True)
+class GenOutput:
+    samples: list[Sample]
+
+
+# ------------------------------------------------------------------------------------ jobs
+
+
+@dataclass
+class ScoreJob:
+    """One distinct log-likelihood request (all Instances with this request hash share it)."""
+
+    key: str
+    rolling: bool
+    windows: list[ScoreInput]
+    n_tokens: int  # continuation tokens scored
+
+    @property
+    def size(self) -> int:
+        return sum(len(w.ids) for w in self.windows)
+
+
+@dataclass
+class GenJob:
+    key: str
+    input: GenInput
+    until: list[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.input.ids)
+
+
+@dataclass
+class JobResult:
+    loglikelihood: float | None = None
+    is_greedy: bool | None = None
+    n_continuation_tokens: int | None = None
+    responses: list[str] | None = None
+    finish_reason: str | None = None
+    tokens: int = 0  # tokens processed (progress accounting)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------- encoding
+
+
+def has_bos_prefix(text: str, tok: Tokenizer) -> bool:
+    if tok.bos_token_id is None:
+        return False
+    bos = tok.token_text(tok.bos_token_id)
+    return bool(bos) and text.startswith(bos)
+
+
+def tok_encode(tok: Tokenizer, text: str, add_bos: bool) -> list[int]:
+    """lm-eval's ``tok_encode``: special tokens per ``add_bos_token``, never a second BOS."""
+    if not text:
+        return []
+    return tok.encode(text, add_special_tokens=add_bos and not has_bos_prefix(text, tok))
+
+
+def prefix_token_id(tok: Tokenizer) -> int:
+    """What an empty context is replaced by: BOS, else EOS (lm-eval's ``prefix_token_id``)."""
+    if tok.bos_token_id is not None:
+        return tok.bos_token_id
+    if tok.eos_token_id is not None:
+        return tok.eos_token_id
+    raise ExecuteError("the model's tokenizer has neither a BOS nor an EOS token to condition on")
+
+
+def encode_pair(tok: Tokenizer, context: str, continuation: str, add_bos: bool) -> tuple[list[int], list[int]]:
+    """lm-eval's ``_encode_pair``: trailing context whitespace moves to the continuation; split the joint
+    encoding at the context's length. An empty context becomes the prefix token."""
+    if context == "":
+        return [prefix_token_id(tok)], tok_encode(tok, continuation, add_bos=False) if continuation else []
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    whole = tok_encode(tok, context + continuation, add_bos)
+    ctx = tok_encode(tok, context, add_bos)
+    return ctx, whole[len(ctx) :]
+
+
+# -------------------------------------------------------------------------- truncation
+
+
+def truncate_for_scoring(ctx: list[int], cont: list[int], max_length: int) -> tuple[list[int], int]:
+    """The input ids and context length lm-eval's vLLM backend scores: the last ``max_length - 1`` tokens
+    (one position is left for the token vLLM must generate)."""
+    max_ctx = max_length - 1
+    ids = ctx + cont
+    if len(ids) > max_ctx:
+        ids = ids[-max_ctx:]
+    ctxlen = len(ctx) - max(0, len(ctx) + len(cont) - max_ctx)
+    return ids, max(ctxlen, 1)
+
+
+def rolling_windows(tokens: list[int], prefix: int, max_seq_len: int) -> Iterator[tuple[list[int], list[int]]]:
+    """lm-eval's ``get_rolling_token_windows(..., context_len=1)`` made disjoint: (context, predicted)
+    windows that predict every token exactly once, each with as much preceding context as fits."""
+    if not tokens:
+        return
+    if max_seq_len < 1:
+        raise ExecuteError(f"max_model_len too small for rolling log-likelihood windows ({max_seq_len + 2})")
+    first = min(max_seq_len, len(tokens))
+    yield [prefix] + tokens[: first - 1], tokens[:first]
+    done = first
+    while done < len(tokens):
+        pred_len = min(len(tokens) - done, max_seq_len)
+        end = done + pred_len
+        window = tokens[max(end - max_seq_len - 1, 0) : end - 1]
+        yield window, tokens[end - pred_len : end]
+        done = end
+
+
+def _disjoint(pair: tuple[list[int], list[int]]) -> tuple[list[int], list[int]]:
+    a, b = pair
+    return a[: len(a) - (len(b) - 1)], b
+
+
+# --------------------------------------------------------------------------- generation
+
+
+_SAMPLING_KEYS = {
+    "top_p": float,
+    "top_k": int,
+    "min_p": float,
+    "seed": int,
+    "repetition_penalty": float,
+    "presence_penalty": float,
+    "frequency_penalty": float,
+}
+_MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
+_IGNORED_KEYS = {"do_sample", "temperature", "until", *_MAX_TOKEN_ALIASES}
+
+
+def gen_params(
+    kwargs: dict[str, Any] | None, eos: str | None, default_max: int, repeats: int, key: str, where: str
+) -> tuple[GenParams, list[str]]:
+    """lm-eval's ``normalize_gen_kwargs`` + ``modify_gen_kwargs``: (sampling params, stop strings)."""
+    kw = dict(kwargs or {})
+    until_raw = kw.get("until")
+    if until_raw is None:
+        until: list[str] = []
+    elif isinstance(until_raw, str):
+        until = [until_raw]
+    elif isinstance(until_raw, list) and all(isinstance(u, str) for u in until_raw):
+        until = list(until_raw)
+    else:
+        raise ExecuteError(f"{where}: generation_kwargs.until must be a string or a list of strings")
+    if eos is not None and eos not in until:
+        until.append(eos)
+    max_tokens = default_max
+    for alias in _MAX_TOKEN_ALIASES:
+        if kw.get(alias) is not None:
+            max_tokens = int(kw[alias])
+            break
+    try:
+        temperature = float(kw.get("temperature", 0.0) or 0.0)
+    except (TypeError, ValueError):
+        raise ExecuteError(f"{where}: generation_kwargs.temperature is not a number") from None
+    if kw.get("do_sample") is False:
+        temperature = 0.0
+    extra: dict[str, Any] = {}
+    for name, conv in _SAMPLING_KEYS.items():
+        if kw.get(name) is not None:
+            try:
+                extra[name] = conv(kw[name])
+            except (TypeError, ValueError):
+                raise ExecuteError(f"{where}: generation_kwargs.{name} is not a number") from None
+    unknown = sorted(set(kw) - set(_SAMPLING_KEYS) - _IGNORED_KEYS)
+    if unknown:
+        raise ExecuteError(f"{where}: unsupported generation_kwargs {', '.join(unknown)}")
+    if temperature > 0 and "seed" not in extra:
+        # a sampled request without a seed gets one derived from what it asks, so reruns, resumes and
+        # shards reproduce it whatever it is batched with
+        extra["seed"] = int(key[:8], 16)
+    params = GenParams(max_tokens=max_tokens, stop=until, temperature=temperature, n=max(repeats, 1), **extra)
+    return params, until
+
+
+def truncate_for_generation(ids: list[int], max_tokens: int, max_length: int, where: str) -> list[int]:
+    """lm-eval's ``maybe_truncate`` (left side, generation length kept)."""
+    if len(ids) + max_tokens <= max_length:
+        return ids
+    room = max_length - max_tokens
+    if room <= 0:
+        raise ExecuteError(f"{where}: max_gen_toks={max_tokens} does not fit max_model_len={max_length}")
+    return ids[-room:]
+
+
+def cut_at_stop(text: str, until: Sequence[str]) -> str:
+    """lm-eval's post-processing: cut at each non-empty stop string in turn."""
+    for term in until:
+        if term:
+            text = text.split(term)[0]
+    return text
+
+
+# --------------------------------------------------------------------------------- jobs
+
+
+def score_job(inst: InstanceRecord, tok: Tokenizer | None, add_bos: bool, max_length: int, where: str) -> ScoreJob:
+    key = inst.request_hash
+    if inst.request_type == "loglikelihood":
+        if inst.context_ids is not None and inst.continuation_ids is not None:
+            ctx, cont = list(inst.context_ids), list(inst.continuation_ids)
+        else:
+            if tok is None:
+                raise ExecuteError(f"{where}: the plan has no token ids and the backend has no tokenizer")
+            ctx, cont = encode_pair(tok, inst.context, inst.continuation or "", add_bos)
+        if not ctx:
+            if tok is None:
+                raise ExecuteError(f"{where}: empty context and the backend has no tokenizer for a prefix")
+            ctx = [prefix_token_id(tok)]
+        if not cont:
+            raise ExecuteError(f"{where}: empty continuation (nothing to score)")
+        ids, ctxlen = truncate_for_scoring(ctx, cont, max_length)
+        return ScoreJob(key, False, [ScoreInput(ids, ctxlen, key)], len(ids) - ctxlen)
+    # loglikelihood_rolling
+    if inst.context_ids is not None:
+        tokens = list(inst.context_ids) + list(inst.continuation_ids or [])
+    else:
+        if tok is None:
+            raise ExecuteError(f"{where}: the plan has no token ids and the backend has no tokenizer")
+        tokens = tok_encode(tok, inst.context, add_bos)
+    prefix = prefix_token_id(tok) if tok is not None else 0
+    windows = [
+        ScoreInput(c + p, len(c), f"{key}:{i}")
+        for i, (c, p) in enumerate(map(_disjoint, rolling_windows(tokens, prefix, max_length - 2)))
+    ]
+    return ScoreJob(key, True, windows, len(tokens))
+
+
+def gen_job(
+    inst: InstanceRecord,
+    tok: Tokenizer | None,
+    add_bos: bool,
+    max_length: int,
+    default_max: int,
+    where: str,
+) -> GenJob:
+    eos = tok.token_text(tok.eos_token_id) if tok is not None and tok.eos_token_id is not None else None
+    params, until = gen_params(inst.generation_kwargs, eos, default_max, inst.repeats, inst.request_hash, where)
+    if inst.context_ids is not None:
+        ids = list(inst.context_ids)
+    elif tok is not None:
+        ids = tok_encode(tok, inst.context, add_bos)
+    else:
+        ids = []
+    if not ids and inst.context_ids is not None:
+        raise ExecuteError(f"{where}: empty generation prompt (no context tokens)")
+    ids = truncate_for_generation(ids, params.max_tokens, max_length, where)
+    return GenJob(inst.request_hash, GenInput(ids, params, inst.request_hash, inst.context), until)
+
+
+def score_result(job: ScoreJob, outs: Sequence[ScoreOutput]) -> JobResult:
+    total = sum(o.logprob for o in outs)
+    greedy = all(o.is_greedy for o in outs)
+    return JobResult(
+        loglikelihood=total,
+        is_greedy=None if job.rolling else greedy,
+        n_continuation_tokens=job.n_tokens,
+        tokens=job.size,
+    )
+
+
+def gen_result(job: GenJob, out: GenOutput, tok: Tokenizer | None) -> JobResult:
+    texts: list[str] = []
+    for s in out.samples:
+        if s.token_ids is not None and tok is not None:
+            text = tok.decode(s.token_ids)
+        else:
+            text = s.text or ""
+        texts.append(cut_at_stop(text, job.until))
+    n = job.input.params.n
+    if len(texts) == 1 and n > 1:  # greedy repeats: one run, n identical answers
+        texts = texts * n
+    first = out.samples[0]
+    n_gen = len(first.token_ids) if first.token_ids is not None else None
+    generated = sum(len(s.token_ids or ()) for s in out.samples)
+    return JobResult(
+        responses=texts,
+        finish_reason=first.finish_reason,
+        n_continuation_tokens=n_gen,
+        tokens=job.size + generated,
+    )
+
+
+def fake_seed(key: str) -> int:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)

@@ -1,0 +1,62 @@
+"""``lmeval execute PLAN`` and ``lmeval merge DIR... --out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "execute",
+        help="run a compiled plan on a model, writing one Parquet row per Instance",
+        description="Run every Instance of PLAN on the model the plan was compiled for (or the one the "
+        "overrides name) and write Parquet results. Rerunning the same command resumes a killed run.",
+    )
+    p.add_argument("plan", help="the plan file (.msgpack) from lmeval compile")
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="model=NAME, model.path=DIR, model.backend=vllm|hf|openai|fake, model.engine.KEY=VALUE",
+    )
+    p.add_argument("--out", help="results directory (default: results/<plan_hash12>-<model>/)")
+    p.add_argument("--shard", metavar="I/N", help="run only shard I of N (by instance id)")
+    p.add_argument(
+        "--reuse", metavar="DIR", help="copy results of identical requests (same request hash and model) from DIR"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--part-size", type=int, default=None, metavar="N", help="rows per Parquet part (default 4096)")
+    p.set_defaults(func=run_execute)
+
+    m = subparsers.add_parser(
+        "merge",
+        help="combine the results directories of a plan's shards",
+        description="Combine the results of shards 0/N .. N-1/N of one plan into one results directory.",
+    )
+    m.add_argument("dirs", nargs="+", metavar="DIR")
+    m.add_argument("--out", required=True, help="the merged results directory (must not exist)")
+    m.set_defaults(func=run_merge)
+
+
+def run_execute(args: argparse.Namespace) -> int:
+    from executor import execute
+
+    out = execute(
+        args.plan,
+        out=args.out,
+        overrides=args.overrides,
+        shard=args.shard,
+        reuse=args.reuse,
+        progress=not args.no_progress,
+        part_size=args.part_size,
+    )
+    print(out)
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from executor import merge
+
+    print(merge(args.dirs, args.out))
+    return 0
