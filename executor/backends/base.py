@@ -57,7 +57,9 @@ class HFTokenizer:
         return list(self._tok(text, add_special_tokens=add_special_tokens)["input_ids"])
 
     def decode(self, ids: Sequence[int]) -> str:
-        return str(self._tok.decode(list(ids), skip_special_tokens=False))
+        # as lm-eval's final decode (HFLM.tok_decode): special tokens are dropped from the returned text;
+        # stop detection happened on the engine side with them kept (a special token can be a stop string)
+        return str(self._tok.decode(list(ids), skip_special_tokens=True))
 
     def token_text(self, token_id: int) -> str:
         return str(self._tok.decode([token_id]))

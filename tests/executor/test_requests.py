@@ -133,3 +133,21 @@ def test_overrides_apply_in_order_on_the_plan_model_config() -> None:
     assert model_spec(cfg).backend == "hf"
     cfg = resolve_model_config(header, ["model.engine.seed=5", "model=tiny"])  # model=NAME replaces everything
     assert cfg["engine"]["seed"] == 0 and cfg["dtype"] == "float32" and "defaults" not in cfg
+
+
+def test_generated_text_drops_special_tokens_as_lm_eval_does() -> None:
+    """lm-eval decodes the final generation with skip_special_tokens=True, then cuts at ``until``."""
+    from transformers import AutoTokenizer
+
+    from executor.backends.base import HFTokenizer
+    from executor.requests import GenInput, GenJob, GenOutput, GenParams, Sample, gen_result
+    from plans.tinymodel import ensure_tiny_model
+
+    tok = HFTokenizer(AutoTokenizer.from_pretrained(str(ensure_tiny_model())))
+    words = tok.encode(" forty two", add_special_tokens=False)
+    more = tok.encode(" Question: next", add_special_tokens=False)
+    ids = words[:1] + [2] + words[1:] + more  # <|im_start|> (id 2) emitted mid-answer
+    params = GenParams(max_tokens=16, stop=["Question:"], temperature=0.0, n=1)
+    job = GenJob("h", GenInput([5], params, "h", "ctx"), ["Question:"])
+    res = gen_result(job, GenOutput([Sample(text=None, token_ids=ids, finish_reason="stop")]), tok)
+    assert res.responses == [" forty two "]
