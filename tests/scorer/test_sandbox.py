@@ -186,14 +186,18 @@ def test_writes_outside_the_work_dir_fail(tmp_path: Path) -> None:
         )
         res = run_program(code)
         assert not res.passed and res.status == "failed", res
-        assert res.stdout.splitlines() == [
-            "inside ok",
-            "OSError Read-only file system",
+        blocked = {"OSError Read-only file system", "FileNotFoundError No such file or directory"}
+        lines = res.stdout.splitlines()
+        assert lines[0] == "inside ok" and len(lines) == 5, lines
+        # the checkout itself may lie under a hidden directory (e.g. a CI clone in /tmp): then the path
+        # does not exist inside the sandbox instead of being read-only; either way nothing is written
+        assert lines[1] in blocked, lines
+        assert lines[2:] == [
             "FileNotFoundError No such file or directory",
             "OSError Read-only file system",
             "OSError Read-only file system",
         ]
-        assert "Read-only file system" in res.reason, res.reason
+        assert "Read-only file system" in res.reason or "No such file" in res.reason, res.reason
         assert list(outside.iterdir()) == [] and not in_tmp.exists()
         assert not os.path.exists("/tmp/lmeval-escape") and not os.path.exists("/dev/shm/lmeval-escape")
     finally:
