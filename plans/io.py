@@ -84,7 +84,18 @@ def _encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
         and prev.context == rec.context
         and prev.context_ids == rec.context_ids
     )
-    if type(rec.context) is not str or type(rec.continuation) not in (str, type(None)):
+    if not (
+        type(rec.context) is str
+        and (rec.continuation is None or type(rec.continuation) is str)
+        and type(rec.doc_id) is int
+        and type(rec.idx) is int
+        and type(rec.repeats) is int
+        and type(rec.instance_id) is str
+        and type(rec.request_hash) is str
+        and type(rec.request_type) is str
+        and type(rec.task) is str
+        and type(rec.kind) is str
+    ):
         return canonical_bytes(record_map(rec, prev))
     d: dict[str, Any] = {}
     if not shared:
@@ -92,17 +103,17 @@ def _encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
         d["context_ids"] = _ints(rec.context_ids)
     d["continuation"] = rec.continuation
     d["continuation_ids"] = _ints(rec.continuation_ids)
-    d["doc_id"] = normalize(rec.doc_id)
-    d["generation_kwargs"] = normalize(rec.generation_kwargs)
-    d["idx"] = normalize(rec.idx)
-    d["instance_id"] = normalize(rec.instance_id)
+    d["doc_id"] = rec.doc_id
+    d["generation_kwargs"] = None if rec.generation_kwargs is None else normalize(rec.generation_kwargs)
+    d["idx"] = rec.idx
+    d["instance_id"] = rec.instance_id
     d["kind"] = rec.kind
-    d["repeats"] = normalize(rec.repeats)
-    d["request_hash"] = normalize(rec.request_hash)
-    d["request_type"] = normalize(rec.request_type)
+    d["repeats"] = rec.repeats
+    d["request_hash"] = rec.request_hash
+    d["request_type"] = rec.request_type
     if shared:
         d[SHARED_CONTEXT] = True
-    d["task"] = normalize(rec.task)
+    d["task"] = rec.task
     return pack_normalized(d)
 
 

@@ -53,7 +53,7 @@ def task_config(path: str, name: str, sha256: str) -> dict[str, Any]:
         "dataset_path": path,
         "test_split": "test",
         "output_type": "generate_until",
-        "doc_to_text": "{{rendered_prompt}}",
+        "doc_to_text": "rendered_prompt",  # a field name: no template to render
         "doc_to_target": "{{targets[0]}}",
         "target_delimiter": "",
         "fewshot_delimiter": EXAMPLE_SEPARATOR,

@@ -301,7 +301,7 @@ def test_load_spec_task_docs_and_config() -> None:
     assert task.docs[1]["rendered_prompt"] == raw[1]["prompt"]  # no examples: the prompt alone
     cfg = task.task_config
     assert cfg["task"] == "jsonl" and cfg["output_type"] == "generate_until" and cfg["num_fewshot"] == 0
-    assert cfg["doc_to_text"] == "{{rendered_prompt}}"
+    assert cfg["doc_to_text"] == "rendered_prompt"
     assert cfg["metric_list"] == [{"metric": "jsonl_spec"}]
     assert cfg["metadata"]["spec_file"] == "tasks.jsonl"
     assert len(cfg["metadata"]["spec_sha256"]) == 64
@@ -317,13 +317,18 @@ def test_task_config_goes_through_the_compilers_task_checks() -> None:
     assert spec.target_delimiter == ""
 
 
-def test_doc_to_text_renders_prompt_verbatim() -> None:
-    import jinja2
+def test_doc_to_text_renders_prompt_verbatim(tmp_path: Path) -> None:
+    """A prompt that looks like Jinja reaches the plan's context unchanged (doc_to_text is a field name)."""
+    from compiler import compile_plan
+    from plans import InstanceRecord
 
     rec = dict(_valid(), prompt="Fill in: {{ name }} and {% raw %}")
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    cfg = load_spec_task(str(GOOD), False).task_config
-    assert env.from_string(cfg["doc_to_text"]).render(rendered_prompt=render_prompt(rec)) == rec["prompt"]
+    path = tmp_path / "jinja.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    assert load_spec_task(str(path), False).task_config["doc_to_text"] == "rendered_prompt"
+    _, records = compile_plan(["+task=jsonl", f"task.path={path}"])
+    (inst,) = [r for r in records if isinstance(r, InstanceRecord)]
+    assert inst.context == render_prompt(rec) and inst.context.endswith(rec["prompt"])
 
 
 def test_bad_lines_refuse_to_load(tmp_path: Path) -> None:
