@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import IO, Any
 
 import msgpack
 
+from plans.atomic import write_atomic
 from plans.canonical import canonical_bytes, normalize, pack_normalized
 from plans.errors import PlanError
 from plans.records import FORMAT, VERSION, DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
@@ -193,25 +193,13 @@ def write_plan(path: str | os.PathLike[str], header: PlanHeader, records: Iterab
 
 def write_sealed(path: str | os.PathLike[str], sealed: PlanHeader, blobs: list[bytes]) -> Path:
     """Write what ``seal`` returned, atomically (temporary file, fsync, rename); nothing is left on failure."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(canonical_bytes(sealed.to_dict()))
-            for b in blobs:
-                f.write(b)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
+
+    def write(f: IO[bytes]) -> None:
+        f.write(canonical_bytes(sealed.to_dict()))
+        for b in blobs:
+            f.write(b)
+
+    return write_atomic(path, write)
 
 
 def plan_bytes(header: PlanHeader, records: Iterable[Record]) -> tuple[PlanHeader, bytes]:
@@ -399,10 +387,3 @@ def read_plan(path: str | os.PathLike[str], verify: bool = True) -> Plan:
 
 def task_summary(header: PlanHeader, name: str) -> TaskSummary:
     return header.task(name)
-
-
-def _umask_mode() -> int:
-    """0666 less the process umask: what a plain open() would have created (mkstemp makes 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plans.atomic import write_atomic
 from plans.errors import PlanError
 
 if TYPE_CHECKING:
@@ -76,23 +76,8 @@ class RunManifest:
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def read_manifest(results_dir: str | os.PathLike[str]) -> RunManifest:
@@ -134,10 +119,3 @@ def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:
             f"appears {dup.height} times"
         )
     return df.sort(["task", "doc_id", "idx"])
-
-
-def _umask_mode() -> int:
-    """0666 less the process umask: what a plain open() would have created (mkstemp makes 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
