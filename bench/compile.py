@@ -33,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from tests.parity.lmeval_reference import RefSpec, default_data_dir, lmeval_version, run_worker  # noqa: E402
 
@@ -66,14 +67,7 @@ def workloads(model_path: str) -> list[Workload]:
 
 
 def machine() -> str:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     return f"{platform.machine()}, nproc {os.cpu_count()}, {cpu}, Python {platform.python_version()}"
 
 

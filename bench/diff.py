@@ -31,6 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from plans.canonical import content_hash  # noqa: E402
 from plans.diff import diff_plans  # noqa: E402
@@ -208,14 +209,7 @@ def measure(label: str, a: Path, b: Path, expect: dict[str, str]) -> dict[str, A
 
 
 def machine() -> str:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     load = ", load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
     return f"{platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}{load}"
 

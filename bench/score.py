@@ -35,6 +35,7 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from plans.io import write_plan  # noqa: E402
 from plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for  # noqa: E402
@@ -324,14 +325,7 @@ def lm_eval_loop(
 
 
 def machine() -> str:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     return f"{platform.machine()}, {os.cpu_count()} CPUs (nproc {nproc}), {cpu}"
 

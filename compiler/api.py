@@ -426,7 +426,7 @@ def default_name(header: PlanHeader) -> str:
 
 def compile_to_file(overrides: list[str], out: str | None = None) -> Path:
     """Compile and write the plan to ``out``, ``run.out`` or ``plans/<name>-<hash12>.msgpack`` (cwd)."""
-    from compiler.write import write_sealed
+    from plans.io import write_sealed
 
     header, _, blobs = compile_sealed(overrides)
     return write_sealed(plan_path(header, out), header, blobs)

@@ -39,7 +39,7 @@ def _summary(header: object) -> str:
 def run(args: argparse.Namespace) -> int:
     from compiler.api import compile_sealed, plan_path
     from compiler.config import expand_sweep
-    from compiler.write import write_sealed
+    from plans.io import write_sealed
 
     combos = expand_sweep(args.overrides) if args.multirun else [list(args.overrides)]
     if args.multirun and args.out and len(combos) > 1:

@@ -29,8 +29,7 @@ def test_byte_identical_across_processes(tmp_path: Path, data: Path) -> None:
 def test_cli_file_equals_plans_writer_bytes(tmp_path: Path) -> None:
     """The CLI writes the sealed record bytes directly; they equal what plans.io would write."""
     from compiler.api import compile_sealed
-    from compiler.write import write_sealed
-    from plans.io import plan_bytes
+    from plans.io import plan_bytes, write_sealed
 
     header, records, blobs = compile_sealed(["+task=arith", "run.limit=5"])
     out = write_sealed(tmp_path / "p.msgpack", header, blobs)
