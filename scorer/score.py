@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from plans.atomic import write_atomic
 from plans.errors import PlanError
 from plans.records import instance_id_for
 from plans.results import polars_schema, read_manifest, write_json_atomic
@@ -270,8 +271,6 @@ def _sample_frames(task: str, td: Any, fscores: list[FilterScores]) -> list[pl.D
 
 
 def _write_samples(out_dir: Path, frames: list[pl.DataFrame]) -> None:
-    import os
-    import tempfile
 
     df = (
         pl.concat(frames, how="diagonal_relaxed", rechunk=False)
@@ -286,17 +285,7 @@ def _write_samples(out_dir: Path, frames: list[pl.DataFrame]) -> None:
             }
         )
     )
-    fd, tmp = tempfile.mkstemp(prefix=f".{SAMPLES_PARQUET}.", suffix=".tmp", dir=out_dir)
-    os.close(fd)
-    try:
-        df.write_parquet(tmp, compression="lz4", statistics=False)
-        os.replace(tmp, out_dir / SAMPLES_PARQUET)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomic(out_dir / SAMPLES_PARQUET, lambda f: df.write_parquet(f, compression="lz4", statistics=False))
 
 
 def _jsonable(x: Any) -> Any:
