@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import logging
 import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +29,8 @@ from compiler.select import (
 )
 from compiler.taskspec import DEFAULT_METRICS, TaskSpec
 from compiler.tokens import ModelTokenizer, sha256_text
-from plans.canonical import canonical_bytes
-from plans.io import seal
+from plans.canonical import canonical_bytes, normalize
+from plans.io import encode_doc, encode_instance, seal
 from plans.records import (
     DocRecord,
     GroupSummary,
@@ -35,6 +39,7 @@ from plans.records import (
     PlanHeader,
     TaskSummary,
     instance_id_for,
+    request_hash_of,
 )
 
 log = logging.getLogger("lmeval.compile")
@@ -219,9 +224,12 @@ def filter_list(s: TaskSpec) -> list[dict[str, Any]]:
     return [{"name": "none", "filter": [{"function": "take_first"}]}]
 
 
-def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], str]:
+TokenIds = dict[tuple[int, int], tuple[list[int] | None, list[int] | None]]
+
+
+def _token_ids(bt: BuiltTask, tok: ModelTokenizer) -> TokenIds:
+    """Context (and continuation) token ids of every request, by (doc index, request index), in batches."""
     s = bt.spec
-    # token ids, in batches
     ll_keys: list[tuple[int, int]] = []
     ll_pairs: list[tuple[str, str]] = []
     ctx_keys: list[tuple[int, int]] = []
@@ -234,24 +242,28 @@ def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], s
             else:
                 ctx_keys.append((di, ri))
                 ctx_texts.append(rq.context)
-    ids: dict[tuple[int, int], tuple[list[int] | None, list[int] | None]] = {}
-    if tok is not None:
-        for key, (c, cont) in zip(ll_keys, tok.encode_pairs(ll_pairs), strict=True):
-            if not cont:
-                d = bt.docs[key[0]]
-                rq = d.requests[key[1]]
-                raise fail(
-                    f"request idx {rq.idx}: continuation {rq.continuation!r} encodes to zero tokens",
-                    file=s.source,
-                    task=s.name,
-                    field="doc_to_target" if s.output_type != "multiple_choice" else "doc_to_choice",
-                    doc_id=d.doc_id,
-                )
-            ids[key] = (c, cont)
-        for key, c in zip(ctx_keys, tok.encode_many(ctx_texts), strict=True):
-            ids[key] = (c, None)
+    ids: TokenIds = {}
+    for key, (c, cont) in zip(ll_keys, tok.encode_pairs(ll_pairs), strict=True):
+        if not cont:
+            d = bt.docs[key[0]]
+            rq = d.requests[key[1]]
+            raise fail(
+                f"request idx {rq.idx}: continuation {rq.continuation!r} encodes to zero tokens",
+                file=s.source,
+                task=s.name,
+                field="doc_to_target" if s.output_type != "multiple_choice" else "doc_to_choice",
+                doc_id=d.doc_id,
+            )
+        ids[key] = (c, cont)
+    for key, c in zip(ctx_keys, tok.encode_many(ctx_texts), strict=True):
+        ids[key] = (c, None)
+    return ids
 
-    # data fingerprint = content_hash(list of eval docs), computed incrementally
+
+def _fingerprint(bt: BuiltTask) -> tuple[str, list[bytes]]:
+    """The data fingerprint (``content_hash`` of the list of eval docs, computed incrementally) and the
+    canonical bytes of the selected docs."""
+    s = bt.spec
     fp = hashlib.sha256()
     fp.update(_array_header(len(bt.eval_docs)))
     doc_bytes: list[bytes] = []
@@ -263,78 +275,114 @@ def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], s
         fp.update(b)
         if i < len(bt.docs):
             doc_bytes.append(b)
+    return fp.hexdigest(), doc_bytes
+
+
+def _doc_records(bt: BuiltTask, doc_bytes: list[bytes]) -> tuple[list[DocRecord], list[bytes]]:
+    """The task's doc records and their stored bytes (``doc_bytes``: each doc's canonical bytes)."""
+    s = bt.spec
+    recs: list[DocRecord] = []
+    blobs: list[bytes] = []
+    for di, d in enumerate(bt.docs):
+        rec = DocRecord(
+            task=s.name,
+            doc_id=d.doc_id,
+            doc=d.doc,
+            target=d.target,
+            choices=d.choices,
+            fewshot_ids=d.fewshot_ids,
+            doc_hash=hashlib.sha256(doc_bytes[di]).hexdigest(),
+        )
+        try:
+            blobs.append(encode_doc(rec, doc_bytes[di]))
+        except TypeError as e:
+            raise fail(f"target or choices cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                       doc_id=d.doc_id) from None  # fmt: skip
+        recs.append(rec)
+    return recs, blobs
+
+
+def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], list[bytes], str]:
+    """The task's records in plan order, their stored bytes (for ``seal``) and the data fingerprint.
+
+    Tokenizing runs in a second thread while this one encodes the documents: the tokenizer's Rust core
+    releases the GIL, so on a large task the two overlap (the results do not depend on the timing)."""
+    s = bt.spec
+    ids: TokenIds = {}
+    if tok is None:
+        fingerprint, doc_bytes = _fingerprint(bt)
+        docs, doc_blobs = _doc_records(bt, doc_bytes)
+    else:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
+            pending = pool.submit(_token_ids, bt, tok)
+            try:
+                fingerprint, doc_bytes = _fingerprint(bt)
+                docs, doc_blobs = _doc_records(bt, doc_bytes)
+            finally:
+                ids = pending.result()  # its error first: a tokenizing failure is reported as before
 
     out: list[Record] = []
-    packed: dict[str, tuple[bytes, bytes]] = {}
+    blobs: list[bytes] = []
     for di, d in enumerate(bt.docs):
-        out.append(
-            DocRecord(
-                task=s.name,
-                doc_id=d.doc_id,
-                doc=d.doc,
-                target=d.target,
-                choices=d.choices,
-                fewshot_ids=d.fewshot_ids,
-                doc_hash=hashlib.sha256(doc_bytes[di]).hexdigest(),
-            )
-        )
+        out.append(docs[di])
+        blobs.append(doc_blobs[di])
+        prev: InstanceRecord | None = None
         for ri, rq in enumerate(d.requests):
             c_ids, cont_ids = ids.get((di, ri), (None, None))
-            pc = packed.get(rq.context)
-            if pc is None or len(packed) > 64:
-                if len(packed) > 64:
-                    packed.clear()
-                pc = (_pack(rq.context), _pack(c_ids))
-                packed[rq.context] = pc
-            out.append(
-                InstanceRecord(
-                    instance_id=instance_id_for(s.name, d.doc_id, rq.idx),
-                    task=s.name,
-                    doc_id=d.doc_id,
-                    idx=rq.idx,
-                    request_type=rq.request_type,
-                    context=rq.context,
-                    continuation=rq.continuation,
-                    generation_kwargs=rq.generation_kwargs,
-                    repeats=s.repeats,
-                    context_ids=c_ids,
-                    continuation_ids=cont_ids,
-                    request_hash=_request_hash(pc, rq.request_type, rq.continuation, rq.generation_kwargs, cont_ids),
-                )
+            rec = InstanceRecord(
+                instance_id=instance_id_for(s.name, d.doc_id, rq.idx),
+                task=s.name,
+                doc_id=d.doc_id,
+                idx=rq.idx,
+                request_type=rq.request_type,
+                context=rq.context,
+                continuation=rq.continuation,
+                generation_kwargs=rq.generation_kwargs,
+                repeats=s.repeats,
+                context_ids=c_ids,
+                continuation_ids=cont_ids,
+                request_hash=_request_hash(rq.request_type, rq.context, rq.continuation, rq.generation_kwargs,
+                                           c_ids, cont_ids),  # fmt: skip
             )
-    return out, fp.hexdigest()
+            try:
+                blobs.append(encode_instance(rec, prev))
+            except TypeError as e:
+                raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                           field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
+            out.append(rec)
+            prev = rec
+    return out, blobs, fingerprint
 
 
-_KEYS = [canonical_bytes(k) for k in ("context", "context_ids", "continuation", "continuation_ids",
-                                        "generation_kwargs", "request_type")]  # fmt: skip
-
-
-def _pack(value: Any) -> bytes:
-    return canonical_bytes(value)
+_INT = frozenset({int})
 
 
 def _request_hash(
-    ctx_packed: tuple[bytes, bytes],
     request_type: str,
+    context: str,
     continuation: str | None,
     generation_kwargs: dict[str, Any] | None,
+    context_ids: list[int] | None,
     continuation_ids: list[int] | None,
 ) -> str:
-    """``plans.records.request_hash_of``, byte for byte (msgpack maps are their sorted key/value packs
-    concatenated), reusing the packed context and context ids that all choices of a document share."""
-    h = hashlib.sha256(b"\x86")
-    k = _KEYS
-    for key, val in (
-        (k[0], ctx_packed[0]),
-        (k[1], ctx_packed[1]),
-        (k[2], _pack(continuation)),
-        (k[3], _pack(continuation_ids)),
-        (k[4], _pack(generation_kwargs)),
-        (k[5], _pack(request_type)),
+    """``plans.records.request_hash_of``, byte for byte, in one pack: a map built in sorted key order from
+    values that are already canonical (strings, None, lists of ints) packs to the canonical bytes."""
+    if not (
+        type(context) is str
+        and (continuation is None or type(continuation) is str)
+        and (context_ids is None or (type(context_ids) is list and set(map(type, context_ids)) <= _INT))
+        and (continuation_ids is None or (type(continuation_ids) is list and set(map(type, continuation_ids)) <= _INT))
     ):
-        h.update(key)
-        h.update(val)
-    return h.hexdigest()
+        return request_hash_of(request_type, context, continuation, generation_kwargs, context_ids, continuation_ids)
+    m = {
+        "context": context,
+        "context_ids": context_ids,
+        "continuation": continuation,
+        "continuation_ids": continuation_ids,
+        "generation_kwargs": None if generation_kwargs is None else normalize(generation_kwargs),
+        "request_type": request_type if type(request_type) is str else normalize(request_type),
+    }
+    return hashlib.sha256(msgpack.packb(m, use_bin_type=True)).hexdigest()
 
 
 def _array_header(n: int) -> bytes:
@@ -348,8 +396,27 @@ def compile_plan(overrides: list[str]) -> tuple[PlanHeader, list[Record]]:
     return header, records
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector. A compile allocates millions of small acyclic objects (docs,
+    records, token id lists) that reference counting frees; the collector's passes over them cost a third of
+    a large compile's time and find nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list[bytes]]:
     """``compile_plan`` plus the encoded record bytes (for writing without encoding twice)."""
+    with _gc_paused():
+        return _compile_sealed(overrides)
+
+
+def _compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list[bytes]]:
     cfg = compose(overrides)
     run = run_config(cfg.get("run") or {})
     tok, model = load_tokenizer(cfg.get("model"), need_chat=run.apply_chat_template)
@@ -363,13 +430,15 @@ def compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list
     sel = select_tasks(cfg, run)
     opts = run.options()
     records: list[Record] = []
+    blobs: list[bytes] = []
     summaries: list[TaskSummary] = []
     notes: list[str] = []
     for spec in sel.tasks:
         bt = TaskBuilder(spec, opts, chat).build()
         notes += bt.notes
-        recs, fingerprint = _records(bt, tok)
+        recs, task_blobs, fingerprint = _records(bt, tok)
         records += recs
+        blobs += task_blobs
         summaries.append(
             TaskSummary(
                 name=spec.name,
@@ -409,7 +478,7 @@ def compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list
         extra=extra,
     )
     try:
-        sealed, blobs = seal(header, records)
+        sealed, blobs = seal(header, records, blobs)
     except TypeError as e:
         raise CompileError(f"the plan cannot be encoded canonically: {e}") from None
     return sealed, records, blobs

@@ -14,29 +14,35 @@ from typing import Any
 import msgpack
 
 _SCALARS = (type(None), bool, int, str)
-_INT_ONLY = {int}
+_LEAVES = frozenset(_SCALARS)  # exact types that are already canonical
+_STR_ONLY = frozenset({str})
 
 
 def _norm(value: Any) -> Any:
-    # hot path (every plan record goes through here): no path bookkeeping; _explain finds the culprit on error
+    # hot path (every plan record goes through here): no path bookkeeping, leaves are not recursed into, type
+    # sets are checked at C speed; _explain finds the culprit on error
     t = type(value)
-    if t is str or t is int or t is bool or value is None:
+    if t in _LEAVES:
         return value
     if t is float:
         if math.isfinite(value):
             return value
         raise _Bad
+    leaves = _LEAVES
     if t is dict:
         keys = list(value)
-        for k in keys:
-            if type(k) is not str:
-                raise _Bad
+        if not set(map(type, keys)) <= _STR_ONLY:
+            raise _Bad
         keys.sort()
-        return {k: _norm(value[k]) for k in keys}
+        out = {}
+        for k in keys:
+            v = value[k]
+            out[k] = v if type(v) in leaves else _norm(v)
+        return out
     if t is list or t is tuple:
-        if set(map(type, value)) <= _INT_ONLY:  # token ids: already canonical (C-speed check)
+        if set(map(type, value)) <= leaves:  # token ids, strings: already canonical
             return list(value)
-        return [_norm(v) for v in value]
+        return [v if type(v) in leaves else _norm(v) for v in value]
     if isinstance(value, _SCALARS + (float, dict, list, tuple)):  # subclasses (e.g. IntEnum, OrderedDict)
         return _norm(_plain(value))
     raise _Bad

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -75,7 +75,7 @@ def _ints(ids: list[int] | None) -> list[int] | None:
     return normalize(ids)  # type: ignore[no-any-return]
 
 
-def _encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
+def encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
     """``canonical_bytes(record_map(rec, prev))`` without the generic walk: the keys in sorted order."""
     shared = (
         prev is not None
@@ -117,24 +117,54 @@ def _encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
     return pack_normalized(d)
 
 
+_DOC_FIELDS = sorted(f.name for f in fields(DocRecord))
+_DOC_KEY = pack_normalized("doc")
+_SPLICE = _DOC_FIELDS[:2] == ["choices", "doc"] and len(_DOC_FIELDS) <= 15  # one-byte fixmap header
+
+
+def encode_doc(rec: DocRecord, doc_bytes: bytes | None = None) -> bytes:
+    """``canonical_bytes(rec.to_dict())``. ``doc_bytes``: ``canonical_bytes(rec.doc)`` when the caller
+    already has them; they are spliced in (a msgpack map is its header followed by its key/value packs in key
+    order, and "doc" sorts second, after "choices") instead of normalizing the document again."""
+    if doc_bytes is None or not _SPLICE:  # (not _SPLICE: a DocRecord schema change; stay correct, go slower)
+        return canonical_bytes(rec.to_dict())
+    d = rec.to_dict()
+    del d["doc"]
+    rest = normalize(d)
+    head = pack_normalized({"choices": rest.pop("choices")})  # fixmap header + the "choices" pair
+    tail = pack_normalized(rest)  # the pairs after "doc", in sorted order
+    return bytes([0x80 | len(_DOC_FIELDS)]) + head[1:] + _DOC_KEY + doc_bytes + tail[1:]
+
+
 def encode_records(records: Iterable[Record]) -> tuple[list[bytes], list[Record]]:
+    """Each record's canonical bytes, as stored (choices of a doc share their context, see ``record_map``)."""
     out: list[bytes] = []
     recs: list[Record] = []
     prev: InstanceRecord | None = None
     for r in records:
         if isinstance(r, InstanceRecord):
-            out.append(_encode_instance(r, prev))
+            out.append(encode_instance(r, prev))
             prev = r
         else:
-            out.append(canonical_bytes(record_map(r, prev)))
+            out.append(encode_doc(r))
             prev = None
         recs.append(r)
     return out, recs
 
 
-def seal(header: PlanHeader, records: Iterable[Record]) -> tuple[PlanHeader, list[bytes]]:
-    """Encode records, fill in per-task byte spans, counts and ``plan_hash``; return header and record bytes."""
-    blobs, recs = encode_records(records)
+def seal(
+    header: PlanHeader, records: Iterable[Record], blobs: list[bytes] | None = None
+) -> tuple[PlanHeader, list[bytes]]:
+    """Encode records, fill in per-task byte spans, counts and ``plan_hash``; return header and record bytes.
+    ``blobs``: the records' bytes when the producer has encoded them already (``encode_doc`` /
+    ``encode_instance`` in stream order; the compiler does, to overlap encoding with tokenizing); they must
+    equal what ``encode_records`` gives (tests check the compiler's)."""
+    if blobs is None:
+        blobs, recs = encode_records(records)
+    else:
+        recs = list(records)
+        if len(recs) != len(blobs):
+            raise ValueError(f"{len(recs)} records but {len(blobs)} encoded records")
     blobs_joined = b"".join(blobs)
     spans: dict[str, list[int]] = {}
     pos = 0

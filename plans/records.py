@@ -156,7 +156,16 @@ class DocRecord:
     kind: str = "doc"
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {  # every field (tests/plans check it against dataclasses.fields)
+            "task": self.task,
+            "doc_id": self.doc_id,
+            "doc": self.doc,
+            "target": self.target,
+            "choices": self.choices,
+            "fewshot_ids": self.fewshot_ids,
+            "doc_hash": self.doc_hash,
+            "kind": self.kind,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DocRecord:
@@ -192,7 +201,21 @@ class InstanceRecord:
         return (self.context, self.generation_kwargs)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {  # every field (tests/plans check it against dataclasses.fields)
+            "instance_id": self.instance_id,
+            "task": self.task,
+            "doc_id": self.doc_id,
+            "idx": self.idx,
+            "request_type": self.request_type,
+            "context": self.context,
+            "continuation": self.continuation,
+            "generation_kwargs": self.generation_kwargs,
+            "repeats": self.repeats,
+            "context_ids": self.context_ids,
+            "continuation_ids": self.continuation_ids,
+            "request_hash": self.request_hash,
+            "kind": self.kind,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> InstanceRecord:

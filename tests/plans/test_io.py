@@ -178,19 +178,66 @@ def test_choices_of_a_doc_store_their_shared_context_once(tmp_path: Path) -> Non
 def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
     from dataclasses import fields as dc_fields
 
-    from plans.io import _encode_instance, record_map
+    from plans.io import encode_instance, record_map
 
     _, records = _arc_records(4)
     insts = [r for r in records if isinstance(r, InstanceRecord)]
     assert {f.name for f in dc_fields(InstanceRecord)} == {
         "instance_id", "task", "doc_id", "idx", "request_type", "context", "continuation",
         "generation_kwargs", "repeats", "context_ids", "continuation_ids", "request_hash", "kind",
-    }  # fmt: skip  (a new field must be added to _encode_instance too)
+    }  # fmt: skip  (a new field must be added to encode_instance too)
     gen = InstanceRecord(
         instance_id="ab", task="t", doc_id=1, idx=0, request_type="generate_until", context="Q: 1+1\\nA:",
         generation_kwargs={"until": ["\\n"], "temperature": 0.0, "max_gen_toks": 8}, context_ids=[5, 6, 7],
     )  # fmt: skip
     prev = None
     for rec in [*insts, gen]:
-        assert _encode_instance(rec, prev) == canonical_bytes(record_map(rec, prev))
+        assert encode_instance(rec, prev) == canonical_bytes(record_map(rec, prev))
         prev = rec
+
+
+def test_to_dict_names_every_field() -> None:
+    from dataclasses import fields as dc_fields
+
+    _, records = _arc_records(1)
+    for rec in records:
+        assert list(rec.to_dict()) == [f.name for f in dc_fields(rec)]
+        assert type(rec).from_dict(rec.to_dict()) == rec
+
+
+def test_spliced_doc_encoding_equals_the_generic_canonical_encoding() -> None:
+    from plans.io import encode_doc, encode_records, record_map
+
+    _, records = _arc_records(6)
+    docs = [r for r in records if isinstance(r, DocRecord)]
+    odd = DocRecord(task="t", doc_id=9, doc={"z": [1.5, {"b": None, "a": True}], "a": "x"}, target=[0, "y"],
+                    choices=None, fewshot_ids=[3, 1], doc_hash="h")  # fmt: skip
+    for rec in [*docs, odd]:
+        assert encode_doc(rec, canonical_bytes(rec.doc)) == canonical_bytes(record_map(rec, None))
+    assert encode_records(docs)[0] == [canonical_bytes(record_map(r, None)) for r in docs]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": [1, 2, True, None, "s"], "a": {"d": 1.0, "c": [[1], ("x", 2)]}},
+        [{"k": 1}, 2, "3", None, False, -1.25, []],
+        ("t", (1, 2)),
+        {},
+    ],
+)
+def test_canonical_bytes_equal_a_sorted_generic_pack(value: object) -> None:
+    def sort(v: object) -> object:
+        if isinstance(v, dict):
+            return {k: sort(v[k]) for k in sorted(v)}
+        if isinstance(v, list | tuple):
+            return [sort(x) for x in v]
+        return v
+
+    assert canonical_bytes(value) == msgpack.packb(sort(value), use_bin_type=True)
+
+
+@pytest.mark.parametrize("bad", [{1: "a"}, {"a": {2: 1}}, [float("nan")], {"a": [1, float("inf")]}, [b"x"], {"s": {1}}])
+def test_canonical_bytes_refuse_what_has_no_canonical_form(bad: object) -> None:
+    with pytest.raises(TypeError):
+        canonical_bytes(bad)
