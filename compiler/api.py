@@ -227,15 +227,19 @@ def filter_list(s: TaskSpec) -> list[dict[str, Any]]:
 TokenIds = dict[tuple[int, int], tuple[list[int] | None, list[int] | None]]
 
 
-def _token_ids(bt: BuiltTask, tok: ModelTokenizer) -> TokenIds:
-    """Context (and continuation) token ids of every request, by (doc index, request index), in batches."""
+_CHUNK_DOCS = 4096  # docs per tokenizing batch: the main thread encodes one batch while the next is tokenized
+
+
+def _token_ids(bt: BuiltTask, tok: ModelTokenizer, lo: int, hi: int) -> TokenIds:
+    """Context (and continuation) token ids of the requests of docs ``lo:hi``, by (doc index, request
+    index), in one batch."""
     s = bt.spec
     ll_keys: list[tuple[int, int]] = []
     ll_pairs: list[tuple[str, str]] = []
     ctx_keys: list[tuple[int, int]] = []
     ctx_texts: list[str] = []
-    for di, d in enumerate(bt.docs):
-        for ri, rq in enumerate(d.requests):
+    for di in range(lo, hi):
+        for ri, rq in enumerate(bt.docs[di].requests):
             if rq.request_type == "loglikelihood":
                 ll_keys.append((di, ri))
                 ll_pairs.append((rq.context, rq.continuation or ""))
@@ -305,25 +309,41 @@ def _doc_records(bt: BuiltTask, doc_bytes: list[bytes]) -> tuple[list[DocRecord]
 def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], list[bytes], str]:
     """The task's records in plan order, their stored bytes (for ``seal``) and the data fingerprint.
 
-    Tokenizing runs in a second thread while this one encodes the documents: the tokenizer's Rust core
-    releases the GIL, so on a large task the two overlap (the results do not depend on the timing)."""
-    s = bt.spec
-    ids: TokenIds = {}
+    Token ids are computed in a second thread, batch by batch, while this one encodes the documents and then
+    each batch's instances: the tokenizer's Rust core releases the GIL, so the two overlap. Results and
+    errors do not depend on the timing (batches are consumed in order)."""
+    n = len(bt.docs)
     if tok is None:
         fingerprint, doc_bytes = _fingerprint(bt)
         docs, doc_blobs = _doc_records(bt, doc_bytes)
-    else:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
-            pending = pool.submit(_token_ids, bt, tok)
-            try:
-                fingerprint, doc_bytes = _fingerprint(bt)
-                docs, doc_blobs = _doc_records(bt, doc_bytes)
-            finally:
-                ids = pending.result()  # its error first: a tokenizing failure is reported as before
-
+        return (*_instance_records(bt, docs, doc_blobs, {}, 0, n), fingerprint)
     out: list[Record] = []
     blobs: list[bytes] = []
-    for di, d in enumerate(bt.docs):
+    bounds = [(lo, min(lo + _CHUNK_DOCS, n)) for lo in range(0, n, _CHUNK_DOCS)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
+        pending = [pool.submit(_token_ids, bt, tok, lo, hi) for lo, hi in bounds]
+        try:
+            fingerprint, doc_bytes = _fingerprint(bt)
+            docs, doc_blobs = _doc_records(bt, doc_bytes)
+            for (lo, hi), fut in zip(bounds, pending, strict=True):
+                recs, rec_blobs = _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi)
+                out += recs
+                blobs += rec_blobs
+        finally:
+            for fut in pending:
+                fut.cancel()  # after an error: do not tokenize the rest
+    return out, blobs, fingerprint
+
+
+def _instance_records(
+    bt: BuiltTask, docs: list[DocRecord], doc_blobs: list[bytes], ids: TokenIds, lo: int, hi: int
+) -> tuple[list[Record], list[bytes]]:
+    """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes."""
+    s = bt.spec
+    out: list[Record] = []
+    blobs: list[bytes] = []
+    for di in range(lo, hi):
+        d = bt.docs[di]
         out.append(docs[di])
         blobs.append(doc_blobs[di])
         prev: InstanceRecord | None = None
@@ -351,7 +371,7 @@ def _records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], l
                            field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
             out.append(rec)
             prev = rec
-    return out, blobs, fingerprint
+    return out, blobs
 
 
 _INT = frozenset({int})
