@@ -1,3 +1,3 @@
-from lmeval.cli import main
+from lmeval.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -38,6 +38,30 @@ def engine_args(spec: ModelSpec, model_dir: Path) -> dict[str, Any]:
     return {k: v for k, v in args.items() if v is not None}
 
 
+def continuation_score(plp: Any, ids: Sequence[int], ctxlen: int) -> ScoreOutput:
+    """Sum of the prompt log-probs of ``ids[ctxlen:]`` and whether each was the argmax (rank 1), from vLLM's
+    prompt log-probs: a list with one ``{token_id: Logprob}`` per position, or a ``FlatLogprobs`` holding
+    the same entries in flat lists (position p's entries are ``start_indices[p]:end_indices[p]``)."""
+    total = 0.0
+    greedy = True
+    if hasattr(plp, "start_indices"):
+        starts, ends, tok, lps, ranks = plp.start_indices, plp.end_indices, plp.token_ids, plp.logprobs, plp.ranks
+        for pos in range(ctxlen, len(ids)):
+            j = starts[pos]
+            if tok[j] != ids[pos]:  # the prompt token comes first; search the position's entries otherwise
+                j = next(k for k in range(starts[pos], ends[pos]) if tok[k] == ids[pos])
+            total += lps[j]
+            if ranks[j] != 1:
+                greedy = False
+        return ScoreOutput(total, greedy)
+    for pos in range(ctxlen, len(ids)):
+        lp = plp[pos][ids[pos]]
+        total += lp.logprob
+        if lp.rank != 1:
+            greedy = False
+    return ScoreOutput(total, greedy)
+
+
 class VLLMBackend:
     name = "vllm"
 
@@ -89,18 +113,14 @@ class VLLMBackend:
     def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
         from vllm import SamplingParams
 
-        sp = SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False)
+        kwargs: dict[str, Any] = {"max_tokens": 1, "temperature": 0, "prompt_logprobs": 0, "detokenize": False}
+        try:  # flat log-probs (vLLM >= 0.11): a few flat lists per request instead of a dict per position
+            sp = SamplingParams(**kwargs, flat_logprobs=True)
+        except TypeError:
+            sp = SamplingParams(**kwargs)
         for i, out in self._stream([x.ids for x in inputs], sp):
             x = inputs[i]
-            plp = out.prompt_logprobs
-            total = 0.0
-            greedy = True
-            for pos in range(x.ctxlen, len(x.ids)):
-                lp = plp[pos][x.ids[pos]]
-                total += lp.logprob
-                if lp.rank != 1:
-                    greedy = False
-            yield i, ScoreOutput(total, greedy)
+            yield i, continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
 
     def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
         from vllm import SamplingParams
