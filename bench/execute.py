@@ -56,14 +56,15 @@ def raw_vllm(plan_path: str) -> None:
 
     set_offline_env()
     from vllm import LLM, SamplingParams, TokensPrompt
+    from vllm.platforms import current_platform
 
-    from executor.backends.vllm_engine import engine_args
+    from executor.backends.vllm_engine import engine_args, platform_defaults
     from executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
     from executor.run import load_instances
 
     header, instances = load_instances(plan_path, None)
     spec = model_spec(resolve_model_config(header, []))
-    args = engine_args(spec, resolve_model_dir(spec))  # type: ignore[arg-type]
+    args = platform_defaults(engine_args(spec, resolve_model_dir(spec)), current_platform.is_cpu())  # type: ignore[arg-type]
     t_load = time.monotonic()
     llm = LLM(**args)
     t_ready = time.monotonic()
@@ -86,7 +87,7 @@ def raw_vllm(plan_path: str) -> None:
         for i in gens
     ]
     t_prompts = time.monotonic()
-    sp = SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False)
+    sp = SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False, flat_logprobs=True)
     out1 = llm.generate(score, sp, use_tqdm=False)
     t_scored = time.monotonic()
     out2 = llm.generate(gen_prompts, gen_params, use_tqdm=False) if gen_prompts else []
@@ -229,7 +230,8 @@ def main() -> None:
     ap.add_argument("--gsm8k-limit", type=int, default=100)
     ap.add_argument("--arc-limit", type=int, default=None, help="default: the whole test split")
     ap.add_argument("--skip-lmeval", action="store_true")
-    ap.add_argument("--repeats", type=int, default=1, help="alternate raw vLLM and executor runs N times (median)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="run raw vLLM, the executor and lm-eval in turn N times (medians, paired ratios)")  # fmt: skip
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "execute.md"))
     ap.add_argument("--raw", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -261,6 +263,9 @@ def main() -> None:
         rows: dict[str, dict[str, Any]] = {}
         raws: list[dict[str, Any]] = []
         execs: list[dict[str, Any]] = []
+        lms: list[dict[str, Any]] = []
+        lm_cmd: list[str] | None = None
+        lenv = env
         for rep in range(a.repeats):
             wall, out = run([py, __file__, "--raw", str(plan)], REPO, env, scratch / "raw.log")
             raw = json.loads(out.strip().splitlines()[-1])
@@ -286,45 +291,21 @@ def main() -> None:
                 }
             )
             print(f"[{rep}] lmeval execute: wall {wall:.1f}s, engine ready -> done {run_s:.1f}s", flush=True)
+
+            if not a.skip_lmeval:
+                if lm_cmd is None:
+                    lm_cmd, lenv = lmeval_command(scratch, a, env, read_manifest(res).model["path"])
+                shutil.rmtree(scratch / "lm_eval_out", ignore_errors=True)
+                wall, _ = run(lm_cmd, scratch, lenv, scratch / "lm_eval.log")
+                lms.append({"wall": wall})
+                print(f"[{rep}] lm-eval --model vllm: wall {wall:.1f}s", flush=True)
         rows["raw"] = _median(raws)
         rows["exec"] = _median(execs)
         rows["all_raw"] = {"runs": raws}
         rows["all_exec"] = {"runs": execs}
-
-        if not a.skip_lmeval:
-            tasks = lmeval_tasks(scratch, a.gsm8k_limit, a.arc_limit)
-            shim = vllm_shim(scratch)
-            model = read_manifest(scratch / "res0").model["path"]
-            margs = (
-                f"pretrained={model},dtype=float32,max_model_len=16384,enforce_eager=True,"
-                f"kv_cache_memory_bytes={1 << 30},seed=0,enable_prefix_caching=True"
-            )
-            lenv = {**env, "PYTHONPATH": f"{shim}{os.pathsep}{REPO}"}
-            wall, _ = run(
-                [
-                    py,
-                    "-m",
-                    "lm_eval",
-                    "run",
-                    "--model",
-                    "vllm",
-                    "--model_args",
-                    margs,
-                    "--tasks",
-                    "arc_easy_local,gsm8k_local",
-                    "--include_path",
-                    str(tasks),
-                    "--batch_size",
-                    "auto",
-                    "--output_path",
-                    str(scratch / "lm_eval_out"),
-                ],
-                scratch,
-                lenv,
-                scratch / "lm_eval.log",
-            )
-            rows["lmeval"] = {"wall": wall}
-            print(f"lm-eval --model vllm: wall {wall:.1f}s", flush=True)
+        if lms:
+            rows["lmeval"] = _median(lms)
+            rows["all_lmeval"] = {"runs": lms}
         m1 = machine()
         report = render(rows, m0, m1, n_ll, n_gen, a)
         print(report)
@@ -332,6 +313,22 @@ def main() -> None:
         Path(a.out).write_text(report)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def lmeval_command(
+    scratch: Path, a: argparse.Namespace, env: dict[str, str], model: str
+) -> tuple[list[str], dict[str, str]]:
+    """lm-eval 0.4.13 ``--model vllm`` on the same tasks and docs, with the executor's engine settings."""
+    tasks = lmeval_tasks(scratch, a.gsm8k_limit, a.arc_limit)
+    shim = vllm_shim(scratch)
+    margs = (
+        f"pretrained={model},dtype=float32,max_model_len=16384,enforce_eager=True,"
+        f"kv_cache_memory_bytes={1 << 30},block_size=32,seed=0,enable_prefix_caching=True"
+    )
+    cmd = [sys.executable, "-m", "lm_eval", "run", "--model", "vllm", "--model_args", margs,
+           "--tasks", "arc_easy_local,gsm8k_local", "--include_path", str(tasks), "--batch_size", "auto",
+           "--output_path", str(scratch / "lm_eval_out")]  # fmt: skip
+    return cmd, {**env, "PYTHONPATH": f"{shim}{os.pathsep}{REPO}"}
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -359,6 +356,8 @@ def render(
         f"Machine: {m0['arch']}, {m0['nproc']} cores, {m0['cpu']}; load average at start {m0['load']}, "
         f"at end {m1['load']} (a shared machine: other jobs ran at the same time).",
         "",
+        f"Medians of {a.repeats} rounds.",
+        "",
         "| run | process wall (s) | engine ready -> all results (s) | scoring (s) | generation (s) |",
         "|---|---:|---:|---:|---:|",
         f"| (a) raw vLLM `LLM.generate` | {raw['wall']:.1f} | {raw['run_s']:.1f} | {raw['scoring_s']:.1f} | "
@@ -376,12 +375,30 @@ def render(
         f"| executor / raw vLLM, process wall | {ex['wall'] / raw['wall']:.3f} | |",
     ]
     if "lmeval" in rows:
-        lines.append(f"| lm-eval / executor, process wall | {rows['lmeval']['wall'] / ex['wall']:.2f}x | >= 2x |")
+        import statistics
+
+        paired = [
+            lm["wall"] / e["wall"] for lm, e in zip(rows["all_lmeval"]["runs"], rows["all_exec"]["runs"], strict=True)
+        ]
+        lines.append(
+            f"| lm-eval / executor, process wall (medians) | {rows['lmeval']['wall'] / ex['wall']:.2f}x | >= 2x |"
+        )
+        lines.append(
+            f"| lm-eval / executor, process wall, run by run (median; min-max) | {statistics.median(paired):.2f}x "
+            f"({min(paired):.2f}-{max(paired):.2f}) | >= 2x |"
+        )
+    lines += ["", "Run by run (process wall, s; each round runs the three one after the other):", "",
+              "| round | raw vLLM | lmeval execute | lm-eval --model vllm |", "|---:|---:|---:|---:|"]  # fmt: skip
+    lm_runs = rows.get("all_lmeval", {}).get("runs", [])
+    for k, (r, e) in enumerate(zip(rows["all_raw"]["runs"], rows["all_exec"]["runs"], strict=True)):
+        lm = f"{lm_runs[k]['wall']:.1f}" if k < len(lm_runs) else ""
+        lines.append(f"| {k} | {r['wall']:.1f} | {e['wall']:.1f} | {lm} |")
     lines += [
         "",
         "Command: `.venv/bin/python bench/execute.py"
         + (f" --gsm8k-limit {a.gsm8k_limit}" if a.gsm8k_limit != 100 else "")
         + (f" --arc-limit {a.arc_limit}" if a.arc_limit else "")
+        + (f" --repeats {a.repeats}" if a.repeats != 3 else "")
         + "`",
         "",
     ]

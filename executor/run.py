@@ -50,6 +50,8 @@ class RunStats:
     load_ms: int = 0  # backend start (model load, engine start)
     scoring_ms: int = 0
     generation_ms: int = 0
+    cached_prompt_tokens: int = 0  # scoring prompt tokens read from the prefix cache (vllm backend)
+    rescored: int = 0  # scoring requests whose cache hit reached their continuation, scored again without it
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -395,6 +397,9 @@ def execute(
                 t = time.monotonic()
                 run_scoring(backend, spec, plan_path, scoring, writer, stats)
                 stats.scoring_ms = _ms_since(t)
+                cache = getattr(backend, "cache_stats", None) or {}
+                stats.cached_prompt_tokens = int(cache.get("cached_prompt_tokens", 0))
+                stats.rescored = int(cache.get("rescored", 0))
             if generation:
                 bar.phase("generating")
                 t = time.monotonic()

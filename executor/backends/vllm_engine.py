@@ -19,6 +19,7 @@ from executor.modelconf import ModelSpec
 from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
 DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
+CPU_BLOCK_SIZE = 32
 
 
 def engine_args(spec: ModelSpec, model_dir: Path) -> dict[str, Any]:
@@ -36,6 +37,19 @@ def engine_args(spec: ModelSpec, model_dir: Path) -> dict[str, Any]:
         args["trust_remote_code"] = bool(spec.raw["trust_remote_code"])
     args.update(spec.engine_args())
     return {k: v for k, v in args.items() if v is not None}
+
+
+def platform_defaults(args: dict[str, Any], cpu: bool) -> dict[str, Any]:
+    """``args`` plus what the CPU engine needs unless the config says otherwise: an explicit KV-cache size
+    (vLLM would take most of the RAM) and 32-token cache blocks instead of its 128, so that contexts
+    shorter than 128 tokens (0-shot multiple choice) are shared through the prefix cache as well (32 is
+    the CPU attention's smallest block)."""
+    out = dict(args)
+    if cpu:
+        if "kv_cache_memory_bytes" not in out and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+            out["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
+        out.setdefault("block_size", CPU_BLOCK_SIZE)
+    return out
 
 
 def continuation_score(plp: Any, ids: Sequence[int], ctxlen: int) -> ScoreOutput:
@@ -62,6 +76,37 @@ def continuation_score(plp: Any, ids: Sequence[int], ctxlen: int) -> ScoreOutput
     return ScoreOutput(total, greedy)
 
 
+def reuse_order(inputs: Sequence[ScoreInput], window_tokens: int) -> list[int]:
+    """Input indices in scoring order: windows of first-of-their-context inputs (at most ``window_tokens``
+    tokens of them per window, in input order), each followed by the inputs that share those contexts, so
+    the later ones find the context in the prefix cache."""
+    leader: dict[tuple[int, ...], int] = {}
+    followers: dict[int, list[int]] = {}
+    leaders: list[int] = []
+    for i, x in enumerate(inputs):
+        ctx = tuple(x.ids[: x.ctxlen])
+        first = leader.setdefault(ctx, i)
+        if first == i:
+            leaders.append(i)
+        else:
+            followers.setdefault(first, []).append(i)
+    order: list[int] = []
+    window: list[int] = []
+    used = 0
+    for i in leaders:
+        window.append(i)
+        used += len(inputs[i].ids)
+        if used >= window_tokens:
+            order += window
+            for w in window:
+                order += followers.get(w, ())
+            window, used = [], 0
+    order += window
+    for w in window:
+        order += followers.get(w, ())
+    return order
+
+
 class VLLMBackend:
     name = "vllm"
 
@@ -70,19 +115,15 @@ class VLLMBackend:
         from vllm import LLM
         from vllm.platforms import current_platform
 
-        args = engine_args(spec, model_dir)
-        if (
-            current_platform.is_cpu()
-            and "kv_cache_memory_bytes" not in args
-            and not os.environ.get("VLLM_CPU_KVCACHE_SPACE")
-        ):
-            args["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
+        args = platform_defaults(engine_args(spec, model_dir), current_platform.is_cpu())
         self._args = args
         try:
             self.llm = LLM(**args)
         except TypeError as e:
             raise ExecuteError(f"model.engine: bad vLLM engine argument ({e})") from None
         self.max_length: int = int(self.llm.llm_engine.model_config.max_model_len)
+        # scoring: prompt tokens read from the prefix cache, requests scored again without it
+        self.cache_stats = {"cached_prompt_tokens": 0, "rescored": 0}
         self.tokenizer = HFTokenizer(self.llm.get_tokenizer())
 
     def engine_args(self) -> dict[str, Any]:
@@ -110,17 +151,56 @@ class VLLMBackend:
                 while engine.has_unfinished_requests():
                     engine.step()
 
-    def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
+    def _score_params(self, reuse: bool) -> Any:
         from vllm import SamplingParams
 
         kwargs: dict[str, Any] = {"max_tokens": 1, "temperature": 0, "prompt_logprobs": 0, "detokenize": False}
+        if reuse:
+            kwargs["skip_reading_prefix_cache"] = False
         try:  # flat log-probs (vLLM >= 0.11): a few flat lists per request instead of a dict per position
-            sp = SamplingParams(**kwargs, flat_logprobs=True)
+            return SamplingParams(**kwargs, flat_logprobs=True)
         except TypeError:
-            sp = SamplingParams(**kwargs)
-        for i, out in self._stream([x.ids for x in inputs], sp):
+            kwargs.pop("skip_reading_prefix_cache", None)
+            return SamplingParams(**kwargs)
+
+    def _kv_capacity_tokens(self) -> int:
+        cache = self.llm.llm_engine.vllm_config.cache_config
+        tokens = getattr(cache, "kv_cache_size_tokens", None)
+        if not tokens:
+            tokens = (getattr(cache, "num_gpu_blocks", None) or 0) * (cache.block_size or 16)
+        return int(tokens) or 1 << 16
+
+    def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
+        """Prompt log-probs of every input; requests whose contexts repeat read the prefix cache.
+
+        vLLM recomputes the whole prompt of a request that asks for prompt log-probs unless told it may read
+        the prefix cache; it may, as long as the cached part ends before the continuation's first
+        log-prob row (``ids[ctxlen - 1]``): rows from there on are computed, the cached rows are never read.
+        So inputs are ordered ``reuse_order`` (one request per context first, then the requests that
+        share its context, window by window so the cache still holds them), read the cache, and the few
+        whose cache hit reached into the continuation are scored again without it. Log-probs are
+        unchanged: the cached keys and values are the ones the request would have computed."""
+        if not inputs:
+            return
+        reuse = self.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching
+        params = self._score_params(reuse)
+        reuse = reuse and getattr(params, "skip_reading_prefix_cache", None) is False
+        order = reuse_order(inputs, self._kv_capacity_tokens() // 4) if reuse else list(range(len(inputs)))
+        again: list[int] = []
+        for k, out in self._stream([inputs[i].ids for i in order], params):
+            i = order[k]
             x = inputs[i]
+            cached = out.num_cached_tokens or 0
+            if cached > x.ctxlen - 1:
+                again.append(i)
+                continue
+            self.cache_stats["cached_prompt_tokens"] += cached
             yield i, continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
+        self.cache_stats["rescored"] += len(again)
+        if again:
+            for k, out in self._stream([inputs[i].ids for i in again], self._score_params(False)):
+                x = inputs[again[k]]
+                yield again[k], continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
 
     def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
         from vllm import SamplingParams

@@ -197,3 +197,33 @@ def test_engine_args_come_from_config_and_overrides(parity_plan: Path) -> None:
     args = engine_args(spec, Path("/m"))
     assert args["max_num_seqs"] == 7 and args["kv_cache_memory_bytes"] == 1 << 30
     assert args["enforce_eager"] is True and args["max_model_len"] == 16384 and args["dtype"] == "float32"
+
+
+def test_prefix_cache_reuse_scores_equal_a_full_recompute(parity_plan: Path, engine: SharedEngine) -> None:
+    """Requests sharing a context read it from the prefix cache; one whose cache hit reaches into its
+    continuation is scored again without it. Every score equals a recompute of the whole prompt, bit for bit."""
+    from executor.backends.vllm_engine import continuation_score
+    from executor.modelconf import resolve_model_dir
+    from executor.requests import ScoreInput
+    from plans.io import read_plan
+
+    spec = model_spec(resolve_model_config(read_header(parity_plan), []))
+    engine(spec, resolve_model_dir(spec))
+    backend = engine.backend
+    assert backend is not None
+    ll = [i for i in read_plan(parity_plan).instances if i.request_type == "loglikelihood" and i.continuation_ids]
+    inputs = [ScoreInput([*i.context_ids, *i.continuation_ids], len(i.context_ids), i.request_hash) for i in ll]
+    assert len({tuple(x.ids[: x.ctxlen]) for x in inputs}) < len(inputs)  # contexts repeat (choices of a doc)
+    x = inputs[0]
+    long = ScoreInput(x.ids + x.ids[:80], x.ctxlen, "long")  # its repeat hits the cache past the context
+    inputs += [long, long]
+    before = dict(backend.cache_stats)
+    reused = dict(backend.score(inputs))
+    full = {
+        k: continuation_score(out.prompt_logprobs, inputs[k].ids, inputs[k].ctxlen)
+        for k, out in backend._stream([x.ids for x in inputs], backend._score_params(False))
+    }
+    assert sorted(reused) == list(range(len(inputs)))
+    assert reused == full
+    assert backend.cache_stats["cached_prompt_tokens"] > before["cached_prompt_tokens"]
+    assert backend.cache_stats["rescored"] > before["rescored"]

@@ -1,10 +1,12 @@
-"""Reading continuation scores out of vLLM's prompt log-probs, in both of its containers."""
+"""Reading continuation scores out of vLLM's prompt log-probs, in both of its containers; the order that lets
+requests sharing a context read it from the prefix cache."""
 
 from __future__ import annotations
 
 import random
 
-from executor.backends.vllm_engine import continuation_score
+from executor.backends.vllm_engine import continuation_score, reuse_order
+from executor.requests import ScoreInput
 
 
 def _containers(ids: list[int], seed: int, extra: int) -> tuple[list, object]:
@@ -39,3 +41,17 @@ def test_flat_and_dict_log_probs_give_the_same_score() -> None:
         want = sum(as_list[p][ids[p]].logprob for p in range(ctxlen, len(ids)))
         assert a.logprob == want
         assert a.is_greedy == all(as_list[p][ids[p]].rank == 1 for p in range(ctxlen, len(ids)))
+
+
+def _inp(ctx: list[int], cont: list[int]) -> ScoreInput:
+    return ScoreInput(ctx + cont, len(ctx), "k")
+
+
+def test_reuse_order_puts_each_context_first_then_its_sharers_window_by_window() -> None:
+    a, b, c = [1] * 10, [2] * 10, [3] * 10
+    inputs = [_inp(a, [5]), _inp(a, [6]), _inp(b, [5]), _inp(c, [7]), _inp(b, [6]), _inp(a, [7]), _inp(c, [8])]
+    # windows of at least 20 tokens of first-of-context inputs: {a, b} then {c}
+    assert reuse_order(inputs, 20) == [0, 2, 1, 5, 4, 3, 6]
+    assert reuse_order(inputs, 1000) == [0, 2, 3, 1, 5, 4, 6]
+    assert reuse_order(inputs, 1) == [0, 1, 5, 2, 4, 3, 6]
+    assert reuse_order([], 10) == []
