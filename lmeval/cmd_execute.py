@@ -50,6 +50,7 @@ def run_execute(args: argparse.Namespace) -> int:
         reuse=args.reuse,
         progress=not args.no_progress,
         part_size=args.part_size,
+        close_backend=False,  # the command exits next (lmeval.cli.entry): no engine teardown to wait for
     )
     print(out)
     return 0
