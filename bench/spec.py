@@ -178,8 +178,8 @@ def main() -> int:
         f"Machine: {machine()}; load average at the end {os.getloadavg()[0]:.1f}",
         "",
         f"Process steps: median of {args.repeats} runs. This machine's speed drifts by up to half from minute to "
-        f"minute; a fixed pure-Python loop (`calibrate()`, about 2.0 s when the machine is quiet) took "
-        f"{min(calibration):.2f}-{max(calibration):.2f} s during this run.",
+        f"minute; a fixed pure-Python loop (`calibrate()`) took {min(calibration):.2f}-{max(calibration):.2f} s "
+        "before the runs of this benchmark (lower is faster).",
         "",
         "| step | time (s) | target (s) | time / target | note |",
         "|---|---:|---:|---:|---|",
