@@ -2,8 +2,9 @@
 
 All requests of a phase are queued at once (continuous batching sees the whole phase, as one big
 ``LLM.generate`` call would) and the engine is stepped here, so finished requests stream back to be written
-while the rest run. Scoring uses prompt log-probs of the plan's token ids; generation uses stop strings,
-EOS and the plan's sampling settings.
+while the rest run. Scoring uses prompt log-probs of the plan's token ids, with requests that share a
+context reading it from the prefix cache (``VLLMBackend.score``); generation uses stop strings, EOS and the
+plan's sampling settings.
 """
 
 from __future__ import annotations
