@@ -29,7 +29,7 @@ from compiler.select import (
 )
 from compiler.taskspec import DEFAULT_METRICS, TaskSpec
 from compiler.tokens import ModelTokenizer, sha256_text
-from plans.canonical import canonical_bytes, normalize
+from plans.canonical import canonical_bytes
 from plans.io import encode_doc, encode_instance, seal
 from plans.records import (
     DocRecord,
@@ -361,8 +361,8 @@ def _instance_records(
                 repeats=s.repeats,
                 context_ids=c_ids,
                 continuation_ids=cont_ids,
-                request_hash=_request_hash(rq.request_type, rq.context, rq.continuation, rq.generation_kwargs,
-                                           c_ids, cont_ids),  # fmt: skip
+                request_hash=request_hash_of(rq.request_type, rq.context, rq.continuation, rq.generation_kwargs,
+                                             c_ids, cont_ids),  # fmt: skip
             )
             try:
                 blobs.append(encode_instance(rec, prev))
@@ -372,37 +372,6 @@ def _instance_records(
             out.append(rec)
             prev = rec
     return out, blobs
-
-
-_INT = frozenset({int})
-
-
-def _request_hash(
-    request_type: str,
-    context: str,
-    continuation: str | None,
-    generation_kwargs: dict[str, Any] | None,
-    context_ids: list[int] | None,
-    continuation_ids: list[int] | None,
-) -> str:
-    """``plans.records.request_hash_of``, byte for byte, in one pack: a map built in sorted key order from
-    values that are already canonical (strings, None, lists of ints) packs to the canonical bytes."""
-    if not (
-        type(context) is str
-        and (continuation is None or type(continuation) is str)
-        and (context_ids is None or (type(context_ids) is list and set(map(type, context_ids)) <= _INT))
-        and (continuation_ids is None or (type(continuation_ids) is list and set(map(type, continuation_ids)) <= _INT))
-    ):
-        return request_hash_of(request_type, context, continuation, generation_kwargs, context_ids, continuation_ids)
-    m = {
-        "context": context,
-        "context_ids": context_ids,
-        "continuation": continuation,
-        "continuation_ids": continuation_ids,
-        "generation_kwargs": None if generation_kwargs is None else normalize(generation_kwargs),
-        "request_type": request_type if type(request_type) is str else normalize(request_type),
-    }
-    return hashlib.sha256(msgpack.packb(m, use_bin_type=True)).hexdigest()
 
 
 def _array_header(n: int) -> bytes:

@@ -10,6 +10,10 @@ import hashlib
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+import msgpack
+
+from plans.canonical import content_hash, normalize
+
 FORMAT = "lmeval-plan"
 VERSION = 1
 
@@ -222,6 +226,9 @@ class InstanceRecord:
         return cls(**_known(cls, d))
 
 
+_INT = frozenset({int})
+
+
 def request_hash_of(
     request_type: str,
     context: str,
@@ -230,19 +237,37 @@ def request_hash_of(
     context_ids: list[int] | None,
     continuation_ids: list[int] | None,
 ) -> str:
-    """What identifies a request to a model: two Instances with the same hash get the same answer."""
-    from plans.canonical import content_hash
+    """What identifies a request to a model: two Instances with the same hash get the same answer.
 
-    return content_hash(
-        {
-            "request_type": request_type,
-            "context": context,
-            "continuation": continuation,
-            "generation_kwargs": generation_kwargs,
-            "context_ids": context_ids,
-            "continuation_ids": continuation_ids,
-        }
-    )
+    sha256 of the canonical encoding of the map of these six fields. The compiler calls this once per
+    Instance, so the usual case packs in one go: a map built in sorted key order from values that are already
+    canonical (strings, None, lists of ints) packs to the canonical bytes."""
+    if not (
+        type(request_type) is str
+        and type(context) is str
+        and (continuation is None or type(continuation) is str)
+        and (context_ids is None or (type(context_ids) is list and set(map(type, context_ids)) <= _INT))
+        and (continuation_ids is None or (type(continuation_ids) is list and set(map(type, continuation_ids)) <= _INT))
+    ):
+        return content_hash(
+            {
+                "request_type": request_type,
+                "context": context,
+                "continuation": continuation,
+                "generation_kwargs": generation_kwargs,
+                "context_ids": context_ids,
+                "continuation_ids": continuation_ids,
+            }
+        )
+    m = {
+        "context": context,
+        "context_ids": context_ids,
+        "continuation": continuation,
+        "continuation_ids": continuation_ids,
+        "generation_kwargs": None if generation_kwargs is None else normalize(generation_kwargs),
+        "request_type": request_type,
+    }
+    return hashlib.sha256(msgpack.packb(m, use_bin_type=True)).hexdigest()
 
 
 @dataclass

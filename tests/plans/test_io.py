@@ -241,3 +241,23 @@ def test_canonical_bytes_equal_a_sorted_generic_pack(value: object) -> None:
 def test_canonical_bytes_refuse_what_has_no_canonical_form(bad: object) -> None:
     with pytest.raises(TypeError):
         canonical_bytes(bad)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("loglikelihood", "Question: 2+2?\nAnswer:", " 4", None, [5, 6, 7], [8]),
+        ("generate_until", "Q: x\nA:", None, {"until": ["\n\n", "Q:"], "max_gen_toks": 32, "do_sample": False},
+         [1, 2], None),  # fmt: skip
+        ("loglikelihood_rolling", "some text", None, None, None, None),
+        ("generate_until", "Q", None, {"temperature": 0.5, "b": {"z": 1, "a": [1.5]}}, (1, 2), None),  # tuple ids
+        ("loglikelihood", "ctx", "cont", None, [1, True], [2]),  # a bool among the ids
+    ],
+)
+def test_request_hash_one_pack_equals_the_canonical_hash(args: tuple) -> None:
+    from plans.canonical import content_hash
+
+    rt, ctx, cont, gk, c_ids, cont_ids = args
+    want = content_hash({"request_type": rt, "context": ctx, "continuation": cont, "generation_kwargs": gk,
+                         "context_ids": c_ids, "continuation_ids": cont_ids})  # fmt: skip
+    assert request_hash_of(rt, ctx, cont, gk, c_ids, cont_ids) == want
