@@ -145,7 +145,25 @@ def test_samples_parquet_and_compare(golden: dict, tmp_path: Path, capsys: pytes
 
     c = compare(str(ra), str(rb))
     acc = next(d for d in c.deltas if d.task == "arc_challenge" and d.metric == "acc")
-    assert acc.n_paired == 40 and acc.p is not None and acc.delta is not None
+    # oracle: lm-eval's own per-document acc for run A (the golden), and for run B the same documents with
+    # choice 0 forced to the argmax on docs 0-9 (gold read from the plan); paired z-test by hand
+    import math
+    import statistics
+
+    from plans.io import read_plan
+
+    plan_b = read_plan(tmp_path / "cb" / "plan.msgpack")
+    gold = {d.doc_id: d.target for d in plan_b.docs if d.task == "arc_challenge"}
+    a_acc = {s["doc_id"]: s["acc"] for s in golden["tasks"]["arc_challenge"]["samples"]}
+    b_acc = {d: (float(gold[d] == 0) if d < 10 else a) for d, a in a_acc.items()}
+    diffs = [b_acc[d] - a_acc[d] for d in sorted(a_acc)]
+    want_delta = statistics.fmean(diffs)
+    want_se = statistics.stdev(diffs) / math.sqrt(len(diffs))
+    want_p = math.erfc(abs(want_delta / want_se) / math.sqrt(2))
+    assert acc.n_paired == 40 and want_delta != 0.0
+    assert acc.delta == pytest.approx(want_delta, abs=1e-12)
+    assert acc.se == pytest.approx(want_se, rel=1e-12)
+    assert acc.p == pytest.approx(want_p, rel=1e-9)
     flips = [f for f in c.flips if f.task == "arc_challenge" and f.metric == "acc"]
     assert flips and all(f.doc_id < 10 for f in flips)
     gsm = next(d for d in c.deltas if d.task == "gsm8k")
