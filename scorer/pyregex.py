@@ -77,7 +77,7 @@ def py_regex_extract(rx: re.Pattern[str], resp: object, group_select: int, fallb
     if isinstance(m, tuple):
         nonempty = [g for g in m if g]
         if not nonempty:
-            return fallback
+            return fallback.strip()  # lm-eval strips the fallback in this one case
         m = nonempty[0]
     return m.strip()
 
@@ -141,5 +141,6 @@ def _fast_extract(t: pl.Series, rp: RustPattern, group_select: int, fallback: st
         ]
         value = pl.coalesce(fields)
     value = value.str.strip_chars(PY_ASCII_WHITESPACE)
-    out = df.select(pl.when(found).then(value.fill_null(fallback)).otherwise(pl.lit(fallback)).alias("v"))
+    # null only when every group of the match is empty: lm-eval then strips the fallback (not when nothing matched)
+    out = df.select(pl.when(found).then(value.fill_null(fallback.strip())).otherwise(pl.lit(fallback)).alias("v"))
     return out["v"].alias(t.name)

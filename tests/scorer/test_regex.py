@@ -1,4 +1,5 @@
-"""The polars regex paths agree with Python's ``re`` (lm-eval's engine) row for row."""
+"""The regex filter paths (polars and Python) agree row for row with lm-eval 0.4.13's own ``RegexFilter`` and
+with Python's ``re``."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ PATTERNS = [
     (r"\s(\w+)\s*$", 0),
     (r"(a|ab)(c|bcd)(d*)", 0),
     (r"(\d+)[^\d\s]+", -1),
+    (r"(x?)(y?)[0-9]", 0),  # every group can be empty: lm-eval then returns the *stripped* fallback
 ]
+FALLBACKS = ["[invalid]", " [invalid] \n"]
 SUBS = [",", r"\$", r"(?s).*#### ", r"\.$", r"\s+", r"[^\w ]", r"^\s*"]
 
 ALPHABET = list("0123456789 .,$-#\n\tabcdAB():") + ["\x1c", "é", "€", "\u00a0", "\u2003", "٣", "\r"]
@@ -45,14 +48,19 @@ def _strings(n: int, seed: int) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("fallback", FALLBACKS)
 @pytest.mark.parametrize("pattern,gs", PATTERNS)
-def test_regex_extract_matches_python(pattern: str, gs: int) -> None:
+def test_regex_extract_matches_lm_eval(pattern: str, gs: int, fallback: str) -> None:
+    from lm_eval.filters.extraction import RegexFilter
+
     assert translate(pattern) is not None  # the polars path is really exercised
     data = _strings(3000, zlib.crc32(pattern.encode()))
-    rx = re.compile(pattern)
-    expected = [pyregex.py_regex_extract(rx, s, gs, "[invalid]") for s in data]
-    got = pyregex.regex_extract(pl.Series(data), pattern, gs, "[invalid]").to_list()
+    ref = RegexFilter(regex_pattern=pattern, group_select=gs, fallback=fallback)
+    expected = [r[0] for r in ref.apply([[s] for s in data], [{}] * len(data))]
+    got = pyregex.regex_extract(pl.Series(data), pattern, gs, fallback).to_list()
     assert got == expected
+    rx = re.compile(pattern)
+    assert [pyregex.py_regex_extract(rx, s, gs, fallback) for s in data] == expected
 
 
 @pytest.mark.parametrize("pattern", SUBS)
