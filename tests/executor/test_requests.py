@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import random
 
+# lm-eval 0.4.13 is the oracle: a plain import, so a missing lm-eval fails the suite instead of skipping it
+import lm_eval.models.utils as lm_model_utils
+import lm_eval.utils as lm_utils
 import pytest
 
 from executor.backends.fake import ByteTokenizer
@@ -21,9 +24,6 @@ from executor.requests import (
     truncate_for_scoring,
 )
 from plans.records import ModelInfo, PlanHeader
-
-lm_utils = pytest.importorskip("lm_eval.utils")
-lm_model_utils = pytest.importorskip("lm_eval.models.utils")
 
 
 @pytest.mark.parametrize("n_tokens,max_len", [(1, 8), (7, 8), (8, 8), (9, 8), (50, 8), (100, 17), (33, 3), (5, 1)])
