@@ -75,6 +75,16 @@ def parity_cases(limit: int | None, model_path: str | None) -> list[Case]:
             )
         ),
         Case(RefSpec("asdiv", limit=limit)),
+        Case(
+            RefSpec(
+                "asdiv_cot_llama",
+                apply_chat_template=True,
+                fewshot_as_multiturn=True,
+                limit=limit,
+                model_path=model_path,
+            )
+        ),
+        Case(RefSpec("piqa", limit=limit)),
     ]
     cases += [
         Case(RefSpec(f"mmlu_{s}", num_fewshot=5, limit=limit), conf_select=(f"mmlu_{s}",), group_filter=(f"mmlu_{s}",))
@@ -118,6 +128,8 @@ def ci_cases(model_path: str | None, limit: int = 40) -> list[Case]:
         "gsm8k/5shot",
         "gsm8k_cot_llama/chat-multiturn",
         "asdiv",
+        "asdiv_cot_llama/chat-multiturn",
+        "piqa",
         "mmlu_anatomy/5shot",
         "mmlu_high_school_european_history/5shot",
         "winogrande/5shot",
