@@ -104,3 +104,26 @@ def test_lock_cli_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert "--limit only applies with --update" in capsys.readouterr().err
     assert main(["lock", "--data-dir", str(tmp_path / "nowhere")]) == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+def test_lock_update_rewrites_a_stale_lock_to_the_committed_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lmeval lock --update`` on a lock whose arith hash is stale names the moved task and writes back exactly
+    the committed lock and reference plan (the update is deterministic and complete)."""
+    from lmeval.cli import main
+
+    committed = json.loads(LOCK_PATH.read_text())
+    stale = json.loads(LOCK_PATH.read_text())
+    stale["tasks"][REFERENCE_TASK]["task_hash"] = "0" * 64
+    lock = tmp_path / "lock.json"
+    lock.write_text(json.dumps(stale))
+    assert main(["lock", "--update", "--lock", str(lock), "--data-dir", str(DATA)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "lock check failed: 1 of " + str(len(committed["tasks"])) + " task hashes moved"
+    assert out[1].startswith(f"  task {REFERENCE_TASK}: task hash 000000000000 → ")
+    assert out[-1] == str(lock)
+    assert json.loads(lock.read_text()) == committed
+    assert lock.read_bytes() == LOCK_PATH.read_bytes()
+    ref = committed["reference"]["plan"]
+    assert (tmp_path / ref).read_bytes() == (LOCK_PATH.parent / ref).read_bytes()
