@@ -40,6 +40,6 @@ def execute(
 
 def merge(dirs: Sequence[str], out: str) -> Path:
     """Combine the results directories of all shards of one plan into ``out``."""
-    from executor.merge import merge as _merge
+    from executor.merging import merge as _merge
 
     return _merge(dirs, out)

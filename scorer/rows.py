@@ -10,6 +10,7 @@ and duplicates found on those sorted integer keys ((task, doc_id, idx) identifie
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import polars as pl
 
@@ -33,7 +34,9 @@ def read_rows(results_dir: str | os.PathLike[str]) -> dict[str, pl.DataFrame]:
             .collect()
         )
     except pl.exceptions.PolarsError as e:
-        raise ScoreError(f"{results_dir}: unreadable results part ({type(e).__name__}: {e})") from None
+        raise ScoreError(
+            f"{_bad_part(parts, schema) or results_dir}: unreadable results part ({type(e).__name__}: {e})"
+        ) from None
     out: dict[str, pl.DataFrame] = {}
     for (task,), rows in df.partition_by("task", as_dict=True, maintain_order=True).items():
         dd, di = pl.col("doc_id").diff(), pl.col("idx").diff()
@@ -51,3 +54,13 @@ def read_rows(results_dir: str | os.PathLike[str]) -> dict[str, pl.DataFrame]:
             )
         out[str(task)] = rows
     return out
+
+
+def _bad_part(parts: list[Path], schema: dict[str, pl.DataType]) -> str | None:
+    """The first part that cannot be read on its own (only called after reading them together failed)."""
+    for p in parts:
+        try:
+            pl.scan_parquet(p).select(list(schema)).cast(schema).collect()  # type: ignore[arg-type]
+        except pl.exceptions.PolarsError:
+            return str(p)
+    return None
