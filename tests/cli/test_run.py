@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 import os
 import shutil
 import time
@@ -73,13 +72,25 @@ def test_results_json_has_arith_exact_match_and_stderr(run: dict[str, Any]) -> N
     assert res["n-samples"]["arith"] == {"original": LIMIT, "effective": LIMIT}
     assert res["n-shot"]["arith"] == 3
     assert res["higher_is_better"]["arith"] == {"exact_match": True}
-    # the aggregate is the mean of the per-doc scores, the stderr lm-eval's sample stderr of that mean
-    samples = pl.read_parquet(run["out"] / "samples.parquet")
-    scores = samples.filter(pl.col("filter") == "strict-match")["exact_match"].to_list()
-    assert em == pytest.approx(sum(scores) / len(scores), abs=1e-12)
-    mean = sum(scores) / len(scores)
-    var = sum((x - mean) ** 2 for x in scores) / (len(scores) - 1)
-    assert se == pytest.approx(math.sqrt(var / len(scores)), abs=1e-12)
+    # oracle: lm-eval 0.4.13's own filter, metric and stderr functions over the raw Parquet responses and the
+    # plan's targets (not lmeval's scorer)
+    from lm_eval.api.metrics import exact_match_hf_evaluate, mean_stderr
+    from lm_eval.filters.extraction import WhitespaceFilter
+
+    from plans.io import read_plan
+
+    targets = {d.doc_id: d.target for d in read_plan(run["plan"]).docs}
+    raw = dict(read_results(run["out"]).select(["doc_id", "response"]).iter_rows())
+    docs = sorted(raw)
+    filtered = [r[0] for r in WhitespaceFilter().apply([[raw[d]] for d in docs], [{}] * len(docs))]
+    want = [
+        exact_match_hf_evaluate(predictions=[f], references=[targets[d]], ignore_case=True)["exact_match"]
+        for f, d in zip(filtered, docs, strict=True)
+    ]
+    assert em == pytest.approx(sum(want) / len(want), abs=1e-12)
+    assert se == pytest.approx(mean_stderr(want), abs=1e-12)
+    samples = pl.read_parquet(run["out"] / "samples.parquet").filter(pl.col("filter") == "strict-match")
+    assert dict(samples.select(["doc_id", "exact_match"]).iter_rows()) == dict(zip(docs, want, strict=True))
 
 
 def test_samples_parquet_one_row_per_doc(run: dict[str, Any]) -> None:
