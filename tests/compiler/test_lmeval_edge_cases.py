@@ -32,8 +32,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Any]:
-    from compiler.api import load_tokenizer
-
     from .conftest import data_dir
 
     root = tmp_path_factory.mktemp("edge")
@@ -47,8 +45,17 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     tasks.mkdir()
     for name, v in VARIANTS.items():
         (tasks / f"{name}.yaml").write_text(yaml.safe_dump({"task": name, **base, **v}))
-    tok, _ = load_tokenizer({"name": "tiny", "path": None}, need_chat=True)
-    return tasks, base, tok
+    # the chat side of the oracle is lm-eval's own HFLM.apply_chat_template on the tiny model (not lmeval's)
+    from lm_eval.models.huggingface import HFLM
+
+    from plans.tinymodel import ensure_tiny_model
+
+    logging.disable(logging.WARNING)
+    try:
+        lm = HFLM(pretrained=str(ensure_tiny_model()), device="cpu", batch_size=1)
+    finally:
+        logging.disable(logging.NOTSET)
+    return tasks, base, lm
 
 
 @pytest.mark.parametrize("chat", [None, "multi", "single"])
@@ -56,23 +63,24 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
 def test_same_requests_as_lmeval(name: str, chat: str | None, setup: tuple[Path, dict[str, Any], Any]) -> None:
     from lm_eval.api.task import ConfigurableTask
 
-    tasks, base, tok = setup
+    tasks, base, lm = setup
     ov = [f"run.include_path={tasks}", f"run.tasks=[{name}]", "run.num_fewshot=3", "run.system_instruction=SYS"]
     if chat:
         ov += ["run.apply_chat_template=true", f"run.fewshot_as_multiturn={'true' if chat == 'multi' else 'false'}"]
     _, recs = compiler.compile_plan(ov)
     ours = [(r.doc_id, r.idx, r.request_type, r.arguments) for r in recs if r.kind == "instance"]
 
-    def chat_template(msgs: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
-        return tok.chat(msgs, add_generation_prompt)
-
     logging.disable(logging.WARNING)
     try:
         t = ConfigurableTask(config={"task": name, **base, **VARIANTS[name]})
         t.set_config("num_fewshot", 3)
         t.set_fewshot_seed(1234)
-        t.build_all_requests(apply_chat_template=bool(chat), fewshot_as_multiturn=chat == "multi",
-                             chat_template=chat_template if chat else None, system_instruction="SYS")  # fmt: skip
+        t.build_all_requests(
+            apply_chat_template=bool(chat),
+            fewshot_as_multiturn=chat == "multi",
+            chat_template=lm.apply_chat_template if chat else None,
+            system_instruction="SYS",
+        )
     finally:
         logging.disable(logging.NOTSET)
     theirs = [(i.doc_id, i.idx, i.request_type, i.arguments) for i in t.instances]
