@@ -1,5 +1,5 @@
 // lmeval report: the sample browser. Vanilla JS, no network: every byte it reads is inline in this page
-// (<script type="application/json" id="lmeval-meta"> and one "lmeval-task-N" block per task, parsed on demand).
+// (the JSON data block "lmeval-meta" and one "lmeval-task-N" block per task, parsed when first shown).
 (function () {
   "use strict";
   var PAGE_SIZE = 20;
