@@ -4,8 +4,9 @@ log-likelihoods, responses, filtered responses and per-metric scores, run by run
 One JSON object per task (columns rather than one object per document, to keep large tasks small). Prompts
 are stored once per run as a prefix shared by every document of the task (e.g. MMLU's description and
 first-n few-shot examples) plus each document's own part; a run whose prompts equal an earlier run's stores
-``"same_as": i`` instead. Documents are the union of the runs' documents, in doc_id order; a run that lacks a
-document has ``null`` there.
+``"same_as": i`` instead, and a document whose own part (or continuations) equals run ``i``'s stores the
+number ``i`` there (0-shot and 5-shot MMLU share every question: only the prefixes differ). Documents are
+the union of the runs' documents, in doc_id order; a run that lacks a document has ``null`` there.
 """
 
 from __future__ import annotations
@@ -83,6 +84,20 @@ def _prompts(docs: list[DocView | None]) -> tuple[str, list[Any], list[Any]]:
         conts = [i.continuation for i in insts]
         cont.append(conts if any(c is not None for c in conts) else None)
     return prefix, ctx, cont
+
+
+def _refer(values: list[Any], earlier: list[tuple[int, Any]], name: str) -> list[Any]:
+    """``values`` with each entry that equals an earlier run's entry for the same document replaced by that
+    run's index (entries are strings, lists or None, never numbers, so the reader can tell them apart)."""
+    out = list(values)
+    for k, v in enumerate(values):
+        if v is None:
+            continue
+        for i, p in earlier:
+            if p[name][k] == v:
+                out[k] = i
+                break
+    return out
 
 
 def task_payload(task: str, runs: list[Run], hib: dict[str, bool]) -> dict[str, Any]:
@@ -180,8 +195,10 @@ def task_payload(task: str, runs: list[Run], hib: dict[str, bool]) -> dict[str, 
             if same is not None:
                 entry["same_as"] = same
             else:
+                seen_prompts.append((r.index, dict(prompt)))
+                for name in ("ctx", "cont"):
+                    prompt[name] = _refer(prompt[name], seen_prompts[:-1], name)
                 entry.update(prompt)
-                seen_prompts.append((r.index, prompt))
         per_run[str(r.index)] = entry
     if not output_type:
         for r in present:

@@ -77,6 +77,19 @@
     if (e && e.same_as !== undefined) return entry(t, e.same_as);
     return e;
   }
+  // a document's own prompt part / continuations; a number there means "the same as run N's"
+  function ctxOf(t, r, k) {
+    var p = promptEntry(t, r);
+    if (!p || !p.ctx) return null;
+    var v = p.ctx[k];
+    return typeof v === "number" ? ctxOf(t, v, k) : v;
+  }
+  function contOf(t, r, k) {
+    var p = promptEntry(t, r);
+    if (!p || !p.cont) return null;
+    var v = p.cont[k];
+    return typeof v === "number" ? contOf(t, v, k) : v;
+  }
   function score(t, r, k) {
     var e = entry(t, r);
     if (!e) return null;
@@ -112,8 +125,8 @@
       var parts = [String(t.ids[k]), t.target[k] === null ? "" : String(t.target[k])];
       if (t.choices && t.choices[k]) parts.push(t.choices[k].join("\n"));
       t.runs.forEach(function (r) {
-        var p = promptEntry(t, r), e = entry(t, r);
-        if (p && p.ctx && p.ctx[k] !== null) parts.push(Array.isArray(p.ctx[k]) ? p.ctx[k].join("\n") : p.ctx[k]);
+        var c = ctxOf(t, r, k), e = entry(t, r);
+        if (c !== null && c !== undefined) parts.push(Array.isArray(c) ? c.join("\n") : c);
         if (e.resp && e.resp[k]) parts.push(e.resp[k]);
         for (var f in e.filtered) if (e.filtered[f][k]) parts.push(e.filtered[f][k]);
       });
@@ -151,10 +164,11 @@
     var groups = [];
     t.runs.forEach(function (r) {
       var p = promptEntry(t, r);
-      if (!p || !p.ctx || p.ctx[k] === null || p.ctx[k] === undefined) return;
-      var key = JSON.stringify([p.prefix, p.ctx[k], p.fewshot ? p.fewshot[k] : null]);
+      var c = ctxOf(t, r, k);
+      if (c === null || c === undefined) return;
+      var key = JSON.stringify([p.prefix, c, p.fewshot ? p.fewshot[k] : null]);
       var g = groups.find(function (x) { return x.key === key; });
-      if (g) g.runs.push(r); else groups.push({ key: key, runs: [r], p: p });
+      if (g) g.runs.push(r); else groups.push({ key: key, runs: [r], p: p, ctx: c });
     });
     if (!groups.length) return '<p class="dim">prompt not available (plan file not found)</p>';
     return groups.map(function (g) {
@@ -169,7 +183,7 @@
           " characters, the same for every document of this task</summary><pre class=\"prompt\">" +
           showText(g.p.prefix) + "</pre></details>";
       }
-      var ctx = g.p.ctx[k];
+      var ctx = g.ctx;
       var body = Array.isArray(ctx)
         ? ctx.map(function (c, i) { return '<div class="dim">instance ' + i + "</div><pre class=\"prompt\">" + showText(c) + "</pre>"; }).join("")
         : '<pre class="prompt">' + showText(ctx) + "</pre>";
@@ -178,7 +192,7 @@
   }
   function choicesHtml(t, k) {
     var conts = null;
-    t.runs.forEach(function (r) { var p = promptEntry(t, r); if (!conts && p && p.cont && p.cont[k]) conts = p.cont[k]; });
+    t.runs.forEach(function (r) { var c = contOf(t, r, k); if (!conts && c) conts = c; });
     var ch = t.choices ? t.choices[k] : null;
     var n = conts ? conts.length : (ch ? ch.length : 0);
     t.runs.forEach(function (r) { var e = entry(t, r); if (e.ll && e.ll[k]) n = Math.max(n, e.ll[k].length); });
