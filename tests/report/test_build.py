@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -157,3 +158,15 @@ def test_diagnostics_count_what_the_rows_and_plan_say(two_runs: dict[str, Any], 
     page = build_report([str(run)])
     assert f'data-task="arc_easy" data-kind="truncated" data-count="{len(over)}"' in page
     assert "max_model_len 100, left side cut" in page
+
+
+def test_provenance_shows_the_manifest(two_runs: dict[str, Any]) -> None:
+    manifest = json.loads((two_runs["a"] / "manifest.json").read_text(encoding="utf-8"))
+    hw = manifest["hardware"]
+    assert hw["cpus"] == os.cpu_count() and hw["cpu"] and hw["memory_gib"] > 0
+    page = build_report([str(two_runs["a"])])
+    prov = page[page.index('id="provenance"') : page.index('id="results"')]
+    assert f"<span class=k>cpus</span>={hw['cpus']}" in prov
+    assert manifest["plan_hash"][:12] in prov and manifest["started"] in prov
+    stats = manifest["stats"]
+    assert f"executed {stats['executed']:,}" in prov and f"reused {stats['reused']:,}" in prov
