@@ -81,6 +81,16 @@ def _findings_table(findings: list[Finding], runs: list[Run]) -> str:
     return "".join(out)
 
 
+def _chance_note(comps: dict[int, Comparison]) -> str:
+    m = sum(1 for c in comps.values() for d in c.deltas if d.p is not None)
+    if m < 10:
+        return ""
+    return (
+        f" With {m} tests, about {m / 20:.1f} fall below 0.05 by chance alone when nothing changed; "
+        "read single stars with that in mind."
+    )
+
+
 def _hib(runs: list[Run], task: str) -> dict[str, bool]:
     for r in runs:
         h = r.results.get("higher_is_better", {}).get(task)
@@ -142,7 +152,9 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
             '<section id="comparison"><h2>Comparison with the baseline</h2>'
             f"<p>Baseline: <b>{esc(base.label)}</b>. Δ = run − baseline; ± is the standard error of the paired "
             "per-document differences, p the two-sided normal p-value (as <code>lmeval compare</code>); "
-            "* and colour: p &lt; 0.05. ▲/▼: documents that flipped to right/wrong.</p>"
+            "* and colour: p &lt; 0.05. ▲/▼: documents that flipped to right/wrong."
+            + _chance_note(comps)
+            + "</p>"
             + comparison_matrix(runs, base, comps)
             + "</section>"
         )

@@ -170,3 +170,18 @@ def test_provenance_shows_the_manifest(two_runs: dict[str, Any]) -> None:
     assert manifest["plan_hash"][:12] in prov and manifest["started"] in prov
     stats = manifest["stats"]
     assert f"executed {stats['executed']:,}" in prov and f"reused {stats['reused']:,}" in prov
+
+
+def test_partial_results_are_diagnosed(two_runs: dict[str, Any], tmp_path: Path) -> None:
+    run = _copy(two_runs["a"], tmp_path / "partial")
+    parts = sorted(run.glob("part-*.parquet"))
+    df = pl.concat([pl.read_parquet(p) for p in parts])
+    for p in parts:
+        p.unlink()
+    drop = (pl.col("task") == "arc_easy") & pl.col("doc_id").is_in([4, 9])
+    df.filter(~drop).write_parquet(run / "part-000000.parquet")
+    assert main(["score", str(run), "--quiet", "--allow-partial"]) == 0
+    page = build_report([str(run)])
+    n = df.filter(drop).height
+    assert f'data-task="arc_easy" data-kind="missing" data-count="{n}"' in page
+    assert 'data-doc="4"' in page and "2 documents left out of the scores" in page
