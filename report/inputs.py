@@ -99,7 +99,7 @@ def _check_results(path: Path, res: dict[str, Any]) -> None:
         if not isinstance(metrics, dict):
             raise ReportError(f"{path}: task {task}: malformed results entry (not a map)")
         for key, v in metrics.items():
-            if "," in key and not (isinstance(v, (int, float, str)) or v is None) or isinstance(v, bool):
+            if "," in key and (isinstance(v, bool) or not (isinstance(v, (int, float, str)) or v is None)):
                 raise ReportError(f"{path}: task {task}: field {key}: not a number")
     for name in ("n-shot", "versions", "higher_is_better", "group_subtasks", "groups", "configs"):
         if name in res and not isinstance(res[name], dict):
