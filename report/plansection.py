@@ -24,6 +24,12 @@ def _changes(title: str, changes: list[Change]) -> str:
     return f"<h4>{esc(title)}</h4><ul class=changes>{items}</ul>"
 
 
+def _example(x: object) -> str:
+    if isinstance(x, dict) and set(x) == {"doc_id", "old", "new"}:
+        return f"doc {x['doc_id']}: {short(x['old'], 70)} → {short(x['new'], 70)}"
+    return short(x, 160)
+
+
 def _udiff(text: str) -> str:
     lines = []
     for line in text.splitlines():
@@ -51,7 +57,7 @@ def render_diff(rep: DiffReport, old: Run, new: Run) -> str:
         for t in rep.tasks:
             causes = "<br>".join(
                 f"{esc(c.label)}: {c.docs} docs, {c.instances} instances"
-                + "".join(f"<div class=dim>{esc(short(x, 160))}</div>" for x in c.examples[:2])
+                + "".join(f"<div class=dim>{esc(_example(x))}</div>" for x in c.examples[:2])
                 for c in t.causes
             )
             out.append(
