@@ -129,8 +129,8 @@ def task_payload(task: str, runs: list[Run], hib: dict[str, bool]) -> dict[str, 
             doc_pos = [pos[int(d)] for d in ff["doc_id"].to_list()]
             if "target" in ff.columns:
                 for p, t in zip(doc_pos, ff["target"].to_list(), strict=True):
-                    if target[p] is None:
-                        target[p] = t
+                    if target[p] is None and t is not None:
+                        target[p] = str(t)
             if "filtered" in ff.columns and ff["filtered"].null_count() < ff.height:
                 col: list[Any] = [None] * n
                 for p, v in zip(doc_pos, ff["filtered"].to_list(), strict=True):
