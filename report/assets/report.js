@@ -281,8 +281,12 @@
       else { l.appendChild(document.createTextNode(text + " ")); l.appendChild(input); }
       return l;
     }
-    [lab("Task", ui.task), lab("Filter", ui.filter), lab("Metric", ui.metric), lab("wrong only", ui.wrong, true),
-      lab("flipped between runs", ui.flipped, true), ui.search, ui.count].forEach(function (x) { controls.appendChild(x); });
+    var wrongLabel = lab("wrong only", ui.wrong, true);
+    wrongLabel.title = "documents the metric scores below its best value (1, or 0 when lower is better) in at least one run";
+    var flippedLabel = lab("flipped between runs", ui.flipped, true);
+    flippedLabel.title = "documents whose metric value differs between the runs";
+    [lab("Task", ui.task), lab("Filter", ui.filter), lab("Metric", ui.metric), wrongLabel, flippedLabel, ui.search,
+      ui.count].forEach(function (x) { controls.appendChild(x); });
     var pager = el("div", { class: "pager" });
     ui.prev = el("button", { id: "s-prev", type: "button" }, "‹ Prev");
     ui.page = el("span", { id: "s-page" });
