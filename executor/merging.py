@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from executor.errors import ExecuteError
 from executor.modelconf import REUSE_KEYS
@@ -102,6 +103,7 @@ def merge(dirs: Sequence[str], out: str) -> Path:
             started=min((m.started for _, m in manifests if m.started), default=None),
             finished=max((m.finished for _, m in manifests if m.finished), default=None),
             stats=stats,
+            hardware=_hardware(manifests),
         )
         write_manifest(tmp, merged)
         for f in tmp.iterdir():
@@ -115,3 +117,11 @@ def merge(dirs: Sequence[str], out: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _hardware(manifests: list[tuple[str, RunManifest]]) -> dict[str, Any]:
+    """The shards' machine when they all ran on one kind, else each shard's, by shard."""
+    hws = [m.hardware for _, m in manifests]
+    if all(h == hws[0] for h in hws):
+        return hws[0]
+    return {"shards": {str(m.shard): m.hardware for _, m in manifests}}

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from executor import hardware
 from executor.backends.base import Backend
 from executor.errors import ExecuteError
 from executor.modelconf import (
@@ -370,6 +371,7 @@ def execute(
         started=existing.started if existing is not None and existing.started else now(),
         finished=None,
         stats=(existing.stats if existing is not None else {}),
+        hardware=hardware.describe(),
     )
     if existing is not None and not todo and existing.finished:
         return out_dir
@@ -404,6 +406,7 @@ def execute(
                     gc.enable()
             stats.load_ms = _ms_since(t)
             manifest.engine_args = backend.engine_args()
+            manifest.hardware = hardware.describe()  # now with the GPUs the backend's torch sees
             scoring = [i for i in todo if i.request_type != "generate_until"]
             generation = [i for i in todo if i.request_type == "generate_until"]
             if scoring:

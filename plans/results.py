@@ -65,6 +65,7 @@ class RunManifest:
     started: str | None = None
     finished: str | None = None
     stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
+    hardware: dict[str, Any] = field(default_factory=dict)  # platform, cpu, cpus, memory_gib, gpus (report)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

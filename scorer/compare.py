@@ -6,6 +6,12 @@ runs scored are paired; d_i = b_i - a_i; the standard error is sd(d) / sqrt(n) (
 and the two-sided p-value uses the normal approximation (p = erfc(|z| / sqrt(2))). With identical
 per-document values (sd = 0) p is 1 when the mean difference is 0. Metrics without per-document numbers
 (bleu, perplexity, f1, ...) get the delta of the aggregate and no p-value.
+
+Groups (mmlu, mmlu_stem, ...): a group's delta is a weighted mean of its subtasks' deltas, and the subtasks'
+documents are disjoint, so its standard error is sqrt(sum of w_t^2 se_t^2) over the subtasks' paired
+standard errors. The weights are the group's own: by size (paired documents) or equal, whichever reproduces
+the group's delta to 1e-9; when neither does (different documents on the two sides, another aggregation),
+the group gets its delta and no p-value.
 """
 
 from __future__ import annotations
@@ -89,7 +95,39 @@ def compare(a: str, b: str) -> Comparison:
             md = MetricDelta(t, filt, metric, va, vb, delta)
             _paired(md, sa, sb, out.flips)
             out.deltas.append(md)
+    _group_paired(out, ra.get("group_subtasks") or {})
     return out
+
+
+def _group_paired(c: Comparison, subtasks: dict[str, list[str]]) -> None:
+    by = {(d.task, d.filter, d.metric): d for d in c.deltas}
+
+    def resolve(name: str, filt: str, metric: str, seen: frozenset[str]) -> MetricDelta | None:
+        d = by.get((name, filt, metric))
+        if d is None or d.se is not None or d.delta is None or name not in subtasks or name in seen:
+            return d
+        parts = [resolve(t, filt, metric, seen | {name}) for t in subtasks[name]]
+        known = [p for p in parts if p is not None and p.se is not None and p.delta is not None and p.n_paired]
+        if not parts or len(known) != len(parts):
+            return d
+        n = sum(p.n_paired for p in known)
+        deltas = [float(p.delta or 0.0) for p in known]
+        ses = [float(p.se or 0.0) for p in known]
+        for weights in ([p.n_paired / n for p in known], [1 / len(known)] * len(known)):
+            if abs(sum(w * x for w, x in zip(weights, deltas, strict=True)) - d.delta) <= 1e-9:
+                se = math.sqrt(sum((w * x) ** 2 for w, x in zip(weights, ses, strict=True)))
+                d.n_paired, d.se = n, se
+                if se == 0:
+                    d.z, d.p = None, (1.0 if d.delta == 0 else 0.0)
+                else:
+                    d.z = d.delta / se
+                    d.p = math.erfc(abs(d.z) / math.sqrt(2))
+                break
+        return d
+
+    for d in c.deltas:
+        if d.task in subtasks:
+            resolve(d.task, d.filter, d.metric, frozenset())
 
 
 def _numeric_cols(df: pl.DataFrame) -> set[str]:

@@ -1,4 +1,5 @@
-"""The stage boundary: compiler, executor and scorer share only plans/, and stay light to import."""
+"""The stage boundary: compiler, executor and scorer share only plans/, and stay light to import. Tools built
+on the contract (report/) may import plans/ and scorer/, and no stage imports them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("compiler", "executor", "scorer")
+TOOLS = ("report",)
 
 
 def _imported_top_levels(pkg: str) -> set[str]:
@@ -27,12 +29,17 @@ def _imported_top_levels(pkg: str) -> set[str]:
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_stages_never_import_each_other(stage: str) -> None:
-    others = set(STAGES) - {stage} | {"lmeval"}
+    others = set(STAGES) - {stage} | {"lmeval"} | set(TOOLS)
     assert _imported_top_levels(stage) & others == set()
 
 
 def test_plans_imports_no_stage() -> None:
-    assert _imported_top_levels("plans") & (set(STAGES) | {"lmeval"}) == set()
+    assert _imported_top_levels("plans") & (set(STAGES) | {"lmeval"} | set(TOOLS)) == set()
+
+
+def test_report_imports_only_the_contract_and_the_scorer() -> None:
+    assert _imported_top_levels("report") & {"compiler", "executor", "lmeval"} == set()
+    assert {"plans", "scorer"} <= _imported_top_levels("report")
 
 
 @pytest.mark.parametrize(
@@ -42,6 +49,7 @@ def test_plans_imports_no_stage() -> None:
         ("compiler", ["torch", "vllm"]),
         ("scorer", ["torch", "vllm", "jinja2", "hydra", "datasets"]),
         ("plans", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers"]),
+        ("report", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers", "compiler", "executor"]),
     ],
 )
 def test_import_does_not_pull_heavy_modules(stage: str, forbidden: list[str]) -> None:

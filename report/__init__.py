@@ -1,0 +1,8 @@
+"""Report: scored results directories -> one self-contained HTML page (provenance, results and charts,
+comparison with a baseline, sample browser, plan diff, diagnostics). A tool built on the contract: it reads
+results directories and plans (``plans/``) and reuses the scorer's comparison; no stage imports it."""
+
+from report.build import build_report, write_report
+from report.errors import ReportError
+
+__all__ = ["ReportError", "build_report", "write_report"]

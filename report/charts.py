@@ -1,0 +1,120 @@
+"""Per-task bar charts as inline SVG: one group of bars per metric (and filter), one bar per run, with the
+95% interval (value ± 1.96 stderr) as a whisker. Coordinates are rounded to 0.01 so the same values give
+the same bytes. Every bar carries its run, metric key and exact value as data attributes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from report.html import esc, fmt, raw
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+BAR = 18
+GAP = 14
+PLOT_H = 120
+TOP = 10
+BOTTOM = 40
+LEFT = 40
+RIGHT = 8
+
+
+@dataclass
+class Bar:
+    run: int
+    value: float
+    stderr: float | None
+
+
+@dataclass
+class Group:
+    key: str  # "metric,filter"
+    bars: list[Bar]
+
+
+def _nice_up(x: float) -> float:
+    if x <= 0:
+        return 1.0
+    e = math.floor(math.log10(x))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * 10**e >= x:
+            return float(m * 10**e)
+    return float(10 ** (e + 1))
+
+
+def axis_range(groups: list[Group]) -> tuple[float, float]:
+    """[0, 1] when every value and interval fits (accuracies); otherwise 0 and a round number beyond the data."""
+    lo, hi = 0.0, 0.0
+    for g in groups:
+        for b in g.bars:
+            ci = Z95 * b.stderr if b.stderr is not None else 0.0
+            lo = min(lo, b.value - ci, b.value)
+            hi = max(hi, b.value + ci, b.value)
+    if lo >= 0 and hi <= 1:
+        return 0.0, 1.0
+    return (-_nice_up(-lo) if lo < 0 else 0.0), _nice_up(hi)
+
+
+def _c(x: float) -> str:
+    s = f"{x:.2f}".rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def task_chart(task: str, title: str, groups: list[Group], run_labels: list[str]) -> str:
+    """One task's chart; ``groups`` in display order, bars within a group in run order."""
+    groups = [g for g in groups if g.bars]
+    if not groups:
+        return ""
+    lo, hi = axis_range(groups)
+    n_runs = max(len(g.bars) for g in groups)
+    longest = max(len(part) for g in groups for part in g.key.split(","))
+    group_w = max(n_runs * BAR + GAP, 7 * longest)
+    width = LEFT + len(groups) * group_w + RIGHT
+    height = TOP + PLOT_H + BOTTOM
+
+    def y(v: float) -> float:
+        v = min(max(v, lo), hi)
+        return TOP + PLOT_H * (hi - v) / (hi - lo)
+
+    parts = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" data-task="{esc(task)}" data-lo="{raw(lo)}" '
+        f'data-hi="{raw(hi)}" data-plot-top="{TOP}" data-plot-height="{PLOT_H}">',
+        f"<title>{esc(title)}</title>",
+    ]
+    for k in range(5):
+        v = lo + (hi - lo) * k / 4
+        yy = _c(y(v))
+        parts.append(f'<line class="grid" x1="{LEFT}" x2="{width - RIGHT}" y1="{yy}" y2="{yy}"/>')
+        parts.append(f'<text class="tick" x="{LEFT - 4}" y="{yy}" dy="3" text-anchor="end">{_c(v)}</text>')
+    y0 = _c(y(0.0))
+    for gi, g in enumerate(groups):
+        gx = LEFT + gi * group_w + (group_w - len(g.bars) * BAR) / 2
+        for bi, b in enumerate(g.bars):
+            x = gx + bi * BAR
+            top, bottom = sorted((y(b.value), y(0.0)))
+            ci = Z95 * b.stderr if b.stderr is not None else None
+            label = f"{run_labels[b.run]}: {g.key} = {fmt(b.value)}"
+            if ci is not None:
+                label += f" (95% CI {fmt(b.value - ci)} to {fmt(b.value + ci)})"
+            parts.append(
+                f'<rect class="bar run{b.run % 8}" x="{_c(x + 1)}" y="{_c(top)}" width="{BAR - 2}" '
+                f'height="{_c(bottom - top)}" data-run="{b.run}" data-key="{esc(g.key)}" '
+                f'data-value="{raw(b.value)}"><title>{esc(label)}</title></rect>'
+            )
+            if ci is not None and ci > 0:
+                cx = _c(x + BAR / 2)
+                y1, y2 = _c(y(b.value + ci)), _c(y(b.value - ci))
+                parts.append(
+                    f'<path class="ci" d="M{cx} {y1}V{y2}M{_c(x + 5)} {y1}H{_c(x + BAR - 5)}'
+                    f'M{_c(x + 5)} {y2}H{_c(x + BAR - 5)}" data-run="{b.run}" data-key="{esc(g.key)}" '
+                    f'data-ci-lo="{raw(b.value - ci)}" data-ci-hi="{raw(b.value + ci)}"/>'
+                )
+        metric, _, filt = g.key.partition(",")
+        cx = _c(gx + len(g.bars) * BAR / 2)
+        parts.append(f'<text class="xl" x="{cx}" y="{TOP + PLOT_H + 14}" text-anchor="middle">{esc(metric)}</text>')
+        if filt and filt != "none":
+            parts.append(f'<text class="xl2" x="{cx}" y="{TOP + PLOT_H + 26}" text-anchor="middle">{esc(filt)}</text>')
+    parts.append(f'<line class="axis" x1="{LEFT}" x2="{width - RIGHT}" y1="{y0}" y2="{y0}"/>')
+    parts.append("</svg>")
+    return "".join(parts)

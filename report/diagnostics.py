@@ -1,0 +1,167 @@
+"""What may be wrong with a run, task by task: contexts the executor had to cut, generations that stopped at
+``max_gen_toks``, empty responses, answers no filter could parse, missing or non-finite results.
+
+Truncation follows the executor's rules (``executor/requests.py``): a scoring request keeps the last
+``max_model_len - 1`` tokens of context + continuation; a generation keeps ``max_model_len - max_gen_toks``
+tokens of context. Token counts come from the plan (its ``context_ids``/``continuation_ids``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from report.html import mapping
+from report.inputs import Run
+
+EXAMPLES = 8
+DEFAULT_MAX_GEN_TOKS = 256  # the model config's default (conf/model/*.yaml, executor/modelconf.py)
+INVALID = "[invalid]"  # lm-eval's regex filter fallback: no answer found
+
+
+@dataclass
+class Finding:
+    run: int
+    task: str
+    kind: str  # truncated | max_gen_toks | empty | no_answer | missing | nonfinite | unanswered | note
+    count: int
+    total: int
+    doc_ids: list[int] = field(default_factory=list)  # the first EXAMPLES documents
+    detail: str = ""
+
+
+LABELS = {
+    "truncated": "contexts truncated to fit max_model_len",
+    "max_gen_toks": "generations that hit max_gen_toks",
+    "empty": "empty responses",
+    "no_answer": "filtered responses with no answer ([invalid])",
+    "missing": "instances missing from the results",
+    "nonfinite": "non-finite log-likelihoods",
+    "unanswered": "result rows without a value",
+    "note": "report",
+}
+
+
+def _model_limits(run: Run) -> tuple[int | None, int]:
+    model = mapping(run.manifest, "model")
+    engine = mapping(run.manifest, "engine_args")
+    cfg_model = mapping(run.plan.header.config, "model") if run.plan is not None else {}
+    mml = engine.get("max_model_len") or model.get("max_model_len") or cfg_model.get("max_model_len")
+    mgt = model.get("max_gen_toks") or cfg_model.get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS
+    try:
+        return (int(mml) if mml else None), int(mgt)
+    except (TypeError, ValueError):
+        return None, DEFAULT_MAX_GEN_TOKS
+
+
+def _ids(xs: list[int]) -> list[int]:
+    return sorted(set(xs))[:EXAMPLES]
+
+
+def run_findings(run: Run) -> list[Finding]:
+    out: list[Finding] = [Finding(run.index, "", "note", 0, 0, detail=n) for n in run.notes]
+    if not run.manifest.get("finished"):
+        out.append(Finding(run.index, "", "note", 0, 0, detail="the manifest records no finish time (unfinished run?)"))
+    partial = run.results.get("partial")
+    if isinstance(partial, dict):
+        for task, p in sorted(partial.items()):
+            if not isinstance(p, dict):
+                continue
+            first = [int(x["doc_id"]) for x in p.get("first_missing", []) if isinstance(x, dict) and "doc_id" in x]
+            out.append(
+                Finding(
+                    run.index,
+                    task,
+                    "missing",
+                    int(p.get("missing_instances", 0)),
+                    int(p.get("expected_instances", 0)),
+                    _ids(first),
+                    detail=f"{p.get('incomplete_docs', '?')} documents left out of the scores",
+                )
+            )
+    max_len, max_gen = _model_limits(run)
+    rows = run.rows
+    for task in rows["task"].unique(maintain_order=True).to_list():
+        t = rows.filter(pl.col("task") == task)
+        scoring = t.filter(pl.col("request_type") != "generate_until")
+        gen = t.filter(pl.col("request_type") == "generate_until")
+        if scoring.height:
+            ll = scoring["loglikelihood"].to_list()
+            docs = scoring["doc_id"].to_list()
+            none = [d for d, x in zip(docs, ll, strict=True) if x is None]
+            bad = [d for d, x in zip(docs, ll, strict=True) if x is not None and not math.isfinite(x)]
+            if none:
+                out.append(Finding(run.index, task, "unanswered", len(none), scoring.height, _ids(none)))
+            if bad:
+                out.append(Finding(run.index, task, "nonfinite", len(bad), scoring.height, _ids(bad)))
+        if gen.height:
+            docs = gen["doc_id"].to_list()
+            resp = gen["response"].to_list()
+            fin = gen["finish_reason"].to_list()
+            none = [d for d, x in zip(docs, resp, strict=True) if x is None]
+            empty = [d for d, x in zip(docs, resp, strict=True) if x is not None and not x.strip()]
+            length = [d for d, x in zip(docs, fin, strict=True) if x == "length"]
+            if none:
+                out.append(Finding(run.index, task, "unanswered", len(none), gen.height, _ids(none)))
+            if empty:
+                out.append(Finding(run.index, task, "empty", len(empty), gen.height, _ids(empty)))
+            if length:
+                out.append(
+                    Finding(
+                        run.index,
+                        task,
+                        "max_gen_toks",
+                        len(length),
+                        gen.height,
+                        _ids(length),
+                        detail="finish_reason = length",
+                    )
+                )
+        if run.plan is not None and max_len is not None and task in run.plan.tasks:
+            cut: list[int] = []
+            n = 0
+            for doc in run.plan.tasks[task].values():
+                for inst in doc.instances:
+                    n += 1
+                    if inst.n_context_ids is None:
+                        continue
+                    if inst.request_type == "loglikelihood":
+                        over = inst.n_context_ids + (inst.n_continuation_ids or 0) > max_len - 1
+                    elif inst.request_type == "generate_until":
+                        over = inst.n_context_ids + (inst.max_gen_toks or max_gen) > max_len
+                    else:
+                        over = False  # rolling windows cover every token
+                    if over:
+                        cut.append(doc.doc_id)
+            if cut:
+                out.append(
+                    Finding(
+                        run.index,
+                        task,
+                        "truncated",
+                        len(cut),
+                        n,
+                        _ids(cut),
+                        detail=f"max_model_len {max_len}, left side cut",
+                    )
+                )
+    s = run.samples
+    if "filtered" in s.columns:
+        inv = s.filter(pl.col("filtered") == INVALID)
+        for (task, filt), g in sorted(inv.group_by(["task", "filter"]), key=lambda x: (str(x[0][0]), str(x[0][1]))):
+            total = s.filter((pl.col("task") == task) & (pl.col("filter") == filt)).height
+            out.append(
+                Finding(
+                    run.index,
+                    str(task),
+                    "no_answer",
+                    g.height,
+                    total,
+                    _ids(g["doc_id"].to_list()),
+                    detail=f"filter {filt}",
+                )
+            )
+    order = list(LABELS)
+    return sorted(out, key=lambda f: (f.run, f.task, order.index(f.kind), f.detail))

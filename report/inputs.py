@@ -1,0 +1,216 @@
+"""Read what a report shows about one run: its manifest, results.json, samples.parquet, result rows and
+(when the file is still there) the plan the run came from.
+
+Everything is checked on the way in: a results directory that is missing, unscored, malformed, or whose plan
+file is a different plan than the one it ran, is a one-line ``ReportError`` naming the file. A plan that is
+no longer on disk is not an error: the report then shows no prompts or choices for that run and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from plans.errors import PlanError
+from plans.io import PlanReader, read_header
+from plans.records import DocRecord, InstanceRecord, PlanHeader
+from plans.results import MANIFEST, read_results
+from report.errors import ReportError
+from scorer.score import RESULTS_JSON, SAMPLES_PARQUET
+
+
+@dataclass
+class InstanceView:
+    """What the report shows of one Instance of the plan."""
+
+    idx: int
+    request_type: str
+    context: str
+    continuation: str | None
+    n_context_ids: int | None
+    n_continuation_ids: int | None
+    max_gen_toks: int | None
+
+
+@dataclass
+class DocView:
+    doc_id: int
+    target: Any
+    choices: list[str] | None
+    fewshot_ids: list[int]
+    instances: list[InstanceView] = field(default_factory=list)
+
+
+@dataclass
+class PlanView:
+    """The plan's documents and Instances by task (prompts, choices, token counts), read once per plan."""
+
+    path: str
+    header: PlanHeader
+    tasks: dict[str, dict[int, DocView]]
+
+
+@dataclass
+class Run:
+    """One scored results directory."""
+
+    index: int
+    path: str  # as given on the command line
+    label: str  # short name shown in the page (unique among the runs)
+    manifest: dict[str, Any]
+    results: dict[str, Any]
+    samples: pl.DataFrame
+    rows: pl.DataFrame
+    plan_path: str
+    plan: PlanView | None
+    notes: list[str] = field(default_factory=list)  # what could not be read, shown under Diagnostics
+
+    @property
+    def plan_hash(self) -> str:
+        return str(self.results.get("plan_hash") or self.manifest.get("plan_hash") or "")
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f, parse_constant=lambda c: {"NaN": math.nan, "Infinity": math.inf}.get(c, -math.inf))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: missing ({what})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path}: malformed JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: malformed {what} (not a JSON object)")
+    return data
+
+
+def _check_results(path: Path, res: dict[str, Any]) -> None:
+    table = res.get("results")
+    if not isinstance(table, dict):
+        raise ReportError(f"{path}: malformed results.json (no 'results' map)")
+    for task, metrics in table.items():
+        if not isinstance(metrics, dict):
+            raise ReportError(f"{path}: task {task}: malformed results entry (not a map)")
+        for key, v in metrics.items():
+            if "," in key and (isinstance(v, bool) or not (isinstance(v, (int, float, str)) or v is None)):
+                raise ReportError(f"{path}: task {task}: field {key}: not a number")
+    for name in ("n-shot", "versions", "higher_is_better", "group_subtasks", "groups", "configs"):
+        if name in res and not isinstance(res[name], dict):
+            raise ReportError(f"{path}: malformed results.json (field {name!r} is not a map)")
+
+
+def resolve_plan(results_dir: Path, manifest: dict[str, Any], results: dict[str, Any]) -> str:
+    """The plan file a run names (results.json, else the manifest), relative names tried beside the run."""
+    name = str(results.get("plan_path") or manifest.get("plan_path") or "")
+    if not name:
+        return ""
+    p = Path(name)
+    if not p.is_absolute() and not p.exists() and (results_dir / p).exists():
+        p = results_dir / p
+    return os.fspath(p)
+
+
+def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
+    """Read results directory ``path``; ``plans`` caches PlanViews by plan hash (runs of one plan share it)."""
+    d = Path(path)
+    if not d.is_dir():
+        raise ReportError(f"{path}: no such results directory")
+    manifest = _read_json(d / MANIFEST, "run manifest; not a results directory?")
+    results = _read_json(d / RESULTS_JSON, f"not a scored run; run `lmeval score {path}` first")
+    _check_results(d / RESULTS_JSON, results)
+    mh, rh = manifest.get("plan_hash"), results.get("plan_hash")
+    if mh and rh and mh != rh:
+        raise ReportError(
+            f"{d / RESULTS_JSON}: scored from plan {str(rh)[:12]} but the manifest says {str(mh)[:12]}; "
+            f"rescore with `lmeval score {path}`"
+        )
+    sp = d / SAMPLES_PARQUET
+    try:
+        samples = pl.read_parquet(sp)
+    except FileNotFoundError:
+        raise ReportError(f"{sp}: missing; rescore with `lmeval score {path}`") from None
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise ReportError(f"{sp}: unreadable ({type(e).__name__})") from None
+    for col, dtype in (("task", pl.String), ("doc_id", pl.Int64), ("filter", pl.String)):
+        if samples.schema.get(col) != dtype:
+            raise ReportError(f"{sp}: column {col!r} missing or not {dtype}")
+    try:
+        rows = read_results(d)
+    except PlanError as e:
+        raise ReportError(str(e)) from None
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise ReportError(f"{path}: unreadable result parts ({type(e).__name__})") from None
+    run = Run(index, path, "", manifest, results, samples, rows, resolve_plan(d, manifest, results), None)
+    ph = run.plan_hash
+    if ph in plans:
+        run.plan = plans[ph]
+    elif not run.plan_path or not Path(run.plan_path).is_file():
+        run.notes.append(f"plan {run.plan_path or '(not named)'} not found: prompts and choices are not shown")
+        plans[ph] = None
+    else:
+        run.plan = plans[ph] = read_plan_view(run.plan_path, ph)
+    return run
+
+
+def read_plan_view(path: str, expected_hash: str) -> PlanView:
+    """Every document and Instance of the plan at ``path``, hash verified, refused if it is another plan."""
+    try:
+        header = read_header(path)
+        if expected_hash and header.plan_hash != expected_hash:
+            raise ReportError(
+                f"{path}: is plan {header.plan_hash[:12]}, but the results came from plan {expected_hash[:12]}"
+            )
+        tasks: dict[str, dict[int, DocView]] = {t.name: {} for t in header.tasks}
+        with PlanReader(path, verify=True) as r:
+            for rec in r:
+                docs = tasks.get(rec.task)
+                if docs is None:
+                    raise ReportError(f"{path}: record of task {rec.task!r}, which is not in the plan header")
+                if isinstance(rec, DocRecord):
+                    docs[rec.doc_id] = DocView(rec.doc_id, rec.target, rec.choices, list(rec.fewshot_ids))
+                elif isinstance(rec, InstanceRecord):
+                    doc = docs.get(rec.doc_id)
+                    if doc is None:
+                        raise ReportError(f"{path}: task {rec.task} doc {rec.doc_id}: Instance before its document")
+                    doc.instances.append(_instance_view(rec))
+    except PlanError as e:
+        raise ReportError(str(e)) from None
+    return PlanView(path, header, tasks)
+
+
+def _instance_view(rec: InstanceRecord) -> InstanceView:
+    mgt = None
+    if rec.request_type == "generate_until":
+        kw = rec.generation_kwargs or {}
+        for alias in ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens"):
+            if isinstance(kw.get(alias), int) and not isinstance(kw.get(alias), bool):
+                mgt = int(kw[alias])
+                break
+    return InstanceView(
+        rec.idx,
+        rec.request_type,
+        rec.context,
+        rec.continuation,
+        None if rec.context_ids is None else len(rec.context_ids),
+        None if rec.continuation_ids is None else len(rec.continuation_ids),
+        mgt,
+    )
+
+
+def label_runs(runs: list[Run]) -> None:
+    """Short, unique labels: the directory name, with the parent folder added where two names collide."""
+    names = [Path(r.path.rstrip("/")).name or r.path for r in runs]
+    for r, name in zip(runs, names, strict=True):
+        r.label = name if names.count(name) == 1 else str(Path(r.path.rstrip("/")).parent.name + "/" + name)
+    seen: dict[str, int] = {}
+    for r in runs:
+        seen[r.label] = seen.get(r.label, 0) + 1
+        if seen[r.label] > 1:
+            r.label = f"{r.label} #{seen[r.label]}"
