@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_diff",
     "lmeval.cmd_lock",
     "lmeval.cmd_validate",
+    "lmeval.cmd_ls",
 )
 
 
