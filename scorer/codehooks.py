@@ -14,12 +14,14 @@ from typing import Any
 
 from scorer.process import pass_at_k as _pass_at_k
 
+TIMEOUT_S = 3.0  # wall-clock seconds per program: code_eval's default
+
 
 def pass_at_k(references: list[str], predictions: list[list[str]], k: Any = None) -> dict[str, float]:
     """lm-eval humaneval's ``utils.pass_at_k``: code_eval's ``compute(...)[0]`` (keys ``pass@K``)."""
     if k is None:
         raise ValueError("pass_at_k needs k")
-    return _pass_at_k(references, predictions, k=[k] if isinstance(k, int) else list(k))
+    return _pass_at_k(references, predictions, k=[k] if isinstance(k, int) else list(k), timeout=TIMEOUT_S)
 
 
 def pass_at_1(references: str | list[str], predictions: str | list[Any]) -> float:
@@ -29,7 +31,7 @@ def pass_at_1(references: str | list[str], predictions: str | list[Any]) -> floa
     preds: list[Any] = list(predictions) if not isinstance(predictions, str) else [predictions]
     if preds and isinstance(preds[0], str):
         preds = [[p] for p in preds]
-    return _pass_at_k(references, preds, k=[1])["pass@1"]
+    return _pass_at_k(references, preds, k=[1], timeout=TIMEOUT_S)["pass@1"]
 
 
 def humaneval_build_predictions(resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
