@@ -142,18 +142,14 @@ def load_module(path: Path, root: Path, files: Mapping[str, str], name: str) -> 
     guard = _TreeGuard(root, files)
     with _LOCK:
         # modules already imported from this folder (by anything) would bypass the checks: forget them
-        for key, mod in list(sys.modules.items()):
-            f = getattr(mod, "__file__", None)
-            if f and is_inside(Path(f).resolve(), root) and not getattr(mod, "__lmeval_verified__", False):
-                del sys.modules[key]
+        _forget(root)
         spec = importlib.util.spec_from_file_location(name, path, loader=_VerifiedSource(path, want))
-        assert spec is not None
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.meta_path.insert(0, guard)
         sys.path.insert(0, str(path.parent))
         sys.modules[name] = module
         try:
-            assert spec.loader is not None
             spec.loader.exec_module(module)
         except BaseException:
             sys.modules.pop(name, None)
@@ -164,14 +160,17 @@ def load_module(path: Path, root: Path, files: Mapping[str, str], name: str) -> 
                 sys.path.remove(str(path.parent))
             except ValueError:
                 pass
-        for mod in list(sys.modules.values()):
-            f = getattr(mod, "__file__", None)
-            if f and is_inside(Path(f).resolve(), root):
-                try:
-                    mod.__lmeval_verified__ = True  # type: ignore[attr-defined]
-                except (AttributeError, TypeError):
-                    pass
+            # the folder's modules stay reachable from the hook's globals, but not by name: a later load
+            # (another task folder with a module of the same name) must not be handed these
+            _forget(root)
     return module
+
+
+def _forget(root: Path) -> None:
+    for key, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if f and is_inside(Path(f).resolve(), root):
+            del sys.modules[key]
 
 
 def module_name_for(path: Path, digest: str) -> str:
