@@ -1,0 +1,83 @@
+"""lm-eval's installed catalog by name, and ``lmeval ls``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.catalog import catalog, listing
+from compiler.config import CONF_DIR, catalog_names
+
+
+@pytest.fixture(scope="module")
+def lmeval_taskmanager() -> dict[str, list[str]]:
+    """lm-eval's own TaskManager names (in a subprocess: indexing takes seconds and imports torch)."""
+    code = (
+        "import json; from lm_eval.tasks import TaskManager; tm = TaskManager(); "
+        "print(json.dumps({'groups': tm.all_groups, 'subtasks': tm.all_subtasks, 'tags': tm.all_tags}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_catalog_names_equal_lmeval_taskmanager(lmeval_taskmanager: dict[str, list[str]]) -> None:
+    cat = catalog()
+    assert cat is not None
+    by_kind = {k: sorted(n for n, e in cat.index.entries.items() if e.kind == k) for k in ("task", "group", "tag")}
+    assert by_kind["task"] == lmeval_taskmanager["subtasks"]
+    assert by_kind["group"] == lmeval_taskmanager["groups"]
+    assert by_kind["tag"] == lmeval_taskmanager["tags"]
+    assert len(cat.index.entries) > 10_000
+
+
+def test_ls_lists_conf_and_catalog_with_counts(lmeval_taskmanager: dict[str, list[str]], cli) -> None:
+    rc, out, _ = cli("ls", "--json")
+    assert rc == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    by_source: dict[str, list[dict]] = {}
+    for r in rows:
+        by_source.setdefault(r["source"], []).append(r)
+    conf_files = sorted(p.stem for p in (CONF_DIR / "task").glob("*.yaml"))
+    assert set(conf_files) <= {r["name"] for r in by_source["conf/task"]}
+    assert {"humaneval", "mbpp"} <= set(conf_files)
+    lm = by_source["lm-eval"]
+    n_lm = sum(len(v) for v in lmeval_taskmanager.values())
+    assert len(lm) == n_lm  # every lm-eval name once: plain, or lm_eval:NAME where conf/task shadows it
+    arc = next(r for r in rows if r["name"] == "arc_easy")
+    assert arc["source"] == "conf/task" and "lm_eval:arc_easy" in arc["note"]
+    he = next(r for r in rows if r["name"] == "hellaswag")
+    assert (he["kind"], he["output_type"], he["source"]) == ("task", "multiple_choice", "lm-eval")
+    rc, out, _ = cli("ls", "groups", "mmlu_*")
+    assert rc == 0 and "mmlu_humanities" in out and "hellaswag" not in out
+    assert out.strip().splitlines()[-1].endswith("name(s)")
+
+
+def test_task_override_spelled_as_users_expect() -> None:
+    assert catalog_names(["+task=hellaswag"]) == ["run.tasks=[hellaswag]"]
+    assert catalog_names(["'+task=[arc_easy,hellaswag]'".strip("'"), "run.tasks=[gsm8k]"]) == [
+        "+task=[arc_easy]",
+        "run.tasks=[gsm8k,hellaswag]",
+    ]
+    assert catalog_names(["+task=arc_chalenge"]) == ["+task=arc_chalenge"]  # unknown: Hydra's error says so
+
+
+def test_compile_by_catalog_name(tmp_path: Path, cli) -> None:
+    from tests.compiler.conftest import data_dir
+
+    out = tmp_path / "p.msgpack"
+    rc, _, err = cli("compile", "+task=[lm_eval:winogrande,arc_easy]", f"run.data_dir={data_dir()}",
+                     "run.limit=2", f"--out={out}")  # fmt: skip
+    assert rc == 0, err
+    from plans import read_plan
+
+    tasks = {t.name: t for t in read_plan(out).header.tasks}
+    assert set(tasks) == {"winogrande", "arc_easy"}
+
+
+def test_listing_marks_unsupported_python_tasks() -> None:
+    rows = [r for r in listing(CONF_DIR / "task") if r.source == "lm-eval" and "Python class" in r.note]
+    assert rows  # lm-eval's class-based tasks are listed (TaskManager counts them) but marked
