@@ -119,8 +119,14 @@ def catalog() -> Catalog | None:
     root = lm_eval_tasks_dir()
     if root is None:
         return None
+    return load_catalog(root, cache_dir())
+
+
+def load_catalog(root: Path, cache: Path) -> Catalog:
+    """The index of the task YAMLs under ``root``, from ``cache`` when an index of exactly these files
+    (paths, sizes, mtimes) is there, else built and stored."""
     key = _fingerprint(root)
-    path = cache_dir() / f"lm_eval-{lm_eval_version()}-{key[:24]}.json"
+    path = cache / f"lm_eval-{lm_eval_version()}-{key[:24]}.json"
     try:
         return _from_json(json.loads(path.read_text(encoding="utf-8")), root)
     except (OSError, ValueError, KeyError, TypeError):

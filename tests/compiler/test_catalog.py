@@ -81,3 +81,42 @@ def test_compile_by_catalog_name(tmp_path: Path, cli) -> None:
 def test_listing_marks_unsupported_python_tasks() -> None:
     rows = [r for r in listing(CONF_DIR / "task") if r.source == "lm-eval" and "Python class" in r.note]
     assert rows  # lm-eval's class-based tasks are listed (TaskManager counts them) but marked
+
+
+def test_index_cache_is_reused_and_rebuilt_when_a_yaml_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import compiler.catalog as cat_mod
+
+    root = tmp_path / "tasks"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "t1.yaml").write_text("task: t1\ntag: [tg]\noutput_type: multiple_choice\n")
+    (root / "a" / "g.yaml").write_text("group: g1\ntask: [t1]\n")
+    cache = tmp_path / "cache"
+    calls: list[int] = []
+    real = cat_mod.build_index
+
+    def counting(dirs: list[Path]):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(dirs)
+
+    monkeypatch.setattr(cat_mod, "build_index", counting)
+    first = cat_mod.load_catalog(root, cache)
+    assert sorted(first.index.entries) == ["g1", "t1", "tg"] and len(calls) == 1
+    again = cat_mod.load_catalog(root, cache)
+    assert len(calls) == 1  # read from the cache
+    assert again.output_types["t1"] == "multiple_choice" and again.index.entries["tg"].members == ["t1"]
+    (root / "a" / "t1.yaml").write_text("task: t2\noutput_type: generate_until\n")  # edited in place
+    edited = cat_mod.load_catalog(root, cache)
+    assert len(calls) == 2 and "t2" in edited.index.entries and "t1" not in edited.index.entries
+
+
+def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> None:
+    """run.data_dir serves the datasets it has; hellaswag (not in ../shared/data) goes to the Hub, which is
+    offline here: one line saying so and where the local folder was looked for."""
+    from tests.compiler.conftest import data_dir
+
+    rc, _, err = cli("compile", "run.tasks=[arc_easy,hellaswag]", f"run.data_dir={data_dir()}", "run.limit=2",
+                     f"--out={tmp_path / 'p.msgpack'}")  # fmt: skip
+    assert rc == 2
+    line = err.strip()
+    assert "\n" not in line and "task hellaswag" in line and "datasets library" in line
+    assert "run.data_dir has no hellaswag/ folder" in line
