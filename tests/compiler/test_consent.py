@@ -78,18 +78,11 @@ def test_untrusted_needs_the_flag_and_the_environment_does_not_grant_it(
 ) -> None:
     d, _ = _task_folder(tmp_path)
     monkeypatch.setenv("LMEVAL_TRUST_CODE", "1")
-    with pytest.raises(ScoreError, match="--trust-code"):
+    canary = tmp_path / "ran"
+    (d / "utils.py").write_text(_canary(canary) + (d / "utils.py").read_text())
+    with pytest.raises(ScoreError, match="rerun with --trust-code"):
         pyref.load_ref(_ref(d), False, "task t: process_results")
-    from scorer.score import score_run
-
-    with pytest.raises(ScoreError):  # not a results dir: but trust must not come from the env either way
-        score_run(str(tmp_path), console=False)
-    import inspect
-
-    import scorer.score
-
-    assert "LMEVAL_TRUST_CODE" not in inspect.getsource(scorer.score)
-    assert not hasattr(pyref, "trust_from_env")
+    assert not canary.exists()
 
 
 def test_changed_imported_module_is_refused_before_anything_runs(tmp_path: Path) -> None:
