@@ -139,6 +139,9 @@ def load_catalog(root: Path, cache: Path) -> Catalog:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f)
         os.replace(tmp, path)
+        for old in cache.glob("lm_eval-*.json"):
+            if old != path:
+                old.unlink(missing_ok=True)  # indexes of files as they were before: never valid again
     except OSError:
         pass  # a read-only cache only costs time
     return _from_json(data, root)

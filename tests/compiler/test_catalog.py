@@ -107,6 +107,7 @@ def test_index_cache_is_reused_and_rebuilt_when_a_yaml_changes(tmp_path: Path, m
     (root / "a" / "t1.yaml").write_text("task: t2\noutput_type: generate_until\n")  # edited in place
     edited = cat_mod.load_catalog(root, cache)
     assert len(calls) == 2 and "t2" in edited.index.entries and "t1" not in edited.index.entries
+    assert len(list(cache.glob("*.json"))) == 1  # the stale index is gone
 
 
 def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> None:
