@@ -37,6 +37,13 @@ from typing import Any
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_TREE_FILES = 2000  # .py files hashed under one task folder
 _SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
+# installed packages under a task folder (a virtualenv beside a project's YAMLs) are not the task's code:
+# neither hashed nor guarded, like any other installed module
+_INSTALLED = {"site-packages", "dist-packages"}
+
+
+def _installed_tree(rel_parts: tuple[str, ...]) -> bool:
+    return any(p in _INSTALLED for p in rel_parts)
 
 
 class CodeRefused(Exception):
@@ -68,7 +75,11 @@ def hash_tree(root: Path) -> dict[str, str]:
     """sha256 of every ``.py`` file under ``root`` (relative POSIX path -> hash), bytecode caches skipped."""
     out: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in _SKIP_DIRS and d not in _INSTALLED and not (Path(dirpath) / d / "pyvenv.cfg").exists()
+        )
         for name in sorted(filenames):
             if name.endswith(".py"):
                 p = Path(dirpath) / name
@@ -115,7 +126,10 @@ class _TreeGuard(importlib.abc.MetaPathFinder):
         origin = Path(spec.origin).resolve()
         if not is_inside(origin, self.root):
             return None
-        rel = origin.relative_to(self.root).as_posix()
+        relpath = origin.relative_to(self.root)
+        if _installed_tree(relpath.parts):
+            return None
+        rel = relpath.as_posix()
         want = self.files.get(rel)
         if want is None:
             raise CodeRefused(f"{origin} was not hashed when the plan was compiled; recompile the plan")

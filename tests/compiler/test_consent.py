@@ -196,3 +196,22 @@ def test_environment_variable_no_longer_grants_trust(
     assert not canary.exists()
     assert main(["score", str(rdir), "--quiet", "--trust-code"]) == 0
     assert canary.exists()
+
+
+def test_a_virtualenv_inside_the_task_folder_is_not_task_code(tmp_path: Path) -> None:
+    """A project keeping its YAMLs beside a .venv: installed packages there are neither hashed nor refused."""
+    d, utils = _task_folder(tmp_path)
+    site = d / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (d / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / "installedpkg.py").write_text("VALUE = 5\n")
+    utils.write_text("import sys\nsys.path.append(" + repr(str(site)) + ")\nimport installedpkg\n\n"
+                     "def score(doc, results):\n    return {'x': installedpkg.VALUE}\n")  # fmt: skip
+    ref = _ref(d)
+    assert set(ref["files"]) == {"helper.py", "utils.py"}
+    try:
+        assert pyref.load_ref(ref, True, "task t: process_results")({}, []) == {"x": 5}
+    finally:
+        sys.modules.pop("installedpkg", None)
+        if str(site) in sys.path:
+            sys.path.remove(str(site))
