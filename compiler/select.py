@@ -277,8 +277,8 @@ def hydra_found(key: str, cfg: dict[str, Any], base_dir: Path, source: str) -> F
 
 
 def index_lookup(index: Index, qualifier: str = "") -> Lookup:
-    """Names defined by an lmyaml Index; with ``qualifier``, also ``<qualifier>NAME`` (only those, when
-    ``strict``)."""
+    """Names defined by an lmyaml Index; with ``qualifier``, ``<qualifier>NAME`` names them too. A group's or
+    tag's members resolve in this index first (``Found.scope``)."""
 
     def lookup(name: str) -> Found | None:
         if qualifier and name.startswith(qualifier):
@@ -298,15 +298,6 @@ def index_lookup(index: Index, qualifier: str = "") -> Lookup:
         return None if name.startswith(QUALIFIER) else lookup(name)
 
     return lookup
-
-
-def qualified_only(lookup: Lookup, qualifier: str) -> Lookup:
-    """``lookup`` restricted to ``<qualifier>NAME`` names (the explicit route to a shadowed catalog entry)."""
-
-    def only(name: str) -> Found | None:
-        return lookup(name) if name.startswith(qualifier) else None
-
-    return only
 
 
 def unqualified(lookup: Lookup, qualifier: str) -> Lookup:

@@ -121,3 +121,16 @@ def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> N
     line = err.strip()
     assert "\n" not in line and "task hellaswag" in line and "datasets library" in line
     assert "run.data_dir has no hellaswag/ folder" in line
+
+
+def test_catalog_tag_members_are_lmevals_not_conf_tasks() -> None:
+    """lm-eval's tag ai2_arc names arc_easy and arc_challenge, which conf/task also defines: inside a catalog
+    group or tag, members resolve in the catalog (as in lm-eval's own index); by name alone, conf/task wins."""
+    from compiler.api import select_tasks
+    from compiler.config import compose, run_config
+    from tests.compiler.conftest import data_dir
+
+    cfg = compose(["run.tasks=[ai2_arc]", f"run.data_dir={data_dir()}"])
+    sel = select_tasks(cfg, run_config(cfg["run"]))
+    assert sorted(s.name for s in sel.tasks) == ["arc_challenge", "arc_easy"]
+    assert all("/lm_eval/tasks/arc/" in str(s.source) for s in sel.tasks)
