@@ -15,6 +15,7 @@ from typing import Any
 import msgpack
 
 from compiler.build import BuiltTask, RunOptions, TaskBuilder
+from compiler.catalog import QUALIFIER, catalog
 from compiler.config import CONF_DIR, RunConfig, compose, run_config
 from compiler.errors import CompileError, fail
 from compiler.functions import FunctionRef, as_data
@@ -26,6 +27,7 @@ from compiler.select import (
     hydra_found,
     include_index,
     index_lookup,
+    unqualified,
 )
 from compiler.taskspec import DEFAULT_METRICS, TaskSpec
 from compiler.tokens import ModelTokenizer, sha256_text
@@ -60,14 +62,19 @@ def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
     task_dir = CONF_DIR / "task"
     conf = conf_lookup(task_dir)
     index = include_index(run.include_path) if run.include_path else None
-    lookups = [index_lookup(index)] if index is not None else []
-    lookup = chain_lookups(*lookups, conf)
+    lookups = [unqualified(index_lookup(index), QUALIFIER)] if index is not None else []
+    lookups.append(unqualified(conf, QUALIFIER))
+    broken = dict(index.broken) if index is not None else {}
+    cat = catalog() if _needs_catalog(cfg, run, index, conf) else None
+    if cat is not None:
+        lookups.append(index_lookup(cat.index, QUALIFIER))
+    lookup = chain_lookups(*lookups)
 
     def known() -> list[str]:
         names = sorted(p.stem for p in task_dir.glob("*.yaml"))
-        return (index.names() if index is not None else []) + names
+        return (index.names() if index is not None else []) + names + (cat.index.names() if cat else [])
 
-    ex = Expander(lookup, known, index.broken if index is not None else None)
+    ex = Expander(lookup, known, broken)
     bad_lines: list[str] = []
     ex.sel.bad_lines = bad_lines  # type: ignore[attr-defined]
     hydra_tasks = cfg.get("task") or {}
@@ -92,6 +99,20 @@ def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
         raise fail("no task selected: pass +task=NAME (e.g. +task=arith) or run.tasks=[...]")
     ex.sel.tasks.sort(key=lambda s: s.name)
     return ex.sel
+
+
+def _needs_catalog(cfg: dict[str, Any], run: RunConfig, index: Any, conf: Any) -> bool:
+    """Whether some selected name is neither in run.include_path nor conf/task (so the ~14,000-file catalog
+    index is only read when it is needed). Group members are resolved later and may need it too: any
+    name that is not a plain conf/task file name turns it on."""
+    for name in run.tasks or []:
+        if name.startswith(QUALIFIER):
+            return True
+        if index is not None and name in index.entries:
+            continue
+        if not (CONF_DIR / "task" / f"{name}.yaml").is_file():
+            return True
+    return False
 
 
 def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: list[str]) -> list[str]:
@@ -361,8 +382,9 @@ def _instance_records(
                 repeats=s.repeats,
                 context_ids=c_ids,
                 continuation_ids=cont_ids,
-                request_hash=request_hash_of(rq.request_type, rq.context, rq.continuation, rq.generation_kwargs,
-                                             c_ids, cont_ids),  # fmt: skip
+                request_hash=request_hash_of(
+                    rq.request_type, rq.context, rq.continuation, rq.generation_kwargs, c_ids, cont_ids
+                ),  # fmt: skip
             )
             try:
                 blobs.append(encode_instance(rec, prev))
@@ -445,8 +467,9 @@ def _compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], lis
             )
         )
     groups = [
-        GroupSummary(name=g.name, subtasks=g.subtasks, aggregate_metric_list=g.aggregate_metric_list,
-                     version=g.version)  # fmt: skip
+        GroupSummary(
+            name=g.name, subtasks=g.subtasks, aggregate_metric_list=g.aggregate_metric_list, version=g.version
+        )  # fmt: skip
         for g in sorted(sel.groups, key=lambda g: g.name)
     ]
     extra: dict[str, Any] = {"selected": sel.top}

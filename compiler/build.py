@@ -159,7 +159,7 @@ class TaskBuilder:
         """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such
         split), so the few-shot pool falls back as lm-eval's does. The evaluation split must exist."""
         s = self.spec
-        if self.run.data_dir is None:
+        if self.data.data_dir is None:
             return
         changes: dict[str, Any] = {}
         for key in ("training_split", "validation_split", "test_split", "fewshot_split"):

@@ -61,9 +61,53 @@ def shorthand(overrides: list[str]) -> list[str]:
     return out
 
 
+_TASK_SELECT = re.compile(r"^\+task=(.+)$", re.S)
+_NAME = re.compile(r"[A-Za-z0-9_.:-]+")
+_RUN_TASKS = re.compile(r"^(\+{0,2})run\.tasks=(.*)$", re.S)
+
+
+def catalog_names(overrides: list[str]) -> list[str]:
+    """``+task=NAME`` / ``'+task=[a,b]'`` naming tasks that are not conf/task files but are in lm-eval's
+    catalog (or ``lm_eval:NAME``) become ``run.tasks`` entries, so users spell them as they expect. Names
+    found nowhere stay where they are (Hydra's error then suggests the close conf/task names)."""
+    conf_names = set(_task_names("task"))
+    out: list[str] = []
+    moved: list[str] = []
+    for o in overrides:
+        m = _TASK_SELECT.match(o)
+        if m:
+            val = m.group(1).strip()
+            inner = val[1:-1] if val.startswith("[") and val.endswith("]") else val
+            items = [x.strip().strip("'\"") for x in inner.split(",") if x.strip()]
+            if items and all(_NAME.fullmatch(x) for x in items) and any(x not in conf_names for x in items):
+                from compiler.catalog import QUALIFIER, catalog
+
+                cat = catalog()
+                known = cat.index.entries if cat is not None else {}
+                other = [x for x in items if x not in conf_names and (x.startswith(QUALIFIER) or x in known)]
+                if other and len(other) == len([x for x in items if x not in conf_names]):
+                    moved += other
+                    ours = [x for x in items if x in conf_names]
+                    if ours:
+                        out.append(f"+task=[{','.join(ours)}]")
+                    continue
+        out.append(o)
+    if not moved:
+        return out
+    for i, o in enumerate(out):
+        m2 = _RUN_TASKS.match(o)
+        if m2:
+            v = m2.group(2).strip()
+            inner = v[1:-1] if v.startswith("[") and v.endswith("]") else v
+            names = [x.strip() for x in inner.split(",") if x.strip()]
+            out[i] = f"{m2.group(1)}run.tasks=[{','.join(names + moved)}]"
+            return out
+    return [*out, f"run.tasks=[{','.join(moved)}]"]
+
+
 def compose(overrides: list[str]) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``."""
-    overrides = shorthand(overrides)
+    overrides = catalog_names(shorthand(overrides))
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

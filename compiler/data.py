@@ -89,7 +89,15 @@ class DataSource:
 
     def __init__(self, spec: TaskSpec, data_dir: str | None) -> None:
         self.spec = spec
-        self.data_dir = data_dir
+        # run.data_dir is used for a Hub dataset only when its folder is there; others come from the Hub
+        # as lm-eval loads them (e.g. `run.tasks=[arc_easy,hellaswag]` with only arc_easy local)
+        local = (
+            data_dir is not None
+            and spec.dataset_path is not None
+            and (Path(data_dir) / local_name(spec.dataset_path, spec.dataset_name)).is_dir()
+        )
+        self.data_dir = data_dir if local else None
+        self.requested_dir = data_dir
         self._splits: dict[str, list[dict[str, Any]]] = {}
         self._custom: dict[str, Any] | None = None
         self._hf: Any = None
@@ -194,10 +202,15 @@ class DataSource:
                 self._hf = datasets.load_dataset(path=s.dataset_path, name=s.dataset_name, **kwargs)
             except Exception as e:  # noqa: BLE001 - offline, missing, or unknown dataset
                 why = str(e).split("\n")[0][:200]
+                local = local_name(s.dataset_path or "", s.dataset_name)
+                hint = (
+                    f"run.data_dir has no {local}/ folder (looked for {Path(self.requested_dir) / local})"
+                    if self.requested_dir is not None
+                    else f"for local data pass run.data_dir=DIR with DIR/{local}/<split>.jsonl"
+                )
                 raise fail(
                     f"cannot load dataset {self.describe()} with the datasets library ({type(e).__name__}: {why}); "
-                    f"for local data pass run.data_dir=DIR with DIR/"
-                    f"{local_name(s.dataset_path or '', s.dataset_name)}/<split>.jsonl",
+                    f"{hint}",
                     file=s.source,
                     task=s.name,
                     field="dataset_path",

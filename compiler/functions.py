@@ -1,25 +1,46 @@
-"""``!function module.attr`` references: resolved to Python callables at compile time, recorded as data.
+"""``!function module.attr`` references: located at compile time, recorded as data, run only where needed.
 
 A task config may name Python functions (lm-eval's ``!function utils.doc_to_text``; in Hydra configs the
-quoted string ``"!function module.attr"``). The module is looked up beside the YAML file first (lm-eval's
-rule), then as an importable module. Plans never hold code: a reference is recorded as
-``{"__function__": "module.attr", "sha256": <file hash>}``, plus ``"path"`` (absolute) for functions the
-scorer has to run (process_results, custom metrics and filters), so a plan that needs one names the exact
-file and its content hash.
+quoted string ``"!function module.attr"``). ``module`` is a dotted name of plain identifiers; it is looked up
+as a file in the YAML's own folder tree first (lm-eval's rule: ``utils`` -> ``<yaml dir>/utils.py``,
+``a.b`` -> ``<yaml dir>/a/b.py``), then as an importable installed module. Nothing else: no leading dots,
+no paths, and a file that resolves (through a symlink) outside the YAML's folder is refused.
+
+Functions that shape prompts (``process_docs``, ``doc_to_*``, few-shot ``samples``, ``custom_dataset``) run
+at compile time. Their module's source is executed from verified bytes (``plans.funcref.load_module``: no
+bytecode caches). A function whose body only returns a literal (lm-eval's ``list_fewshot_samples``) is
+evaluated from the source without importing its module at all.
+
+Scoring hooks (``process_results``, metric and aggregation functions, filters) are never imported here:
+``score_ref_data`` records where they are and the sha256 of every Python file of their task folder, so a
+plan compiles where the scorer's extra packages are missing, and the scorer runs exactly those files (with
+the user's ``--trust-code``). lm-eval's humaneval/mbpp hooks, which load Hugging Face ``evaluate``'s
+unsandboxed ``code_eval``, are recorded as lmeval's sandboxed built-ins instead (``builtin_for``).
 """
 
 from __future__ import annotations
 
-import hashlib
+import ast
 import importlib
 import importlib.util
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler.errors import fail
+from plans.funcref import (
+    BUILTIN_HOOKS,
+    BUILTIN_MODULE,
+    CodeRefused,
+    hash_tree,
+    is_inside,
+    load_module,
+    module_name_for,
+    ref_data,
+    sha256_file,
+    split_spec,
+)
 
 PREFIX = "!function "
 
@@ -32,88 +53,179 @@ class FunctionRef:
     base_dir: str | None = None
     source: str | None = None
 
-    def module_file(self) -> Path | None:
-        mod_path, _, _ = self.spec.rpartition(".")
-        if self.base_dir is not None and mod_path:
-            rel = (Path(self.base_dir) / f"{mod_path.replace('.', '/')}.py").resolve()
-            if rel.is_file():
-                return rel
+
+@dataclass(frozen=True)
+class Location:
+    path: Path  # the module file
+    root: Path | None  # the YAML's folder, for a module file found there
+    module: str | None  # the dotted name, for an importable installed module
+
+
+def _bad_spec(ref: FunctionRef, task: str | None, field: str | None) -> Exception:
+    return fail(
+        f"'!function {ref.spec}' must be module.function made of plain identifiers (no leading dots, no paths)",
+        file=ref.source,
+        task=task,
+        field=field,
+    )
+
+
+def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = None) -> Location:
+    """Where ``ref``'s module is, without running any of it (an installed package's parents may import)."""
+    parts = split_spec(ref.spec)
+    if parts is None:
+        raise _bad_spec(ref, task, field)
+    mod_parts, _attr = parts
+    mod = ".".join(mod_parts)
+    if ref.base_dir is not None:
+        base = Path(ref.base_dir).resolve()
+        cand = base.joinpath(*mod_parts[:-1], mod_parts[-1] + ".py")
+        if cand.exists():
+            real = cand.resolve()
+            if not is_inside(real, base) or not real.is_file():
+                raise fail(f"'!function {ref.spec}': {cand} resolves to {real}, outside the task folder {base}",
+                           file=ref.source, task=task, field=field)  # fmt: skip
+            return Location(real, base, None)
+    try:
+        spec = importlib.util.find_spec(mod)
+    except Exception as e:  # noqa: BLE001 - a parent package that fails to import
+        spec = None
+        why = f" ({type(e).__name__}: {e})"
+    else:
+        why = ""
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    if spec is None or not origin or not Path(origin).is_file():
+        looked = f" (looked for {Path(ref.base_dir) / (mod.replace('.', '/') + '.py')})" if ref.base_dir else ""
+        raise fail(f"cannot import '!function {ref.spec}': no module {mod!r}{why}{looked}", file=ref.source,
+                   task=task, field=field)  # fmt: skip
+    return Location(Path(origin).resolve(), None, mod)
+
+
+_modules: dict[Path, Any] = {}
+_fn_cache: dict[FunctionRef, Callable[..., Any]] = {}
+
+
+def literal_function(path: Path, attr: str) -> Callable[[], Any] | None:
+    """A module-level ``def attr():`` whose body only returns a literal, as a function returning a fresh copy
+    of that literal (from the source: the module is not imported); None for anything else."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError, OSError):
         return None
-
-
-_module_cache: dict[str, Any] = {}
-_fn_cache: dict[FunctionRef, tuple[Callable[..., Any], Path | None]] = {}
-
-
-def _load_file_module(path: Path) -> Any:
-    key = str(path)
-    mod = _module_cache.get(key)
-    if mod is None:
-        name = "_lmeval_fn_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {path}")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        _module_cache[key] = mod
-    return mod
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            a = node.args
+            if a.args or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or node.decorator_list:
+                return None
+            body = list(node.body)
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # docstring
+            if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+                return None
+            try:
+                ast.literal_eval(body[0].value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+            src = ast.unparse(body[0].value)
+            return lambda: ast.literal_eval(src)
+    return None
 
 
 def resolve(ref: FunctionRef, *, task: str | None = None, field: str | None = None) -> Callable[..., Any]:
-    """The callable ``ref`` names; a CompileError naming file, task and field when it cannot be imported."""
+    """The callable ``ref`` names (running its module); a CompileError naming file, task and field."""
     hit = _fn_cache.get(ref)
     if hit is not None:
-        return hit[0]
-    mod_path, _, attr = ref.spec.rpartition(".")
-    if not mod_path or not attr:
-        raise fail(f"'!function {ref.spec}' must be module.function", file=ref.source, task=task, field=field)
-    file = ref.module_file()
-    try:
-        if file is not None:
-            module = _load_file_module(file)
-        else:
-            module = importlib.import_module(mod_path)
-    except Exception as e:  # noqa: BLE001 - any import failure is the user's module
-        looked = f" (looked for {Path(ref.base_dir) / (mod_path.replace('.', '/') + '.py')})" if ref.base_dir else ""
-        raise fail(
-            f"cannot import '!function {ref.spec}': {type(e).__name__}: {e}{looked}",
-            file=ref.source,
-            task=task,
-            field=field,
-        ) from None
-    fn = getattr(module, attr, None)
+        return hit
+    loc = locate(ref, task=task, field=field)
+    parts = split_spec(ref.spec)
+    assert parts is not None
+    attr = parts[1]
+    fn: Any = None
+    if loc.root is not None:
+        fn = literal_function(loc.path, attr)
+    if fn is None:
+        try:
+            if loc.root is not None:
+                module = _modules.get(loc.path)
+                if module is None:
+                    module = load_module(loc.path, loc.root, hash_tree(loc.root),
+                                         module_name_for(loc.path, sha256_file(loc.path)))  # fmt: skip
+                    _modules[loc.path] = module
+            else:
+                assert loc.module is not None
+                module = importlib.import_module(loc.module)
+        except CodeRefused as e:
+            raise fail(f"'!function {ref.spec}': {e}", file=ref.source, task=task, field=field) from None
+        except Exception as e:  # noqa: BLE001 - any import failure is the user's module
+            raise fail(f"cannot import '!function {ref.spec}' from {loc.path}: {type(e).__name__}: {e}",
+                       file=ref.source, task=task, field=field) from None  # fmt: skip
+        fn = getattr(module, attr, None)
     if fn is None or not callable(fn):
-        raise fail(
-            f"'!function {ref.spec}': module {mod_path} has no function {attr!r}",
-            file=ref.source,
-            task=task,
-            field=field,
-        )
-    origin = file if file is not None else _module_origin(module)
-    _fn_cache[ref] = (fn, origin)
+        raise fail(f"'!function {ref.spec}': {loc.path} has no function {attr!r}", file=ref.source, task=task,
+                   field=field)  # fmt: skip
+    _fn_cache[ref] = fn
     return fn  # type: ignore[no-any-return]
 
 
-def _module_origin(module: Any) -> Path | None:
-    f = getattr(module, "__file__", None)
-    return Path(f).resolve() if f else None
-
-
-def _file_sha256(path: Path | None) -> str | None:
-    if path is None:
+def _lm_eval_tasks_dir() -> Path | None:
+    try:
+        spec = importlib.util.find_spec("lm_eval")
+    except Exception:  # noqa: BLE001
         return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).resolve().parent / "tasks"
+
+
+def builtin_for(ref: FunctionRef, loc: Location | None) -> str | None:
+    """lmeval's sandboxed built-in standing in for ``ref``: ``lmeval_builtin.NAME`` names one directly;
+    lm-eval's own humaneval/mbpp hooks (``code_eval``, run unsandboxed by Hugging Face ``evaluate``) map to
+    the sandboxed equivalents."""
+    parts = split_spec(ref.spec)
+    if parts is None:
+        return None
+    mod_parts, attr = parts
+    if mod_parts == [BUILTIN_MODULE]:
+        return attr if attr in BUILTIN_HOOKS else None
+    if loc is None or loc.root is None or loc.path.name != "utils.py":
+        return None
+    tasks = _lm_eval_tasks_dir()
+    if tasks is None or loc.root.parent != tasks:
+        return None
+    from plans.funcref import LM_EVAL_CODE_HOOKS
+
+    return LM_EVAL_CODE_HOOKS.get((loc.root.name, attr))
+
+
+def score_ref_data(ref: FunctionRef, *, task: str | None = None, field: str | None = None) -> dict[str, Any]:
+    """The plan's record of a scoring hook, located but not imported (see the module docstring)."""
+    parts = split_spec(ref.spec)
+    if parts is None:
+        raise _bad_spec(ref, task, field)
+    if parts[0] == [BUILTIN_MODULE]:
+        name = builtin_for(ref, None)
+        if name is None:
+            raise fail(f"'!function {ref.spec}': no such lmeval built-in (known: {', '.join(sorted(BUILTIN_HOOKS))})",
+                       file=ref.source, task=task, field=field)  # fmt: skip
+        return {"__function__": ref.spec, "builtin": name}
+    loc = locate(ref, task=task, field=field)
+    name = builtin_for(ref, loc)
+    if name is not None:
+        return {"__function__": ref.spec, "builtin": name}
+    try:
+        return ref_data(ref.spec, loc.path, loc.root, loc.module)
+    except (CodeRefused, OSError) as e:
+        raise fail(f"'!function {ref.spec}': {e}", file=ref.source, task=task, field=field) from None
 
 
 def as_data(ref: FunctionRef, *, with_path: bool, task: str | None = None, field: str | None = None) -> dict:
-    """The plan's data form of a function reference (resolving it, so a broken one fails at compile)."""
-    resolve(ref, task=task, field=field)
-    origin = _fn_cache[ref][1]
-    out: dict[str, Any] = {"__function__": ref.spec, "sha256": _file_sha256(origin)}
+    """The plan's data form of a function reference. Scoring hooks (``with_path``): ``score_ref_data``.
+    Prompt-shaping functions (already run): name and file hash."""
     if with_path:
-        out["path"] = str(origin) if origin is not None else None
-    return out
+        return score_ref_data(ref, task=task, field=field)
+    resolve(ref, task=task, field=field)
+    loc = locate(ref, task=task, field=field)
+    return {"__function__": ref.spec, "sha256": sha256_file(loc.path)}
 
 
 def from_hydra_value(value: Any, base_dir: str | None, source: str | None) -> Any:

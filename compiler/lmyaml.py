@@ -18,6 +18,7 @@ from compiler.functions import FunctionRef
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}
+QUALIFIER = "lm_eval:"  # names lm-eval's catalog entry explicitly (compiler/catalog.py)
 
 
 def _loader_for(path: Path) -> type:
@@ -34,14 +35,25 @@ def _loader_for(path: Path) -> type:
     return Loader
 
 
-def load_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """One task/group YAML with its ``include:`` chain merged (local keys win)."""
+def _parse(p: Path, memo: dict[Path, Any] | None) -> Any:
+    if memo is not None and p in memo:
+        hit = memo[p]
+        return dict(hit) if isinstance(hit, dict) else hit
+    with p.open("rb") as fh:
+        cfg = yaml.load(fh, Loader=_loader_for(p))  # noqa: S506 - our loader only adds !function
+    if memo is not None:
+        memo[p] = dict(cfg) if isinstance(cfg, dict) else cfg
+    return cfg
+
+
+def load_yaml(path: str | Path, _seen: tuple[Path, ...] = (), memo: dict[Path, Any] | None = None) -> dict[str, Any]:
+    """One task/group YAML with its ``include:`` chain merged (local keys win). ``memo`` (path -> parsed
+    file) saves re-parsing shared include files while indexing many YAMLs."""
     p = Path(path).expanduser().resolve()
     if p in _seen:
         raise fail(f"include cycle through {p}", file=str(_seen[0]))
     try:
-        with p.open("rb") as fh:
-            cfg = yaml.load(fh, Loader=_loader_for(p))  # noqa: S506 - our loader only adds !function
+        cfg = _parse(p, memo)
     except FileNotFoundError:
         raise fail("file not found", file=str(path)) from None
     except yaml.YAMLError as e:
@@ -59,7 +71,7 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         inc_path = Path(inc) if Path(str(inc)).is_absolute() else p.parent / str(inc)
         if not inc_path.is_file():
             raise fail(f"include: {inc!r} not found (looked for {inc_path})", file=str(p), field="include")
-        inc_cfg = load_yaml(inc_path, (*_seen, p))
+        inc_cfg = load_yaml(inc_path, (*_seen, p), memo)
         inc_cfg.pop("task_list", None)
         merged.update(inc_cfg)
     merged.update(cfg)
@@ -73,6 +85,7 @@ class Entry:
     path: Path | None
     cfg: dict[str, Any] | None = None
     members: list[str] = field(default_factory=list)  # for tags: task names
+    unsupported: str | None = None  # why lmeval cannot compile it (listed, refused at compile)
 
 
 @dataclass
@@ -87,6 +100,7 @@ class Index:
 def build_index(dirs: list[Path]) -> Index:
     entries: dict[str, Entry] = {}
     broken: dict[str, str] = {}
+    memo: dict[Path, Any] = {}
     for root in dirs:
         local: dict[str, Entry] = {}
         files = sorted(
@@ -95,7 +109,7 @@ def build_index(dirs: list[Path]) -> Index:
         )
         for path in files:
             try:
-                cfg = load_yaml(path)
+                cfg = load_yaml(path, memo=memo)
             except Exception as e:  # noqa: BLE001 - lm-eval skips unreadable files while indexing
                 broken[str(path)] = str(e)
                 continue
@@ -105,24 +119,28 @@ def build_index(dirs: list[Path]) -> Index:
 
 
 def _register(cfg: dict[str, Any], path: Path, index: dict[str, Entry], broken: dict[str, str]) -> None:
-    # lm-eval 0.4.13 decides by key shape: 'class' = Python task, 'group' = group, 'task' = task.
-    if "class" in cfg:
-        broken[str(path)] = "Python class tasks ('class:') are not supported"
-        return
-    if "group" in cfg:
+    # lm-eval 0.4.13's TaskIndex.process_cfg: 'class' = Python task, 'group' = group, 'task' = task; the first
+    # definition of a name in one folder wins; a tag is created by the first task naming it
+    if "group" in cfg and "class" not in cfg:
         name = str(cfg["group"])
         if name not in index:
             index[name] = Entry(name, "group", path, cfg)
         return
-    if "task" in cfg:
-        name = str(cfg["task"])
-        if name in index and index[name].kind != "tag":
+    if "task" in cfg or "class" in cfg:
+        if "task" not in cfg:
+            broken[str(path)] = "a Python class task without a 'task' name"
             return
-        index[name] = Entry(name, "task", path, cfg)
+        name = str(cfg["task"])
+        if name in index:
+            return
+        e = Entry(name, "task", path, cfg)
+        if "class" in cfg:
+            e.unsupported = "a Python class task ('class:'), which lmeval cannot compile"
+        index[name] = e
         tags = cfg.get("tag")
         for tag in tags if isinstance(tags, list) else [tags] if tags else []:
-            e = index.setdefault(str(tag), Entry(str(tag), "tag", None))
-            if e.kind == "tag" and name not in e.members:
-                e.members.append(name)
+            t = index.setdefault(str(tag), Entry(str(tag), "tag", None))
+            if t.kind == "tag" and name not in t.members:
+                t.members.append(name)
         return
     broken[str(path)] = f"neither 'task' nor 'group' at the top level (keys: {sorted(cfg)})"

@@ -14,7 +14,7 @@ from typing import Any
 
 from compiler.errors import fail
 from compiler.functions import from_hydra_value
-from compiler.lmyaml import Index, build_index, load_yaml
+from compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
 from compiler.taskspec import TaskSpec, build_spec
 
 GROUP_FIELDS = ("group", "group_alias", "task", "aggregate_metric_list", "metadata")
@@ -43,6 +43,7 @@ class Found:
     kind: str  # task | group | tag
     members: list[str] = field(default_factory=list)
     namespace_inline: bool = True  # lm-eval names inline group members "<group>::<name>"
+    scope: Callable[[str], Found | None] | None = None  # where its members resolve first (its own index)
 
 
 Lookup = Callable[[str], Found | None]
@@ -92,6 +93,19 @@ class Expander:
         found = self.lookup(name)
         if found is None:
             raise self.unknown(name, where)
+        name = name.removeprefix(QUALIFIER)
+        if found.scope is not None and found.kind != "task":
+            # a catalog group's or tag's members are the catalog's (as in lm-eval's own index), not conf/task's
+            prev = self.lookup
+            self.lookup = chain_lookups(found.scope, prev)
+            try:
+                return self._add_found(name, found, parents, overrides)
+            finally:
+                self.lookup = prev
+        return self._add_found(name, found, parents, overrides)
+
+    def _add_found(self, name: str, found: Found, parents: list[str],
+                   overrides: dict[str, Any] | None) -> list[str]:  # fmt: skip
         if found.kind == "tag":
             out = []
             for t in sorted(found.members):
@@ -262,18 +276,67 @@ def hydra_found(key: str, cfg: dict[str, Any], base_dir: Path, source: str) -> F
     return Found({"task": key, **cfg}, source, "task")
 
 
-def index_lookup(index: Index) -> Lookup:
+def index_lookup(index: Index, qualifier: str = "") -> Lookup:
+    """Names defined by an lmyaml Index; with ``qualifier``, ``<qualifier>NAME`` names them too. A group's or
+    tag's members resolve in this index first (``Found.scope``)."""
+
     def lookup(name: str) -> Found | None:
+        if qualifier and name.startswith(qualifier):
+            name = name[len(qualifier) :]
         e = index.entries.get(name)
         if e is None:
             return None
         if e.kind == "tag":
-            return Found({}, None, "tag", members=list(e.members))
+            return Found({}, None, "tag", members=list(e.members), scope=plain)
         assert e.path is not None
+        if e.unsupported:
+            raise fail(f"task {name!r} is {e.unsupported}", file=str(e.path))
         cfg = load_yaml(e.path)
-        return Found(cfg, str(e.path), e.kind)
+        return Found(cfg, str(e.path), e.kind, scope=plain)
+
+    def plain(name: str) -> Found | None:
+        return None if name.startswith(QUALIFIER) else lookup(name)
 
     return lookup
+
+
+def unqualified(lookup: Lookup, qualifier: str) -> Lookup:
+    def plain(name: str) -> Found | None:
+        return None if name.startswith(qualifier) else lookup(name)
+
+    return plain
+
+
+def conf_entries(conf_task_dir: Path) -> list[tuple[str, str, str | None, str]]:
+    """(name, kind, output_type, file) of every task and group ``conf/task`` defines, inline group members
+    included (``mmlu_anatomy`` of ``mmlu``)."""
+    out: list[tuple[str, str, str | None, str]] = []
+    for path in sorted(conf_task_dir.glob("*.yaml")):
+        cfg = _load_conf_file(path)
+        if cfg.get("kind") == "jsonl_spec":
+            out.append((path.stem, "task", "generate_until", str(path)))
+            continue
+        if "group" not in cfg:
+            out.append((path.stem, "task", str(cfg.get("output_type", "generate_until")), str(path)))
+            continue
+        out.append((str(cfg["group"]), "group", None, str(path)))
+        full = _with_definition(cfg, conf_task_dir, str(path))
+        _members(full, {}, out, str(path))
+    return out
+
+
+def _members(group: dict[str, Any], inherited: dict[str, Any], out: list[tuple[str, str, str | None, str]],
+             source: str) -> None:  # fmt: skip
+    over = {**{k: v for k, v in group.items() if k not in GROUP_FIELDS}, **inherited}
+    for item in group.get("task") or []:
+        if not isinstance(item, dict):
+            continue
+        if "group" in item:
+            out.append((str(item["group"]), "group", None, source))
+            _members(item, over, out, source)
+        elif isinstance(item.get("task"), str):
+            merged = {**over, **item}
+            out.append((item["task"], "task", str(merged.get("output_type", "generate_until")), source))
 
 
 def chain_lookups(*lookups: Lookup) -> Lookup:

@@ -19,7 +19,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--trust-code",
         action="store_true",
-        help="allow importing user Python the plan references (checked against its sha256)",
+        help="allow importing the user Python the plan references (every file of its task folder is checked "
+        "against the sha256 recorded at compile time); the only switch that grants trust",
     )
     p.add_argument("--allow-partial", action="store_true", help="exit 0 when instances are missing")
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="bootstrap resamples (lm-eval's default)")
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from scorer.errors import PartialResultsError
     from scorer.score import score_run
 
-    trust = True if args.trust_code else None
+    trust = bool(args.trust_code)
     out = score_run(
         args.results, args.plan, console=not args.quiet, trust_code=trust, bootstrap_iters=args.bootstrap_iters
     )

@@ -105,9 +105,7 @@ def resolve(
         fn = None
         if pyref.is_ref(raw):
             name = pyref.ref_name(raw)
-            if name == "pass_at_k":
-                builtin = "pass_at_k"  # ours (scorer.sandbox), never the task's own code_eval import
-            elif process_results is None:
+            if process_results is None:
                 fn = pyref.load_ref(raw, trust, f"task {task}: metric {name}")
         elif isinstance(raw, str):
             name = raw

@@ -23,7 +23,6 @@ from plans.results import polars_schema, read_manifest, write_json_atomic
 from scorer import aggregate as agg
 from scorer import groups as grp
 from scorer import metrics as met
-from scorer import pyref
 from scorer.errors import ScoreError
 from scorer.filters import pipelines_of
 from scorer.planload import PlanData, TaskDocs, load, resolve_plan_path
@@ -67,7 +66,7 @@ def score_run(
     trust_code: bool | None = None,
     bootstrap_iters: int = agg.BOOTSTRAP_ITERS,
 ) -> ScoreOutcome:
-    trust = pyref.trust_from_env() if trust_code is None else trust_code
+    trust = bool(trust_code)  # only the caller's explicit --trust-code grants it (never the environment)
     try:
         manifest = read_manifest(results_dir)
     except PlanError as e:

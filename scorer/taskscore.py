@@ -8,6 +8,7 @@ metric is a number, Python objects otherwise, e.g. f1's ``(gold, pred)`` or bleu
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,12 +122,17 @@ def _score_python(
     for d, v in zip(rows["doc_id"].to_list(), vals, strict=True):
         per_doc.setdefault(d, []).append(v)
     ids = docs["doc_id"].to_list()
-    dicts = []
-    firsts = []
-    for rec in td.records(ids):
-        results = per_doc[rec.doc_id]
-        firsts.append(results[0])
-        dicts.append(_doc_metrics(ts, tm, rec, results, multiple_target))
+    recs = list(td.records(ids))
+    firsts = [per_doc[rec.doc_id][0] for rec in recs]
+    if _runs_programs(tm):
+        # each document's programs run in sandboxed child processes: score documents side by side (the
+        # results, in document order, do not depend on the timing)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            dicts = list(pool.map(lambda r: _doc_metrics(ts, tm, r, per_doc[r.doc_id], multiple_target), recs))
+    else:
+        dicts = [_doc_metrics(ts, tm, rec, per_doc[rec.doc_id], multiple_target) for rec in recs]
     keys: list[str] = []
     for dct in dicts:
         for k in dct:
@@ -135,6 +141,14 @@ def _score_python(
     values = {k: _as_series_or_list([dct.get(k, MISSING) for dct in dicts]) for k in keys}
     filtered = pl.Series("filtered", [v if isinstance(v, str) else _json(v) for v in firsts], dtype=pl.String)
     return FilterScores(filt, docs["doc_id"], values, filtered)
+
+
+def _runs_programs(tm: TaskMetrics) -> bool:
+    """Whether the task's metrics execute generated code (lmeval's sandboxed pass@k built-ins)."""
+    from scorer import codehooks
+
+    hooks = set(codehooks.HOOKS.values())
+    return tm.process_results is None and any(m.builtin == "pass_at_k" or m.fn in hooks for m in tm.metrics)
 
 
 def _doc_metrics(

@@ -85,6 +85,12 @@ def test_several_tasks_and_missing_data_dir_file(cli, data: Path, tmp_path: Path
     assert rc == 0, err
     assert stdout.strip().splitlines()[-1] == str(out)
     assert [t.name for t in read_plan(out).header.tasks] == ["arc_easy", "arith"]
+    # no arc_easy/ folder under run.data_dir: the Hub, as lm-eval (offline here: one line naming both)
+    rc, stdout, err = cli("compile", "+task=arc_easy", f"run.data_dir={tmp_path}")
+    assert rc == 2 and f"run.data_dir has no arc_easy/ folder (looked for {tmp_path}/arc_easy)" in err
+    assert len(err.strip().splitlines()) == 1
+    # the folder is there but the evaluation split's file is not: an error naming the file
+    (tmp_path / "arc_easy").mkdir()
     rc, stdout, err = cli("compile", "+task=arc_easy", f"run.data_dir={tmp_path}")
     assert rc == 2 and f"{tmp_path}/arc_easy/test.jsonl" in err and len(err.strip().splitlines()) == 1
 

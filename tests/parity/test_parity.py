@@ -98,3 +98,52 @@ def test_reference_is_real_lmeval_0_4_13(ci_run: tuple[dict, dict]) -> None:
     for r in ci_run[1].values():
         assert r.data_files, f"{r.spec.label()}: lm-eval read no local data files"
         assert all(p.startswith(str(default_data_dir().resolve())) for p in r.data_files)
+
+
+CATALOG_TASKS = ("arc_easy", "gsm8k", "winogrande", "piqa", "boolq")
+
+
+@pytest.fixture(scope="session")
+def catalog_refs() -> dict[str, RefResult]:
+    from tests.parity.lmeval_reference import RefSpec, reference_instances
+
+    refs = reference_instances([RefSpec(t, limit=CI_LIMIT) for t in CATALOG_TASKS], default_data_dir())
+    return {r.spec.task: r for r in refs}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        # as a user types them: conf/task's configs win where both define the name
+        list(CATALOG_TASKS),
+        # lm-eval's own YAMLs from its installed catalog (boolq's reads SuperGLUE's `label`, which this
+        # google/boolq-schema data lacks: see parity_cases)
+        [f"lm_eval:{t}" for t in CATALOG_TASKS if t != "boolq"],
+    ],
+    ids=["by-name", "lm_eval-catalog"],
+)
+def test_task_names_compile_byte_identical_to_lmeval(
+    catalog_refs: dict[str, RefResult], names: list[str], tmp_path: Path
+) -> None:
+    """`lmeval compile 'run.tasks=[arc_easy,gsm8k,winogrande,piqa,boolq]'` equals lm-eval's requests."""
+    from tests.parity.compare import ours_via_compiler
+
+    ov = [f"run.tasks=[{','.join(names)}]", f"run.data_dir={default_data_dir()}", f"run.limit={CI_LIMIT}"]
+    ours = ours_via_compiler(ov, tmp_path)
+    for name in names:
+        task = name.removeprefix("lm_eval:")
+        ref = catalog_refs[task]
+        o = compare([d for d in ours if d["task"] == task], ref.instances, task, name)
+        assert o.ok and o.matched == len(ref.instances) > 0, (o, o.first.describe() if o.first else "")
+
+
+def test_catalog_route_reads_lmeval_yaml() -> None:
+    """The lm_eval: route really compiles lm-eval's installed YAML, not conf/task's copy."""
+    from compiler.api import select_tasks
+    from compiler.config import compose, run_config
+
+    cfg = compose(["run.tasks=[lm_eval:piqa,arc_easy]", f"run.data_dir={default_data_dir()}"])
+    sel = select_tasks(cfg, run_config(cfg["run"]))
+    src = {s.name: s.source for s in sel.tasks}
+    assert src["piqa"] is not None and "/lm_eval/tasks/piqa/" in src["piqa"]
+    assert src["arc_easy"] is not None and src["arc_easy"].endswith("conf/task/arc_easy.yaml")

@@ -1,0 +1,187 @@
+"""lm-eval's installed task catalog by name, and the listing behind ``lmeval ls``.
+
+When lm-eval is installed, its ``lm_eval/tasks`` folder is a built-in include path: every task, group and
+tag name it defines resolves as lm-eval's ``TaskManager`` resolves it (``compiler.lmyaml`` indexes it with
+the same rules). Lookup order for a name: ``run.include_path`` folders, then ``conf/task`` (our configs
+win on a clash), then lm-eval's catalog; ``lm_eval:NAME`` names the catalog's entry explicitly.
+
+Indexing lm-eval's ~14,000 YAML files takes seconds, so the index is cached as JSON under
+``$LMEVAL_CACHE/catalog`` (default ``~/.cache/lmeval/catalog``), keyed by lm-eval's version, its task folder
+and the path, size and mtime of every YAML file in it (one ``stat`` walk, a fraction of a second), so an
+edited, added or removed YAML rebuilds it. lm-eval itself is never imported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from compiler.lmyaml import QUALIFIER, Entry, Index, build_index
+
+INDEX_FORMAT = 2  # bump when what build_index records changes
+
+
+def lm_eval_tasks_dir() -> Path | None:
+    """lm-eval's installed task folder, found without importing lm-eval (``LMEVAL_NO_CATALOG=1``: none)."""
+    if os.environ.get("LMEVAL_NO_CATALOG", "").strip() not in ("", "0"):
+        return None
+    try:
+        spec = importlib.util.find_spec("lm_eval")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    d = Path(spec.origin).resolve().parent / "tasks"
+    return d if d.is_dir() else None
+
+
+def lm_eval_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("lm_eval")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("LMEVAL_CACHE") or str(Path.home() / ".cache" / "lmeval")
+    return Path(base).expanduser() / "catalog"
+
+
+def _fingerprint(root: Path) -> str:
+    h = hashlib.sha256(f"{INDEX_FORMAT}\0{lm_eval_version()}\0{root}\0".encode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".ipynb_checkpoints"))
+        for name in sorted(filenames):
+            if name.endswith(".yaml"):
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{os.path.relpath(dirpath, root)}/{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _output_type(e: Entry) -> str | None:
+    if e.kind != "task" or e.cfg is None:
+        return None
+    ot = e.cfg.get("output_type", "generate_until")
+    return ot if isinstance(ot, str) else None
+
+
+def _to_json(index: Index, root: Path) -> dict[str, Any]:
+    def rel(p: Path | None) -> str | None:
+        return None if p is None else p.relative_to(root).as_posix()
+
+    return {
+        "entries": [
+            {
+                "name": e.name,
+                "kind": e.kind,
+                "path": rel(e.path),
+                "members": e.members,
+                "output_type": _output_type(e),
+                "unsupported": e.unsupported,
+            }  # fmt: skip
+            for e in index.entries.values()
+        ],
+        "broken": {rel(Path(p)): why for p, why in index.broken.items()},
+    }
+
+
+@dataclass
+class Catalog:
+    root: Path
+    index: Index
+    output_types: dict[str, str | None]
+
+
+def _from_json(data: dict[str, Any], root: Path) -> Catalog:
+    entries: dict[str, Entry] = {}
+    types: dict[str, str | None] = {}
+    for d in data["entries"]:
+        e = Entry(d["name"], d["kind"], None if d["path"] is None else root / d["path"], None, list(d["members"]))
+        e.unsupported = d.get("unsupported")
+        entries[e.name] = e
+        types[e.name] = d.get("output_type")
+    broken = {str(root / p): why for p, why in data["broken"].items()}
+    return Catalog(root, Index(entries, broken), types)
+
+
+@cache
+def catalog() -> Catalog | None:
+    """lm-eval's catalog (cached on disk), or None when lm-eval is not installed."""
+    root = lm_eval_tasks_dir()
+    if root is None:
+        return None
+    return load_catalog(root, cache_dir())
+
+
+def load_catalog(root: Path, cache: Path) -> Catalog:
+    """The index of the task YAMLs under ``root``, from ``cache`` when an index of exactly these files
+    (paths, sizes, mtimes) is there, else built and stored."""
+    key = _fingerprint(root)
+    path = cache / f"lm_eval-{lm_eval_version()}-{key[:24]}.json"
+    try:
+        return _from_json(json.loads(path.read_text(encoding="utf-8")), root)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    index = build_index([root])
+    data = _to_json(index, root)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".catalog-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+        for old in cache.glob("lm_eval-*.json"):
+            if old != path:
+                old.unlink(missing_ok=True)  # indexes of files as they were before: never valid again
+    except OSError:
+        pass  # a read-only cache only costs time
+    return _from_json(data, root)
+
+
+@dataclass(frozen=True)
+class Listed:
+    name: str
+    kind: str  # task | group | tag
+    output_type: str | None
+    source: str  # conf/task | include_path | lm-eval
+    path: str | None
+    note: str = ""
+
+
+def listing(conf_task_dir: Path, include_index: Index | None = None) -> list[Listed]:
+    """Everything that can be named in ``run.tasks``/``+task``, each name once, resolved in lookup order;
+    a shadowed lm-eval entry stays listed under ``lm_eval:NAME``."""
+    from compiler.select import conf_entries
+
+    out: dict[str, Listed] = {}
+    if include_index is not None:
+        for e in include_index.entries.values():
+            out[e.name] = Listed(e.name, e.kind, _output_type(e), "include_path", str(e.path) if e.path else None,
+                                 e.unsupported or "")  # fmt: skip
+    for name, kind, ot, path in conf_entries(conf_task_dir):
+        if name not in out:
+            out[name] = Listed(name, kind, ot, "conf/task", path)
+    cat = catalog()
+    if cat is not None:
+        for e in cat.index.entries.values():
+            ot = cat.output_types.get(e.name)
+            epath = str(e.path) if e.path else None
+            if e.name in out:
+                shadow = out[e.name]
+                out[e.name] = Listed(shadow.name, shadow.kind, shadow.output_type, shadow.source, shadow.path,
+                                     (shadow.note + "; " if shadow.note else "")
+                                     + f"shadows lm-eval's {e.kind} (use {QUALIFIER}{e.name})")  # fmt: skip
+                q = QUALIFIER + e.name
+                out[q] = Listed(q, e.kind, ot, "lm-eval", epath, e.unsupported or "shadowed by " + shadow.source)
+            else:
+                out[e.name] = Listed(e.name, e.kind, ot, "lm-eval", epath, e.unsupported or "")
+    return sorted(out.values(), key=lambda x: x.name)

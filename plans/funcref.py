@@ -1,0 +1,223 @@
+"""User Python named by a task (``!function module.attr``): how a reference is recorded and how its code is
+loaded. One rule for the compiler (which records references and runs prompt-shaping functions) and the
+scorer (which runs scoring hooks only with the user's ``--trust-code``).
+
+A reference in a plan is data::
+
+    {"__function__": "utils.pass_at_k",          # the name as the YAML wrote it
+     "path": "/abs/task_dir/utils.py",           # the module file
+     "sha256": "...",                            # its content hash at compile time
+     "root": "/abs/task_dir",                    # the task folder the module lives in
+     "files": {"utils.py": "...", "helpers/x.py": "..."}}   # every .py under root, hashed at compile
+
+or, for a function of an importable installed module, ``{"__function__", "module", "path", "sha256"}``.
+
+Loading (``load_module``) never reads bytecode caches: each module file under ``root`` is read as source,
+checked against its recorded hash, compiled and executed. Imports the code makes while loading (``import
+sibling``, ``from pkg.task_dir import helper``) that resolve to a file under ``root`` go through the same
+check, so a file that was not hashed at compile time, or changed since, is refused before it runs, and a
+planted ``__pycache__/*.pyc`` is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import re
+import sys
+import threading
+import types
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MAX_TREE_FILES = 2000  # .py files hashed under one task folder
+_SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
+# installed packages under a task folder (a virtualenv beside a project's YAMLs) are not the task's code:
+# neither hashed nor guarded, like any other installed module
+_INSTALLED = {"site-packages", "dist-packages"}
+
+
+def _installed_tree(rel_parts: tuple[str, ...]) -> bool:
+    return any(p in _INSTALLED for p in rel_parts)
+
+
+class CodeRefused(Exception):
+    """A module file is not the one the plan recorded (changed, never hashed, or outside its folder)."""
+
+
+def split_spec(spec: str) -> tuple[list[str], str] | None:
+    """``a.b.f`` -> (["a", "b"], "f"); None unless every part is a plain identifier (no leading dots, no
+    slashes, no empty parts), so a reference can never name a path."""
+    parts = spec.split(".")
+    if len(parts) < 2 or not all(_IDENT.match(p) for p in parts):
+        return None
+    return parts[:-1], parts[-1]
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def hash_tree(root: Path) -> dict[str, str]:
+    """sha256 of every ``.py`` file under ``root`` (relative POSIX path -> hash), bytecode caches skipped."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in _SKIP_DIRS and d not in _INSTALLED and not (Path(dirpath) / d / "pyvenv.cfg").exists()
+        )
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                p = Path(dirpath) / name
+                if p.is_file():
+                    out[p.relative_to(root).as_posix()] = sha256_file(p)
+                    if len(out) > MAX_TREE_FILES:
+                        raise CodeRefused(f"more than {MAX_TREE_FILES} Python files under {root}")
+    return out
+
+
+class _VerifiedSource(importlib.abc.Loader):
+    """Executes a module from its source bytes after checking them against the recorded hash."""
+
+    def __init__(self, path: Path, want: str) -> None:
+        self.path = path
+        self.want = want
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        data = self.path.read_bytes()
+        got = hashlib.sha256(data).hexdigest()
+        if got != self.want:
+            raise CodeRefused(f"{self.path} changed since it was hashed (sha256 {got[:12]} != {self.want[:12]})")
+        module.__file__ = str(self.path)
+        code = compile(data, str(self.path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - the user consented to this exact file content
+
+
+class _TreeGuard(importlib.abc.MetaPathFinder):
+    """While a task module loads: imports resolving to a file under ``root`` load only hashed source."""
+
+    def __init__(self, root: Path, files: Mapping[str, str]) -> None:
+        self.root = root
+        self.files = dict(files)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not spec.origin or not spec.has_location:
+            return None
+        origin = Path(spec.origin).resolve()
+        if not is_inside(origin, self.root):
+            return None
+        relpath = origin.relative_to(self.root)
+        if _installed_tree(relpath.parts):
+            return None
+        rel = relpath.as_posix()
+        want = self.files.get(rel)
+        if want is None:
+            raise CodeRefused(f"{origin} was not hashed when the plan was compiled; recompile the plan")
+        loader = _VerifiedSource(origin, want)
+        search = spec.submodule_search_locations
+        return importlib.util.spec_from_file_location(fullname, origin, loader=loader,
+                                                      submodule_search_locations=search)  # fmt: skip
+
+
+_LOCK = threading.RLock()
+
+
+def load_module(path: Path, root: Path, files: Mapping[str, str], name: str) -> types.ModuleType:
+    """Execute the module file ``path`` (under ``root``) from verified source, with every import of a file
+    under ``root`` verified against ``files`` too. Raises CodeRefused for an unhashed or changed file."""
+    path = path.resolve()
+    root = root.resolve()
+    if not is_inside(path, root):
+        raise CodeRefused(f"{path} is outside its task folder {root}")
+    rel = path.relative_to(root).as_posix()
+    want = files.get(rel)
+    if want is None:
+        raise CodeRefused(f"{path} has no recorded sha256")
+    guard = _TreeGuard(root, files)
+    with _LOCK:
+        # modules already imported from this folder (by anything) would bypass the checks: forget them
+        _forget(root)
+        spec = importlib.util.spec_from_file_location(name, path, loader=_VerifiedSource(path, want))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.meta_path.insert(0, guard)
+        sys.path.insert(0, str(path.parent))
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        finally:
+            sys.meta_path.remove(guard)
+            try:
+                sys.path.remove(str(path.parent))
+            except ValueError:
+                pass
+            # the folder's modules stay reachable from the hook's globals, but not by name: a later load
+            # (another task folder with a module of the same name) must not be handed these
+            _forget(root)
+    return module
+
+
+def _forget(root: Path) -> None:
+    for key, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if f and is_inside(Path(f).resolve(), root):
+            del sys.modules[key]
+
+
+def module_name_for(path: Path, digest: str) -> str:
+    return f"_lmeval_fn_{digest[:16]}_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}"
+
+
+def ref_data(spec: str, path: Path, root: Path | None, module: str | None) -> dict[str, Any]:
+    """The plan's record of a reference (see the module docstring)."""
+    out: dict[str, Any] = {"__function__": spec, "path": str(path), "sha256": sha256_file(path)}
+    if root is not None:
+        out["root"] = str(root)
+        out["files"] = hash_tree(root)
+    if module is not None:
+        out["module"] = module
+    return out
+
+
+# lmeval's built-in scoring hooks (implemented by the scorer, run in its sandbox), named in task configs as
+# ``!function lmeval_builtin.NAME``; a plan records them as ``{"__function__": ..., "builtin": NAME}``.
+BUILTIN_MODULE = "lmeval_builtin"
+BUILTIN_HOOKS = {
+    "pass_at_k": "metric: unbiased pass@k over a document's candidate programs (keys pass@K for each k)",
+    "pass_at_1": "metric: pass@1 of a document's first candidate program (a number)",
+    "humaneval_build_predictions": "filter: the document's prompt followed by each response",
+    "humaneval_build_predictions_instruct": "filter: the prompt followed by each response up to a ``` fence",
+    "mbpp_build_predictions": "filter: the first fenced code block of each response",
+}
+# lm-eval's code tasks whose utils.py loads Hugging Face evaluate's code_eval: (task folder, function) ->
+# the built-in that replaces it (same numbers, generated code in lmeval's sandbox)
+LM_EVAL_CODE_HOOKS = {
+    ("humaneval", "pass_at_k"): "pass_at_k",
+    ("humaneval", "build_predictions"): "humaneval_build_predictions",
+    ("humaneval", "build_predictions_instruct"): "humaneval_build_predictions_instruct",
+    ("mbpp", "pass_at_1"): "pass_at_1",
+    ("mbpp", "build_predictions"): "mbpp_build_predictions",
+}
