@@ -55,7 +55,7 @@ def _pop(node: Any, path: tuple[str, ...], pattern: tuple[str, ...], found: dict
 
 
 def locations_in(config: dict[str, Any]) -> list[str]:
-    """The location keys ``config`` still holds (dotted): empty for a portable config."""
+    """The location keys ``config`` still sets (dotted; a null is no location): empty for a portable config."""
     present: list[str] = []
     for key in LOCATION_KEYS:
         present += _present(config, (), tuple(key.split(".")))
@@ -71,7 +71,8 @@ def _present(node: Any, path: tuple[str, ...], pattern: tuple[str, ...]) -> list
         if not _matches(sub, pattern[: len(sub)]):
             continue
         if len(sub) == len(pattern):
-            out.append(".".join(sub))
+            if v is not None:
+                out.append(".".join(sub))
         else:
             out += _present(v, sub, pattern)
     return out

@@ -20,6 +20,7 @@ from plans.atomic import write_atomic
 from plans.errors import PlanError
 from plans.records import instance_id_for
 from plans.results import polars_schema, read_manifest, write_json_atomic
+from plans.rowcheck import KEY_COLUMNS, check_rows
 from scorer import aggregate as agg
 from scorer import groups as grp
 from scorer import metrics as met
@@ -28,7 +29,7 @@ from scorer.errors import ScoreError
 from scorer.filters import pipelines_of
 from scorer.planload import PlanData, TaskDocs, load, resolve_plan_path
 from scorer.rows import COLUMNS as ROW_COLUMNS
-from scorer.rows import read_rows
+from scorer.rows import Rows, read_rows
 from scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
 
 RESULTS_JSON = "results.json"
@@ -81,8 +82,9 @@ def score_run(
             f"{results_dir}: results were produced from plan {manifest.plan_hash[:12]}, "
             f"but {ppath} is plan {plan.header.plan_hash[:12]}; score them with the plan they came from"
         )
-    results = read_rows(results_dir)
-    outcome = _score(results_dir, plan, results, manifest.to_dict(), trust, bootstrap_iters)
+    rows = read_rows(results_dir)
+    _check_rows(rows, plan)
+    outcome = _score(results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters)
     out_dir = Path(results_dir)
     write_json_atomic(out_dir / RESULTS_JSON, outcome.results)
     if console:
@@ -95,6 +97,20 @@ def score_run(
     for w in outcome.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
     return outcome
+
+
+def _check_rows(rows: Rows, plan: PlanData) -> None:
+    """Every row is the answer to its Instance of the plan, once (``plans.rowcheck``): one-line error
+    naming the part file and the Instance otherwise."""
+    if not rows.parts:
+        return
+    expected = pl.concat(
+        [td.instances.with_columns(task=pl.lit(name, dtype=pl.String)) for name, td in plan.tasks.items()]
+    ).select(KEY_COLUMNS)
+    try:
+        check_rows(rows.keys(), expected, plan.path, [str(p) for p in rows.parts])
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
 
 
 def _score(
@@ -131,7 +147,7 @@ def _score(
         tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
         pipes = pipelines_of(ts.filter_list, ts.name)
         rows = results.get(ts.name, empty)
-        expected = td.instances
+        expected = td.instances.select("doc_id", "idx")
         same = (
             rows.height == expected.height
             and rows["doc_id"].equals(expected["doc_id"])

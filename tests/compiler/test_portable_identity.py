@@ -132,7 +132,7 @@ def test_split_locations_is_the_one_rule() -> None:
         "task": {"spec": {"kind": "jsonl_spec"}, "arith": {"task": "arith"}},
     }
     assert cfg["run"]["out"] == "x.msgpack"  # not modified
-    assert locations_in(cfg) == ["model.path", "run.data_dir", "run.include_path", "run.out", "task.spec.path"]
+    assert locations_in(cfg) == ["model.path", "run.data_dir", "run.out", "task.spec.path"]
     assert locations_in(portable) == []
     assert "model.path" in LOCATION_KEYS
 
