@@ -2,8 +2,8 @@
 
 Refuses directories of different plans or models, overlapping or missing shards, unfinished shards, any
 row that is not its shard's Instance of the plan (``plans.rowcheck``: a shard of another plan under an
-edited manifest, a duplicated part) and an output directory that already holds anything. The merged directory is assembled under a temporary
-name and renamed into place, so it appears complete or not at all.
+edited manifest, a duplicated part) and an output directory that already holds anything. The merged
+directory is assembled under a temporary name and renamed into place, so it appears complete or not at all.
 """
 
 from __future__ import annotations

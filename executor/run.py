@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from executor import faults
 from executor.backends.base import Backend
 from executor.errors import ExecuteError
 from executor.modelconf import (
@@ -30,7 +31,6 @@ from executor.modelconf import (
     resolve_model_dir,
 )
 from executor.progress import Progress
-from executor import faults
 from executor.requests import GenJob, JobResult, ScoreJob, gen_job, gen_result, score_job, score_result
 from executor.store import ResultsDir
 from plans.errors import PlanError
