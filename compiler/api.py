@@ -19,6 +19,7 @@ from compiler.build import BuiltTask, RunOptions, TaskBuilder
 from compiler.config import CONF_DIR, RunConfig, compose, run_config
 from compiler.errors import CompileError, fail
 from compiler.functions import FunctionRef, as_data
+from compiler.scorecheck import check_groups, check_task
 from compiler.select import (
     Expander,
     Selection,
@@ -442,6 +443,9 @@ def _compile(overrides: list[str]) -> Compiled:
         chat = tok.chat
         model = ModelInfo(**{**model.to_dict(), "chat_template_hash": sha256_text(tok.chat_template)})
     sel = select_tasks(cfg, run)
+    for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
+        check_task(spec)
+    check_groups(sel.groups, sel.tasks)
     opts = run.options()
     records: list[Record] = []
     blobs: list[bytes] = []
