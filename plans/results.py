@@ -88,7 +88,7 @@ def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override
         if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
             p = Path(results_dir) / p
     if not p.is_file():
-        raise PlanError(f"{results_dir}: plan {p} not found (results are checked against their plan); pass --plan PLAN")
+        raise PlanError(f"{results_dir}: plan {p} not found; pass --plan PLAN (results are checked against their plan)")
     return os.fspath(p)
 
 

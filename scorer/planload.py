@@ -93,17 +93,6 @@ class PlanData:
     tasks: dict[str, TaskDocs]
 
 
-def resolve_plan_path(results_dir: str, manifest_plan_path: str, override: str | None) -> str:
-    if override:
-        return override
-    if not manifest_plan_path:
-        raise ScoreError(f"{results_dir}: manifest names no plan; pass --plan PLAN")
-    p = Path(manifest_plan_path)
-    if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
-        p = Path(results_dir) / p
-    return os.fspath(p)
-
-
 _INDEX_FILES = ("docs.parquet", "instances.parquet")
 
 

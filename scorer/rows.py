@@ -25,10 +25,12 @@ class Rows:
     by_task: dict[str, pl.DataFrame]  # COLUMNS + KEY_COLUMNS + part, sorted by (doc_id, idx)
     parts: list[Path]  # the part files (``part`` indexes this list)
 
-    def keys(self) -> pl.DataFrame:
-        """The key columns (and ``part``) of every row, for ``plans.rowcheck.check_rows``."""
+    def keys(self, tasks: list[str]) -> pl.DataFrame:
+        """The key columns (and ``part``) of every row, for ``plans.rowcheck.check_rows``: the tasks in
+        ``tasks`` order first (each sorted by doc_id, idx), then rows of any other task."""
         cols = [*KEY_COLUMNS, PART]
-        frames = [df.select(cols) for df in self.by_task.values()]
+        order = [t for t in tasks if t in self.by_task] + [t for t in self.by_task if t not in tasks]
+        frames = [self.by_task[t].select(cols) for t in order]
         return pl.concat(frames) if frames else pl.DataFrame()
 
 

@@ -19,7 +19,7 @@ import polars as pl
 from plans.atomic import write_atomic
 from plans.errors import PlanError
 from plans.records import instance_id_for
-from plans.results import polars_schema, read_manifest, write_json_atomic
+from plans.results import plan_of, polars_schema, read_manifest, write_json_atomic
 from plans.rowcheck import KEY_COLUMNS, check_rows
 from scorer import aggregate as agg
 from scorer import groups as grp
@@ -27,7 +27,7 @@ from scorer import metrics as met
 from scorer import pyref
 from scorer.errors import ScoreError
 from scorer.filters import pipelines_of
-from scorer.planload import PlanData, TaskDocs, load, resolve_plan_path
+from scorer.planload import PlanData, TaskDocs, load
 from scorer.rows import COLUMNS as ROW_COLUMNS
 from scorer.rows import Rows, read_rows
 from scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
@@ -73,9 +73,10 @@ def score_run(
         manifest = read_manifest(results_dir)
     except PlanError as e:
         raise ScoreError(str(e)) from None
-    ppath = resolve_plan_path(results_dir, manifest.plan_path, plan_path)
-    if not Path(ppath).exists():
-        raise ScoreError(f"{results_dir}: plan {ppath} not found; pass --plan PLAN")
+    try:
+        ppath = plan_of(results_dir, manifest, plan_path)
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
     plan = load(ppath, index_dir=results_dir)
     if manifest.plan_hash != plan.header.plan_hash:
         raise ScoreError(
@@ -104,11 +105,12 @@ def _check_rows(rows: Rows, plan: PlanData) -> None:
     naming the part file and the Instance otherwise."""
     if not rows.parts:
         return
+    names = [t.name for t in plan.header.tasks]  # both sides in header task order, each by (doc_id, idx)
     expected = pl.concat(
-        [td.instances.with_columns(task=pl.lit(name, dtype=pl.String)) for name, td in plan.tasks.items()]
+        [plan.tasks[n].instances.with_columns(task=pl.lit(n, dtype=pl.String)) for n in names]
     ).select(KEY_COLUMNS)
     try:
-        check_rows(rows.keys(), expected, plan.path, [str(p) for p in rows.parts])
+        check_rows(rows.keys(names), expected, plan.path, [str(p) for p in rows.parts])
     except PlanError as e:
         raise ScoreError(str(e)) from None
 
