@@ -67,7 +67,7 @@ def read_row_keys(parts: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
     frames = []
     for i, p in enumerate(parts):
         try:
-            df = pl.read_parquet(p, columns=list(KEY_COLUMNS))
+            df = pl.read_parquet(os.fspath(p), columns=list(KEY_COLUMNS))
             df = df.cast(schema)  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - any unreadable or foreign file is the same user error
             msg = " ".join(str(e).split())[:200]

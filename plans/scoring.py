@@ -229,9 +229,9 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
                     continue
                 kind = builtin.options.get(key)
                 if kind is None:
-                    known = ", ".join(sorted(builtin.options)) or "none"
+                    opts = ", ".join(sorted(builtin.options)) or "none"
                     out.append((f"{where}.{key}", f"unknown option of metric {name!r}{_hint(key, builtin.options)}; "
-                                                  f"its options: {known}"))  # fmt: skip
+                                                  f"its options: {opts}"))  # fmt: skip
                     continue
                 err = check_value(kind, value)
                 if err is not None:
@@ -240,8 +240,8 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
             agg = mc["aggregation"]
             if isinstance(agg, str):
                 if agg not in AGGREGATIONS:
-                    known = ", ".join(AGGREGATIONS)
-                    msg = f"unknown aggregation {agg!r}{_hint(agg, AGGREGATIONS)}; known: {known} or a '!function'"
+                    aggs = ", ".join(AGGREGATIONS)
+                    msg = f"unknown aggregation {agg!r}{_hint(agg, AGGREGATIONS)}; known: {aggs} or a '!function'"
                     out.append((f"{where}.aggregation", msg))
             elif not is_function(agg):
                 out.append((f"{where}.aggregation", f"must be an aggregation name or a '!function', got {agg!r}"))
@@ -352,7 +352,7 @@ def check_group_metric(entry: Any, produced: Iterable[set[str] | None]) -> list[
         out.append(("aggregate_metric_list.filter_list", f"must be a filter name or a list of them, got {fl!r}"))
     sets = list(produced)
     if sets and all(s is not None and metric not in s for s in sets):
-        known = sorted(set().union(*(s for s in sets if s is not None)))
-        msg = f"no task of the group has metric {metric!r}{_hint(metric, known)}; its tasks have {', '.join(known)}"
+        have = sorted(set().union(*(s for s in sets if s is not None)))
+        msg = f"no task of the group has metric {metric!r}{_hint(metric, have)}; its tasks have {', '.join(have)}"
         out.append(("aggregate_metric_list.metric", msg))
     return out
