@@ -143,3 +143,23 @@ def test_writer_refuses_a_header_with_a_location() -> None:
 
     with pytest.raises(ValueError, match="run.data_dir"):
         seal(PlanHeader(config={"run": {"data_dir": "/d"}}, model=ModelInfo(name="m"), tasks=[]), [])
+
+
+def test_a_jsonl_spec_at_two_paths_gives_one_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A JSONL task spec's documents are in the plan; where the file lives is not (bad lines name the file
+    by its name only)."""
+    good = Path(__file__).resolve().parents[1] / "fixtures" / "spec" / "tasks.jsonl"
+    plans = []
+    for d in (tmp_path / "a", tmp_path / "b" / "deeper"):
+        d.mkdir(parents=True)
+        (d / "tasks.jsonl").write_bytes(good.read_bytes() + b"{not json\n")
+        out = d / "plan.msgpack"
+        rc = main(
+            ["compile", "+task=jsonl", f"task.path={d / 'tasks.jsonl'}", "task.allow_bad_tasks=true", f"--out={out}"]
+        )
+        assert rc == 0, capsys.readouterr().err
+        plans.append(out)
+    assert plans[0].read_bytes() == plans[1].read_bytes()
+    header = read_header(plans[0])
+    assert header.extra["spec_bad_lines"] and all(x.startswith("tasks.jsonl:") for x in header.extra["spec_bad_lines"])
+    assert str(tmp_path).encode() not in plans[0].read_bytes()
