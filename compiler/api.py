@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from compiler.catalog import QUALIFIER, catalog
 from compiler.config import CONF_DIR, RunConfig, compose, run_config
 from compiler.errors import CompileError, fail
 from compiler.functions import FunctionRef, as_data
+from compiler.scorecheck import check_groups, check_task
 from compiler.select import (
     Expander,
     Selection,
@@ -32,6 +34,7 @@ from compiler.select import (
 from compiler.taskspec import DEFAULT_METRICS, TaskSpec
 from compiler.tokens import ModelTokenizer, sha256_text
 from plans.canonical import canonical_bytes
+from plans.identity import split_locations
 from plans.io import encode_doc, encode_instance, seal
 from plans.records import (
     DocRecord,
@@ -126,7 +129,8 @@ def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: li
     if not isinstance(allow, bool):
         raise fail(f"must be true or false, got {allow!r}", field=f"task.{key}.allow_bad_tasks")
     st = load_spec_task(path, allow, name=key)
-    bad_lines += st.bad_lines
+    # the plan keeps the file's name, not where it lives (plans/identity.py)
+    bad_lines += [_portable_line(line, path) for line in st.bad_lines]
     names = ex._task(dict(st.task_config), path, [], default_name=key)
     spec = ex.sel.tasks[-1]
     split = spec.test_split if spec.test_split is not None else spec.validation_split
@@ -134,6 +138,10 @@ def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: li
     spec.preloaded = {split: st.docs}
     spec.per_doc_generation_kwargs = True
     return names
+
+
+def _portable_line(line: str, path: str) -> str:
+    return Path(path).name + line[len(path) :] if line.startswith(path + ":") else line
 
 
 def load_tokenizer(
@@ -158,12 +166,11 @@ def load_tokenizer(
         tok_dir = Path(str(path)).expanduser()
         if not tok_dir.is_dir():
             raise fail(f"model directory {path} does not exist", field="model.path")
-        identity = str(path)
+        identity = name  # the directory is a location, not identity: the tokenizer hash pins the content
     tok = ModelTokenizer(tok_dir, add_bos, identity, need_chat=need_chat)
     engine = model_cfg.get("engine") or {}
     info = ModelInfo(
         name=name,
-        path=None if path is None else str(path),
         backend=str(model_cfg.get("backend", "vllm")),
         tokenizer=identity,
         tokenizer_hash=tok.tokenizer_hash,
@@ -401,10 +408,21 @@ def _array_header(n: int) -> bytes:
     return p.pack_array_header(n)
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """A sealed plan (header, records and their bytes) and the locations the compile was given (output
+    file, data dir, include path, model dir: ``plans.identity``), which are not part of the plan."""
+
+    header: PlanHeader
+    records: list[Record]
+    blobs: list[bytes]
+    locations: dict[str, Any]
+
+
 def compile_plan(overrides: list[str]) -> tuple[PlanHeader, list[Record]]:
     """Compose the configs with Hydra and compile every selected task into a sealed header + records."""
-    header, records, _ = compile_sealed(overrides)
-    return header, records
+    c = compile_located(overrides)
+    return c.header, c.records
 
 
 @contextlib.contextmanager
@@ -423,12 +441,19 @@ def _gc_paused() -> Iterator[None]:
 
 def compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list[bytes]]:
     """``compile_plan`` plus the encoded record bytes (for writing without encoding twice)."""
+    c = compile_located(overrides)
+    return c.header, c.records, c.blobs
+
+
+def compile_located(overrides: list[str]) -> Compiled:
+    """``compile_sealed`` plus the locations split off the config (``plans.identity.split_locations``)."""
     with _gc_paused():
-        return _compile_sealed(overrides)
+        return _compile(overrides)
 
 
-def _compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], list[bytes]]:
+def _compile(overrides: list[str]) -> Compiled:
     cfg = compose(overrides)
+    portable, locations = split_locations(cfg)
     run = run_config(cfg.get("run") or {})
     tok, model = load_tokenizer(cfg.get("model"), need_chat=run.apply_chat_template)
     chat = None
@@ -439,6 +464,9 @@ def _compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], lis
         chat = tok.chat
         model = ModelInfo(**{**model.to_dict(), "chat_template_hash": sha256_text(tok.chat_template)})
     sel = select_tasks(cfg, run)
+    for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
+        check_task(spec)
+    check_groups(sel.groups, sel.tasks)
     opts = run.options()
     records: list[Record] = []
     blobs: list[bytes] = []
@@ -482,7 +510,7 @@ def _compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], lis
     if notes:
         extra["notes"] = notes
     header = PlanHeader(
-        config=cfg,
+        config=portable,
         model=model,
         tasks=summaries,
         groups=groups,
@@ -493,7 +521,7 @@ def _compile_sealed(overrides: list[str]) -> tuple[PlanHeader, list[Record], lis
         sealed, blobs = seal(header, records, blobs)
     except TypeError as e:
         raise CompileError(f"the plan cannot be encoded canonically: {e}") from None
-    return sealed, records, blobs
+    return Compiled(sealed, records, blobs, locations)
 
 
 def default_name(header: PlanHeader) -> str:
@@ -509,11 +537,11 @@ def compile_to_file(overrides: list[str], out: str | None = None) -> Path:
     """Compile and write the plan to ``out``, ``run.out`` or ``plans/<name>-<hash12>.msgpack`` (cwd)."""
     from plans.io import write_sealed
 
-    header, _, blobs = compile_sealed(overrides)
-    return write_sealed(plan_path(header, out), header, blobs)
+    c = compile_located(overrides)
+    return write_sealed(plan_path(c.header, out or c.locations.get("run.out")), c.header, c.blobs)
 
 
 def plan_path(header: PlanHeader, out: str | None = None) -> Path:
-    """``out``, else ``run.out``, else ``plans/<name>-<hash12>.msgpack`` (relative to the cwd)."""
-    target = out or (header.config.get("run") or {}).get("out")
-    return Path(target) if target else Path("plans") / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"
+    """``out`` (the --out option or ``run.out``), else ``plans/<name>-<hash12>.msgpack`` (relative to the
+    cwd)."""
+    return Path(out) if out else Path("plans") / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"

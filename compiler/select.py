@@ -16,6 +16,7 @@ from compiler.errors import fail
 from compiler.functions import from_hydra_value
 from compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
 from compiler.taskspec import TaskSpec, build_spec
+from plans.scoring import check_group_metric
 
 GROUP_FIELDS = ("group", "group_alias", "task", "aggregate_metric_list", "metadata")
 
@@ -27,6 +28,7 @@ class GroupInfo:
     subtasks: list[str]
     aggregate_metric_list: list[dict[str, Any]]
     version: Any = None
+    source: str | None = None  # the file that defines the group (for error messages)
 
 
 @dataclass
@@ -56,12 +58,10 @@ def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]
         items = [items]
     out = []
     for it in items:
-        if not isinstance(it, dict) or "metric" not in it:
-            raise fail("entries need a 'metric' key", file=source, field=f"group {group} aggregate_metric_list")
-        agg = it.get("aggregation", "mean")
-        if agg != "mean":
-            raise fail(f"only 'mean' aggregation is supported, got {agg!r}", file=source,
-                       field=f"group {group} aggregate_metric_list")  # fmt: skip
+        problems = check_group_metric(it, [])  # the contract's rules (plans.scoring); metrics: compiler.scorecheck
+        if problems:
+            where, msg = problems[0]
+            raise fail(msg, file=source, field=f"group {group} {where}")
         fl = it.get("filter_list")
         out.append({
             "metric": it["metric"],
@@ -179,6 +179,7 @@ class Expander:
                 subtasks=subtasks,
                 aggregate_metric_list=_norm_agg(raw.get("aggregate_metric_list"), source, name),
                 version=md.get("version") if isinstance(md, dict) else None,
+                source=source,
             )
         )
         return name

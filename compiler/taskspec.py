@@ -12,16 +12,11 @@ from typing import Any
 
 from compiler.errors import fail
 from compiler.functions import FunctionRef
+from plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 
 OUTPUT_TYPES = ("loglikelihood", "multiple_choice", "loglikelihood_rolling", "generate_until")
 SAMPLERS = ("default", "first_n")
 DEFAULT_MAX_GEN_TOKS = 256
-DEFAULT_METRICS = {
-    "loglikelihood": ["perplexity", "acc"],
-    "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
-    "multiple_choice": ["acc", "acc_norm"],
-    "generate_until": ["exact_match"],
-}
 
 TASK_FIELDS = (
     "task", "task_alias", "tag", "custom_dataset", "dataset_path", "dataset_name", "dataset_kwargs",

@@ -38,8 +38,9 @@ def execute(
                     part_size=part_size, close_backend=close_backend)  # fmt: skip
 
 
-def merge(dirs: Sequence[str], out: str) -> Path:
-    """Combine the results directories of all shards of one plan into ``out``."""
+def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
+    """Combine the results directories of all shards of one plan into ``out``, after checking every row
+    against the plan (``plan``, default: the one the manifests name)."""
     from executor.merging import merge as _merge
 
-    return _merge(dirs, out)
+    return _merge(dirs, out, plan)

@@ -1,8 +1,9 @@
 """``merge``: combine the results directories of shards ``0/N .. N-1/N`` of one plan into one directory.
 
-Refuses directories of different plans or models, overlapping or missing shards, unfinished shards and
-an output directory that already holds anything. The merged directory is assembled under a temporary
-name and renamed into place, so it appears complete or not at all.
+Refuses directories of different plans or models, overlapping or missing shards, unfinished shards, any
+row that is not its shard's Instance of the plan (``plans.rowcheck``: a shard of another plan under an
+edited manifest, a duplicated part) and an output directory that already holds anything. The merged
+directory is assembled under a temporary name and renamed into place, so it appears complete or not at all.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 
 from executor.errors import ExecuteError
 from executor.modelconf import REUSE_KEYS
-from executor.store import ResultsDir, fsync_dir
+from executor.store import fsync_dir
 from plans.errors import PlanError
-from plans.results import RunManifest, part_files, read_manifest, write_manifest
+from plans.records import InstanceRecord, shard_of
+from plans.results import RunManifest, part_files, plan_of, read_manifest, write_manifest
+from plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
 
 
 def _parse(shard: str | None, d: str) -> tuple[int, int]:
@@ -28,7 +31,31 @@ def _parse(shard: str | None, d: str) -> tuple[int, int]:
     return int(i), int(n)
 
 
-def merge(dirs: Sequence[str], out: str) -> Path:
+def _plan_instances(
+    d0: str, m0: RunManifest, plan: str | None, n_shards: int
+) -> tuple[str, dict[int, list[InstanceRecord]]]:
+    """The plan the shards came from (``plan`` or the first manifest's), checked against the manifests'
+    plan hash, and its Instances by shard."""
+    from executor.run import load_instances
+
+    try:
+        path = plan_of(d0, m0, plan)
+        header, instances = load_instances(path, None)
+    except PlanError as e:
+        raise ExecuteError(f"merge: {e}") from None
+    if header.plan_hash != m0.plan_hash:
+        raise ExecuteError(
+            f"merge: {path} is plan {header.plan_hash[:12]}, but the shards are results of plan {m0.plan_hash[:12]}"
+        )
+    by_shard: dict[int, list[InstanceRecord]] = {i: [] for i in range(n_shards)}
+    for inst in instances:
+        by_shard[shard_of(inst.instance_id, n_shards)].append(inst)
+    return path, by_shard
+
+
+def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
+    """Merge shard directories into ``out``; every row is checked against the plan (``plan``, or the one the
+    manifests name) first."""
     if not dirs:
         raise ExecuteError("merge: no results directories given")
     manifests: list[tuple[str, RunManifest]] = []
@@ -63,18 +90,31 @@ def merge(dirs: Sequence[str], out: str) -> Path:
     missing = sorted(set(range(n_shards)) - set(seen))
     if missing:
         raise ExecuteError(f"merge: missing shard(s) {', '.join(f'{i}/{n_shards}' for i in missing)}")
-    all_ids: dict[str, str] = {}
+    import polars as pl
+
+    plan_file, by_shard = _plan_instances(d0, m0, plan, n_shards)
+    all_keys = []
+    all_parts: list[Path] = []
     for d, m in manifests:
-        ids = ResultsDir(d).done_ids()
-        if not m.finished or len(ids) != m.n_instances:
+        i, _ = _parse(m.shard, d)
+        parts = part_files(d)
+        keys = read_row_keys(parts)
+        try:  # every row answers an Instance of this shard of the plan, once
+            check_rows(keys, plan_keys(by_shard[i]), plan_file, parts)
+        except PlanError as e:
+            raise ExecuteError(f"{e}; merge refuses {d}") from None
+        if not m.finished or keys.height != len(by_shard[i]):
             raise ExecuteError(
-                f"{d}: shard {m.shard} is unfinished ({len(ids)} of {m.n_instances} instances); rerun its "
+                f"{d}: shard {m.shard} is unfinished ({keys.height} of {len(by_shard[i])} instances); rerun its "
                 f"lmeval execute to complete it"
             )
-        for iid in ids:
-            if iid in all_ids:
-                raise ExecuteError(f"{d}: instance {iid} is also in {all_ids[iid]} (overlapping results)")
-            all_ids[iid] = d
+        all_keys.append(keys.with_columns(pl.col(PART) + len(all_parts)))
+        all_parts += parts
+    try:  # and no Instance twice across the shards
+        everything = plan_keys(x for i in sorted(by_shard) for x in by_shard[i])
+        check_rows(pl.concat(all_keys), everything, plan_file, all_parts)
+    except PlanError as e:
+        raise ExecuteError(f"{e}; merge refuses it") from None
 
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):

@@ -76,7 +76,6 @@ def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[s
         m = header.model
         base = {
             "name": m.name,
-            "path": m.path,
             "backend": m.backend,
             "add_bos_token": m.add_bos_token,
             "engine": dict(m.engine),
@@ -136,6 +135,11 @@ def resolve_model_dir(spec: ModelSpec) -> Path | None:
     ``None`` for an openai model whose path is not a local directory (a remote model known by name).
     """
     if spec.path is None:
+        if spec.name != "tiny" and spec.backend != "openai":
+            raise ExecuteError(
+                f"model {spec.name}: the plan does not say where the model lives (plans hold no machine paths); "
+                f"pass model.path=DIR"
+            )
         from plans.tinymodel import ensure_tiny_model
 
         return ensure_tiny_model()

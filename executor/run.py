@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from executor import hardware
+from executor import faults, hardware
 from executor.backends.base import Backend
 from executor.errors import ExecuteError
 from executor.modelconf import (
@@ -36,7 +36,8 @@ from executor.store import ResultsDir
 from plans.errors import PlanError
 from plans.io import PlanReader
 from plans.records import InstanceRecord, PlanHeader, shard_of
-from plans.results import RunManifest, read_manifest, read_results
+from plans.results import RunManifest, part_files, plan_of, read_manifest, read_results
+from plans.rowcheck import check_rows, plan_keys, read_row_keys
 
 DEFAULT_PART_SIZE = 4096
 FLUSH_SECONDS = 30.0
@@ -142,10 +143,10 @@ def _check_resume(
 
 
 def _reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
-    """The old run's rows by request hash, after checking that its model is this run's."""
+    """The old run's rows by request hash, after checking that its model is this run's and that every row
+    answers the Instance of its own plan (``plans.rowcheck``): a row's request hash is what reuse trusts."""
     try:
         manifest = read_manifest(reuse)
-        df = read_results(reuse)
     except PlanError as e:
         raise ExecuteError(f"--reuse {reuse}: {e}") from None
     old = manifest.model or {}
@@ -155,6 +156,16 @@ def _reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
         raise ExecuteError(
             f"--reuse {reuse}: its results come from model {k}={old.get(k)!r}, this run has {ident.get(k)!r}"
         )
+    try:
+        old_plan = plan_of(reuse, manifest)
+        old_header, old_instances = load_instances(old_plan, parse_shard(manifest.shard))
+        if old_header.plan_hash != manifest.plan_hash:
+            raise PlanError(f"{old_plan} is not the plan its results came from ({manifest.plan_hash[:12]})")
+        parts = part_files(reuse)
+        check_rows(read_row_keys(parts), plan_keys(old_instances), old_plan, parts)
+        df = read_results(reuse)
+    except PlanError as e:
+        raise ExecuteError(f"--reuse {reuse}: {e}") from None
     return df.unique(subset=["request_hash"], keep="first", maintain_order=True)
 
 
@@ -349,12 +360,42 @@ def execute(
     tok_hash = check_tokenizer(header, model_dir, plan_path)
     ident = model_identity(spec, model_dir, tok_hash)
     out_dir = Path(out) if out else default_out(header, spec, shard_t)
+    reuse_table = _reuse_table(reuse, ident) if reuse else None
     store = ResultsDir(out_dir)
+    store.lock()  # before the directory is read: one writer, and the done set it reads stays true
+    try:
+        return _execute_locked(
+            store, plan_path, header, instances, spec, model_dir, ident, shard_s, reuse_table, progress,
+            part_size, backend_factory, close_backend,
+        )  # fmt: skip
+    finally:
+        store.close()
+
+
+def _execute_locked(
+    store: ResultsDir,
+    plan_path: str,
+    header: PlanHeader,
+    instances: list[InstanceRecord],
+    spec: ModelSpec,
+    model_dir: Path | None,
+    ident: dict[str, Any],
+    shard_s: str | None,
+    reuse_table: Any,
+    progress: bool,
+    part_size: int,
+    backend_factory: Callable[[ModelSpec, Path | None], Backend] | None,
+    close_backend: bool,
+) -> Path:
+    out_dir = store.path
     existing = store.existing_manifest()
     if existing is not None:
         _check_resume(existing, header, shard_s, ident, out_dir)
-    reuse_table = _reuse_table(reuse, ident) if reuse else None
-    done = store.done_ids() if existing is not None else set()
+    try:
+        done = store.done_ids(plan_keys(instances), plan_path) if existing is not None else set()
+    except PlanError as e:
+        raise ExecuteError(f"{e}; cannot resume into {out_dir}") from None
+    faults.pause("done-ids")
 
     stats = RunStats(planned=len(instances))
     todo = [i for i in instances if i.instance_id not in done]
@@ -430,7 +471,6 @@ def execute(
         bar.close()
         if backend is not None and close_backend:
             backend.close()
-        store.close()
     elapsed = time.monotonic() - bar.started
     print(
         f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "

@@ -1,8 +1,10 @@
 """A results directory on disk: manifest, atomic Parquet parts, resume state and a run lock.
 
 Parts are written to a hidden temporary file, fsynced and renamed to ``part-NNNNNN.parquet``: a part is
-either complete or absent, whenever the process dies. Resume reads the ``instance_id`` column of the parts
-already there. Leftover temporary files from a killed run are removed on the next start.
+either complete or absent, whenever the process dies. One writer per directory: the lock (``.lock``,
+flock) is taken before the directory is read. Resume reads the key columns of the parts already there and
+checks every row against the plan (``plans.rowcheck``). Leftover temporary files from a killed run are
+removed on the next start.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from executor import faults
 from executor.errors import ExecuteError
 from plans.errors import PlanError
 from plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
+from plans.rowcheck import check_rows, read_row_keys
 
 LOCK = ".lock"
 _PART_RE = re.compile(r"part-(\d+)(?:-.*)?\.parquet$")
@@ -58,11 +61,15 @@ def write_parquet_atomic(df: Any, target: Path) -> None:
 
 
 class ResultsDir:
-    """One results directory, locked for the lifetime of this object's ``open()``."""
+    """One results directory with one writer: ``lock()`` is taken before anything in it is read (manifest,
+    done rows), so two executes on one directory never both see it unfinished and both write."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock: IO[str] | None = None
+        self._created: Path | None = None  # the topmost directory lock() created, removed if nothing is written
+        self._new_lock_file = False  # lock() created the lock file: removed too if nothing is written
+        self._wrote = False
         self._seq = 0
 
     # -- checks (no writes) -------------------------------------------------------------------------
@@ -79,30 +86,50 @@ class ResultsDir:
         except PlanError as e:
             raise ExecuteError(str(e)) from None
 
-    def done_ids(self) -> set[str]:
-        import polars as pl
-
-        ids: set[str] = set()
-        for p in part_files(self.path):
-            try:
-                col = pl.read_parquet(p, columns=["instance_id"])["instance_id"]
-            except Exception as e:
-                raise ExecuteError(f"{p}: unreadable result part ({type(e).__name__}: {e})") from None
-            ids.update(col.to_list())
-        return ids
+    def done_ids(self, plan: Any | None = None, plan_name: str = "") -> set[str]:
+        """Instance ids with a row here. With ``plan`` (``plans.rowcheck.plan_keys`` of the Instances this
+        directory answers), every row is first checked against it (``plans.rowcheck.check_rows``)."""
+        parts = part_files(self.path)
+        keys = read_row_keys(parts)
+        if plan is not None:
+            check_rows(keys, plan, plan_name, parts)
+        return set(keys["instance_id"].to_list())
 
     # -- writes ----------------------------------------------------------------------------------------
 
-    def open(self) -> None:
-        """Create the directory, take the run lock, remove temporary leftovers of killed runs."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        f = open(self.path / LOCK, "a")  # noqa: SIM115 - held until close()
+    def lock(self) -> None:
+        """Take the directory's writer lock (creating the directory). A second writer gets a one-line
+        ExecuteError at once; nothing of the directory has been read before this."""
+        if self.path.exists() and not self.path.is_dir():
+            raise ExecuteError(f"{self.path}: exists and is not a directory")
+        top = self.path
+        while not top.parent.exists() and top.parent != top:
+            top = top.parent
+        created = None if self.path.exists() else top
+        new_lock_file = not (self.path / LOCK).exists()
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            f = open(self.path / LOCK, "a")  # noqa: SIM115 - held until close()
+        except OSError as e:
+            raise ExecuteError(f"{self.path}: cannot create or lock the results directory ({e.strerror})") from None
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             f.close()
-            raise ExecuteError(f"{self.path}: another lmeval execute is writing to this directory") from None
+            raise ExecuteError(
+                f"{self.path}: another lmeval execute is writing to this directory; wait for it to finish "
+                f"(rerunning then resumes) or choose another --out"
+            ) from None
         self._lock = f
+        self._created = created
+        self._new_lock_file = new_lock_file
+        faults.point("locked")
+
+    def open(self) -> None:
+        """After the checks passed (lock held): remove temporary leftovers of killed runs, number new parts."""
+        if self._lock is None:
+            self.lock()
+        self._wrote = True
         for tmp in self.path.glob(".part-*.tmp"):
             tmp.unlink(missing_ok=True)
         for tmp in self.path.glob(f".{MANIFEST}.*.tmp"):
@@ -111,10 +138,24 @@ class ResultsDir:
         self._seq = max(seqs, default=-1) + 1
 
     def close(self) -> None:
-        if self._lock is not None:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
-            self._lock.close()
-            self._lock = None
+        """Release the lock; a directory (or lock file) this run created and never wrote to is removed again."""
+        if self._lock is None:
+            return
+        if self._new_lock_file and not self._wrote:  # still locked: no one else is in there
+            (self.path / LOCK).unlink(missing_ok=True)
+        if self._created is not None and not self._wrote:
+            d = self.path
+            while True:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+                if d == self._created:
+                    break
+                d = d.parent
+        fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+        self._lock.close()
+        self._lock = None
 
     def write_manifest(self, manifest: RunManifest) -> None:
         from plans.results import write_manifest

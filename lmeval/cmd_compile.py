@@ -37,7 +37,7 @@ def _summary(header: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compiler.api import compile_sealed, plan_path
+    from compiler.api import compile_located, plan_path
     from compiler.config import expand_sweep
     from plans.io import write_sealed
 
@@ -47,12 +47,13 @@ def run(args: argparse.Namespace) -> int:
 
         raise CompileError("--out names one file but -m gives several plans; use run.out or the default names")
     # compile everything first: nothing is written when any combination fails
-    compiled = [(combo, compile_sealed(combo)) for combo in combos]
+    compiled = [(combo, compile_located(combo)) for combo in combos]
     paths = []
-    for combo, (header, _, blobs) in compiled:
+    for combo, c in compiled:
+        header = c.header
         for note in header.extra.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
-        path = write_sealed(plan_path(header, args.out), header, blobs)
+        path = write_sealed(plan_path(header, args.out or c.locations.get("run.out")), header, c.blobs)
         if args.multirun:
             print(f"[{' '.join(combo)}]")
         print(_summary(header))

@@ -32,9 +32,11 @@ def register(subparsers: Any) -> None:
     m = subparsers.add_parser(
         "merge",
         help="combine the results directories of a plan's shards",
-        description="Combine the results of shards 0/N .. N-1/N of one plan into one results directory.",
+        description="Combine the results of shards 0/N .. N-1/N of one plan into one results directory. "
+        "Every row is checked against the plan's Instances first.",
     )
     m.add_argument("dirs", nargs="+", metavar="DIR")
+    m.add_argument("--plan", default=None, help="the plan the shards ran (default: the one their manifests name)")
     m.add_argument("--out", required=True, help="the merged results directory (must not exist)")
     m.set_defaults(func=run_merge)
 
@@ -59,5 +61,5 @@ def run_execute(args: argparse.Namespace) -> int:
 def run_merge(args: argparse.Namespace) -> int:
     from executor import merge
 
-    print(merge(args.dirs, args.out))
+    print(merge(args.dirs, args.out, plan=args.plan))
     return 0

@@ -21,7 +21,9 @@ def run(args: argparse.Namespace) -> int:
 
     plan = compiler.compile_to_file(list(args.overrides), out=args.plan_out)
     print(f"plan: {plan}")
-    results = executor.execute(str(plan), out=args.out, progress=not args.no_progress)
+    # the plan holds no locations (model.path among them): execute is given the model overrides again
+    model = [o for o in args.overrides if o.lstrip("+").split("=", 1)[0].split(".", 1)[0] == "model"]
+    results = executor.execute(str(plan), out=args.out, overrides=model, progress=not args.no_progress)
     scorer.score(str(results), plan_path=str(plan))
     print(results)
     return 0

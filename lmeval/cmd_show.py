@@ -49,7 +49,6 @@ def header_lines(h: PlanHeader) -> list[str]:
         f"plan      {h.plan_hash}",
         f"format    {h.format} v{h.version} (lmeval {h.lmeval_version})",
         f"model     {m.name} backend={m.backend}"
-        + (f" path={m.path}" if m.path else "")
         + (f" tokenizer={m.tokenizer_hash[:12]}" if m.tokenizer_hash else "")
         + (f" chat_template={m.chat_template_hash[:12]}" if m.chat_template_hash else ""),
         f"totals    {len(h.tasks)} tasks, {h.n_docs} docs, {h.n_instances} instances",

@@ -19,6 +19,7 @@ import msgpack
 from plans.atomic import write_atomic
 from plans.canonical import canonical_bytes, normalize, pack_normalized
 from plans.errors import PlanError
+from plans.identity import locations_in
 from plans.records import FORMAT, VERSION, DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
 
 Record = DocRecord | InstanceRecord
@@ -159,6 +160,9 @@ def seal(
     ``blobs``: the records' bytes when the producer has encoded them already (``encode_doc`` /
     ``encode_instance`` in stream order; the compiler does, to overlap encoding with tokenizing); they must
     equal what ``encode_records`` gives (tests check the compiler's)."""
+    placed = locations_in(header.config)
+    if placed:
+        raise ValueError(f"a plan holds no locations (plans/identity.py), but its config has {', '.join(placed)}")
     if blobs is None:
         blobs, recs = encode_records(records)
     else:

@@ -15,7 +15,7 @@ import msgpack
 from plans.canonical import content_hash, normalize
 
 FORMAT = "lmeval-plan"
-VERSION = 1
+VERSION = 2  # 2: no machine paths in the header (plans/identity.py); ModelInfo has no path
 
 RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
 REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")
@@ -34,12 +34,12 @@ def shard_of(instance_id: str, n_shards: int) -> int:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What the plan was compiled for: enough to refuse a model whose tokenizer differs."""
+    """What the plan was compiled for: enough to refuse a model whose tokenizer differs. Identity only:
+    where the model lives is not part of a plan (plans/identity.py); execute is told (``model.path=DIR``)."""
 
     name: str
-    path: str | None = None
     backend: str = "vllm"
-    tokenizer: str | None = None  # tokenizer identity (name or path)
+    tokenizer: str | None = None  # tokenizer identity (the tiny model's recipe, or the model's name)
     tokenizer_hash: str | None = None  # sha256 over the tokenizer's vocabulary/merges/config, if known
     chat_template_hash: str | None = None  # sha256 of the chat template text when one was applied
     add_bos_token: bool = False
@@ -95,7 +95,7 @@ class GroupSummary:
 
 @dataclass(frozen=True)
 class PlanHeader:
-    config: dict[str, Any]  # the fully resolved Hydra config
+    config: dict[str, Any]  # the fully resolved Hydra config without its locations (plans/identity.py)
     model: ModelInfo
     tasks: list[TaskSummary]
     groups: list[GroupSummary] = field(default_factory=list)

@@ -76,6 +76,23 @@ class RunManifest:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
+def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override: str | None = None) -> str:
+    """The plan a results directory's rows are checked against: ``override`` (``--plan``), else the
+    manifest's ``plan_path`` (absolute, or relative to the directory). Raises PlanError when it is not
+    there; the caller checks its ``plan_hash`` against the manifest's."""
+    if override:
+        p = Path(override)
+    else:
+        if not manifest.plan_path:
+            raise PlanError(f"{results_dir}: manifest names no plan; pass --plan PLAN")
+        p = Path(manifest.plan_path)
+        if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
+            p = Path(results_dir) / p
+    if not p.is_file():
+        raise PlanError(f"{results_dir}: plan {p} not found; pass --plan PLAN (results are checked against their plan)")
+    return os.fspath(p)
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))

@@ -18,12 +18,14 @@ class BuiltinMetric:
     output_types: tuple[str, ...]
 
 
+# output_types: where the scorer computes the metric (scorer.process, scorer.taskscore); the compiler checks
+# tasks against the contract's copy of this table (plans.scoring.METRICS; tests/scorer/test_vocabulary.py)
 BUILTIN: dict[str, BuiltinMetric] = {
     "acc": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
-    "acc_norm": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
+    "acc_norm": BuiltinMetric("mean", True, ("multiple_choice",)),
     "acc_mutual_info": BuiltinMetric("mean", True, ("multiple_choice",)),
-    "acc_bytes": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
-    "exact_match": BuiltinMetric("mean", True, ("generate_until",)),
+    "acc_bytes": BuiltinMetric("mean", True, ("multiple_choice",)),
+    "exact_match": BuiltinMetric("mean", True, ("generate_until", "multiple_choice")),
     "perplexity": BuiltinMetric("perplexity", False, ("loglikelihood",)),
     "likelihood": BuiltinMetric("mean", True, ("multiple_choice",)),
     "word_perplexity": BuiltinMetric("weighted_perplexity", False, ("loglikelihood_rolling",)),
@@ -36,7 +38,7 @@ BUILTIN: dict[str, BuiltinMetric] = {
     "chrf++": BuiltinMetric("chrf++", True, ("generate_until",)),
     "ter": BuiltinMetric("ter", False, ("generate_until",)),
     "brier_score": BuiltinMetric("brier_score", False, ("multiple_choice",)),
-    "bypass": BuiltinMetric("bypass", True, ("loglikelihood", "multiple_choice", "generate_until")),
+    "bypass": BuiltinMetric("bypass", True, ("generate_until",)),
     # HF-evaluate-style metrics lm-eval loads by name; keys rouge1/rouge2/rougeL/rougeLsum
     "rouge": BuiltinMetric("mean", True, ("generate_until",)),
     # code execution (scorer.sandbox); keys pass@k

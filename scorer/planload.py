@@ -2,9 +2,11 @@
 
 Reading a plan of millions of records costs seconds (msgpack decoding), so the first scoring of a
 results directory writes a *scoring index* next to its results (``.score-index-<plan_hash>/``: two
-Parquet files per plan, docs and instances) and later scorings read that instead. The index is used only
-while the plan file has the same size, modification time and header ``plan_hash`` as when it was built;
-the first read verifies the full ``plan_hash`` over every record byte (as ``plans.io.PlanReader`` does).
+Parquet files per plan, docs and instances) and later scorings read that instead. The index is keyed by
+content, never by file size or modification time: it is used only when the plan file's content still hashes
+to the ``plan_hash`` the index was built for (every scoring hashes the whole file, as ``plans.io.PlanReader``
+verifies it; a same-size edit with its mtime restored is an error, not a stale index). The instances' key
+columns (``plans.rowcheck.KEY_COLUMNS``) are indexed too: every result row is checked against them.
 Documents themselves (``DocRecord.doc``) are not indexed: the few scoring paths that need them (user
 ``process_results``, custom filters, multi_choice_regex) read them from the plan's task span on demand.
 """
@@ -29,7 +31,7 @@ from plans.io import PlanReader, read_header
 from plans.records import DocRecord, PlanHeader
 from scorer.errors import ScoreError
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 DOC_SCHEMA: dict[str, Any] = {
     "doc_id": pl.Int64,
     "target_str": pl.String,  # the target when it is a str
@@ -37,7 +39,13 @@ DOC_SCHEMA: dict[str, Any] = {
     "target_json": pl.String,  # JSON of the target otherwise (lists, floats, bools, None)
     "choices": pl.List(pl.String),
 }
-INST_SCHEMA: dict[str, Any] = {"doc_id": pl.Int64, "idx": pl.Int64}  # instance_id = instance_id_for(task, ...)
+INST_SCHEMA: dict[str, Any] = {  # the key columns of plans.rowcheck (task: the TaskDocs's)
+    "doc_id": pl.Int64,
+    "idx": pl.Int64,
+    "instance_id": pl.String,
+    "request_type": pl.String,
+    "request_hash": pl.String,
+}
 
 
 @dataclass
@@ -85,20 +93,36 @@ class PlanData:
     tasks: dict[str, TaskDocs]
 
 
-def resolve_plan_path(results_dir: str, manifest_plan_path: str, override: str | None) -> str:
-    if override:
-        return override
-    if not manifest_plan_path:
-        raise ScoreError(f"{results_dir}: manifest names no plan; pass --plan PLAN")
-    p = Path(manifest_plan_path)
-    if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
-        p = Path(results_dir) / p
-    return os.fspath(p)
+_INDEX_FILES = ("docs.parquet", "instances.parquet")
 
 
-def _stamp(path: str, plan_hash: str) -> dict[str, Any]:
-    st = os.stat(path)
-    return {"version": INDEX_VERSION, "plan_hash": plan_hash, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+def _stamp(plan_hash: str, idx: Path) -> dict[str, Any]:
+    """What an index is valid for: the plan's content hash, and its own files' content hashes."""
+    files = {name: hashlib.sha256((idx / name).read_bytes()).hexdigest() for name in _INDEX_FILES}
+    return {"version": INDEX_VERSION, "plan_hash": plan_hash, "files": files}
+
+
+def _split(path: str) -> tuple[dict[str, Any], int]:
+    """The raw header map of the plan file and the offset where its records start."""
+    try:
+        with open(path, "rb") as f:
+            unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=True, max_buffer_size=0)
+            raw_header = unpacker.unpack()
+            return raw_header, unpacker.tell()
+    except (OSError, ValueError, msgpack.UnpackException) as e:
+        raise ScoreError(f"{path}: unreadable plan ({type(e).__name__})") from None
+
+
+def _check_content(path: str, header: PlanHeader) -> None:
+    """The plan file's content hashes to its header's ``plan_hash`` (streamed: no records decoded)."""
+    raw_header, start = _split(path)
+    h = hashlib.sha256(canonical_bytes({k: v for k, v in raw_header.items() if k != "plan_hash"}))
+    with open(path, "rb") as f:
+        f.seek(start)
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    if h.hexdigest() != header.plan_hash:
+        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
 
 
 def load(path: str, index_dir: str | None = None) -> PlanData:
@@ -130,8 +154,12 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
     if h.hexdigest() != header.plan_hash:
         raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
     cols: dict[str, dict[str, list[Any]]] = {
-        t.name: {"doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": []} for t in header.tasks
-    }
+        t.name: {
+            "doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": [], "i_id": [], "i_rt": [],
+            "i_rh": [],
+        }
+        for t in header.tasks
+    }  # fmt: skip
     n_docs = n_inst = 0
     try:
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, max_buffer_size=0)
@@ -151,6 +179,9 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
                 n_inst += 1
                 c["i_doc"].append(obj["doc_id"])
                 c["i_idx"].append(obj["idx"])
+                c["i_id"].append(obj["instance_id"])
+                c["i_rt"].append(obj["request_type"])
+                c["i_rh"].append(obj["request_hash"])
             else:
                 raise ScoreError(f"{path}: unknown plan record kind {kind!r}")
     except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
@@ -181,7 +212,16 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
         )
         if not docs["doc_id"].is_sorted():
             docs = docs.sort("doc_id")
-        inst = pl.DataFrame({"doc_id": c["i_doc"], "idx": c["i_idx"]}, schema=INST_SCHEMA).sort(["doc_id", "idx"])
+        inst = pl.DataFrame(
+            {
+                "doc_id": c["i_doc"],
+                "idx": c["i_idx"],
+                "instance_id": c["i_id"],
+                "request_type": c["i_rt"],
+                "request_hash": c["i_rh"],
+            },
+            schema=INST_SCHEMA,
+        ).sort(["doc_id", "idx"])
         tasks[name] = TaskDocs(name, path, docs, inst, _raw={o["doc_id"]: o for o in c["rec"]})
     return PlanData(path=path, header=header, tasks=tasks)
 
@@ -189,12 +229,13 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
 def _read_index(idx: Path, path: str, header: PlanHeader) -> PlanData | None:
     try:
         stamp = json.loads((idx / "stamp.json").read_text(encoding="utf-8"))
-        if stamp != _stamp(path, header.plan_hash):
+        if stamp != _stamp(header.plan_hash, idx):
             return None
         docs = pl.read_parquet(idx / "docs.parquet")
         inst = pl.read_parquet(idx / "instances.parquet")
     except (OSError, ValueError, pl.exceptions.PolarsError):
         return None
+    _check_content(path, header)
     tasks = {}
     for t in header.tasks:
         tasks[t.name] = TaskDocs(
@@ -214,7 +255,7 @@ def _write_index(idx: Path, path: str, data: PlanData) -> None:
         inst = [td.instances.with_columns(task=pl.lit(n)) for n, td in data.tasks.items()]
         pl.concat(docs).write_parquet(tmp / "docs.parquet")
         pl.concat(inst).write_parquet(tmp / "instances.parquet")
-        (tmp / "stamp.json").write_text(json.dumps(_stamp(path, data.header.plan_hash)), encoding="utf-8")
+        (tmp / "stamp.json").write_text(json.dumps(_stamp(data.header.plan_hash, tmp)), encoding="utf-8")
         if idx.exists():
             shutil.rmtree(idx, ignore_errors=True)
         os.replace(tmp, idx)

@@ -1,35 +1,55 @@
 """Read a results directory's rows for scoring (the contract of ``plans.results.read_results``).
 
-Same contract as ``plans.results.read_results`` (parts concatenated, columns cast to the results schema, an
-instance occurring twice is an error), but faster for millions of rows: one lazy scan of only the columns
-scoring needs, rows split by task, each task's rows sorted by (doc_id, idx) only when they are not already,
-and duplicates found on those sorted integer keys ((task, doc_id, idx) identifies an instance:
-``instance_id`` is a hash of them).
+One lazy scan of only the columns scoring needs plus the key columns every row is checked by
+(``plans.rowcheck``: each row must be the answer to its Instance of the plan, once), rows split by task,
+each task's rows sorted by (doc_id, idx) only when they are not already.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from plans.records import instance_id_for
 from plans.results import part_files, polars_schema
+from plans.rowcheck import KEY_COLUMNS, PART
 from scorer.errors import ScoreError
 
 COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses")
 
 
-def read_rows(results_dir: str | os.PathLike[str]) -> dict[str, pl.DataFrame]:
+@dataclass
+class Rows:
+    by_task: dict[str, pl.DataFrame]  # COLUMNS + KEY_COLUMNS + part, sorted by (doc_id, idx)
+    parts: list[Path]  # the part files (``part`` indexes this list)
+
+    def keys(self, tasks: list[str]) -> pl.DataFrame:
+        """The key columns (and ``part``) of every row, for ``plans.rowcheck.check_rows``: the tasks in
+        ``tasks`` order first (each sorted by doc_id, idx), then rows of any other task."""
+        cols = [*KEY_COLUMNS, PART]
+        order = [t for t in tasks if t in self.by_task] + [t for t in self.by_task if t not in tasks]
+        frames = [self.by_task[t].select(cols) for t in order]
+        return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def read_rows(results_dir: str | os.PathLike[str]) -> Rows:
     """Per task, its result rows sorted by (doc_id, idx)."""
-    schema = {k: v for k, v in polars_schema().items() if k in COLUMNS}
+    wanted = set(COLUMNS) | set(KEY_COLUMNS)
+    schema = {k: v for k, v in polars_schema().items() if k in wanted}
     parts = part_files(results_dir)
     if not parts:
-        return {}
+        return Rows({}, [])
     try:
         df = (
-            pl.concat([pl.scan_parquet(p).select(list(schema)) for p in parts], how="vertical")
+            pl.concat(
+                [
+                    pl.scan_parquet(p).select(list(schema)).with_columns(pl.lit(i, dtype=pl.Int32).alias(PART))
+                    for i, p in enumerate(parts)
+                ],
+                how="vertical",
+            )
             .cast(schema)  # type: ignore[arg-type]
             .collect()
         )
@@ -43,17 +63,8 @@ def read_rows(results_dir: str | os.PathLike[str]) -> dict[str, pl.DataFrame]:
         strictly_sorted = ((dd > 0) | ((dd == 0) & (di > 0))).fill_null(True).all()
         if not rows.select(strictly_sorted).item():
             rows = rows.sort(["doc_id", "idx"])
-        same = (pl.col("doc_id") == pl.col("doc_id").shift(1)) & (pl.col("idx") == pl.col("idx").shift(1))
-        dup = rows.select(same.fill_null(False).arg_true())
-        if dup.height:
-            r = rows.row(int(dup.item(0, 0)), named=True)
-            n = rows.filter((pl.col("doc_id") == r["doc_id"]) & (pl.col("idx") == r["idx"])).height
-            iid = instance_id_for(str(task), r["doc_id"], r["idx"])
-            raise ScoreError(
-                f"{results_dir}: instance {iid} ({task} doc {r['doc_id']} idx {r['idx']}) appears {n} times"
-            )
         out[str(task)] = rows
-    return out
+    return Rows(out, parts)
 
 
 def _bad_part(parts: list[Path], schema: dict[str, pl.DataType]) -> str | None:

@@ -19,15 +19,16 @@ import polars as pl
 from plans.atomic import write_atomic
 from plans.errors import PlanError
 from plans.records import instance_id_for
-from plans.results import polars_schema, read_manifest, write_json_atomic
+from plans.results import plan_of, polars_schema, read_manifest, write_json_atomic
+from plans.rowcheck import KEY_COLUMNS, check_rows
 from scorer import aggregate as agg
 from scorer import groups as grp
 from scorer import metrics as met
 from scorer.errors import ScoreError
 from scorer.filters import pipelines_of
-from scorer.planload import PlanData, TaskDocs, load, resolve_plan_path
+from scorer.planload import PlanData, TaskDocs, load
 from scorer.rows import COLUMNS as ROW_COLUMNS
-from scorer.rows import read_rows
+from scorer.rows import Rows, read_rows
 from scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
 
 RESULTS_JSON = "results.json"
@@ -71,17 +72,19 @@ def score_run(
         manifest = read_manifest(results_dir)
     except PlanError as e:
         raise ScoreError(str(e)) from None
-    ppath = resolve_plan_path(results_dir, manifest.plan_path, plan_path)
-    if not Path(ppath).exists():
-        raise ScoreError(f"{results_dir}: plan {ppath} not found; pass --plan PLAN")
+    try:
+        ppath = plan_of(results_dir, manifest, plan_path)
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
     plan = load(ppath, index_dir=results_dir)
     if manifest.plan_hash != plan.header.plan_hash:
         raise ScoreError(
             f"{results_dir}: results were produced from plan {manifest.plan_hash[:12]}, "
             f"but {ppath} is plan {plan.header.plan_hash[:12]}; score them with the plan they came from"
         )
-    results = read_rows(results_dir)
-    outcome = _score(results_dir, plan, results, manifest.to_dict(), trust, bootstrap_iters)
+    rows = read_rows(results_dir)
+    _check_rows(rows, plan)
+    outcome = _score(results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters)
     out_dir = Path(results_dir)
     write_json_atomic(out_dir / RESULTS_JSON, outcome.results)
     if console:
@@ -94,6 +97,21 @@ def score_run(
     for w in outcome.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
     return outcome
+
+
+def _check_rows(rows: Rows, plan: PlanData) -> None:
+    """Every row is the answer to its Instance of the plan, once (``plans.rowcheck``): one-line error
+    naming the part file and the Instance otherwise."""
+    if not rows.parts:
+        return
+    names = [t.name for t in plan.header.tasks]  # both sides in header task order, each by (doc_id, idx)
+    expected = pl.concat(
+        [plan.tasks[n].instances.with_columns(task=pl.lit(n, dtype=pl.String)) for n in names]
+    ).select(KEY_COLUMNS)
+    try:
+        check_rows(rows.keys(names), expected, plan.path, [str(p) for p in rows.parts])
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
 
 
 def _score(
@@ -130,7 +148,7 @@ def _score(
         tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
         pipes = pipelines_of(ts.filter_list, ts.name)
         rows = results.get(ts.name, empty)
-        expected = td.instances
+        expected = td.instances.select("doc_id", "idx")
         same = (
             rows.height == expected.height
             and rows["doc_id"].equals(expected["doc_id"])

@@ -196,7 +196,6 @@ def build(
         config={"model": model_cfg, **(extra_config or {})},
         model=ModelInfo(
             name=str(model_cfg.get("name", "tiny")),
-            path=model_cfg.get("path"),
             backend=str(model_cfg.get("backend", "vllm")),
             tokenizer="tiny",
             tokenizer_hash=tokenizer_hash(ensure_tiny_model()),

@@ -11,6 +11,7 @@ import pytest
 from plans.diff import cause_of_path, dict_changes, diff_plans
 from plans.diff_render import visible_inline, visible_line
 from plans.errors import PlanError, UserError
+from plans.records import VERSION
 from tests.plans.diff_builders import build, spec, with_
 
 ANAT = spec()
@@ -263,13 +264,14 @@ def test_different_format_versions_are_explained(tmp_path: Path) -> None:
     unpacker.feed(raw)
     header = unpacker.unpack()
     rest = raw[unpacker.tell() :]
-    header["version"] = 2
-    v2 = tmp_path / "v2.msgpack"
+    other = VERSION + 1
+    header["version"] = other
+    v2 = tmp_path / "other.msgpack"
     v2.write_bytes(msgpack.packb(header) + rest)
     with pytest.raises(PlanError) as e:
         diff_plans(a, v2)
     msg = str(e.value)
-    assert "different format versions" in msg and "version 1" in msg and "version 2" in msg
+    assert "different format versions" in msg and f"version {VERSION}" in msg and f"version {other}" in msg
     assert "recompile" in msg and str(v2) in msg and "\n" not in msg
 
 

@@ -179,4 +179,6 @@ def test_duplicate_rows(golden: dict, tmp_path: Path, capsys: pytest.CaptureFixt
     df = pl.read_parquet(part)
     df.slice(4, 1).write_parquet(rdir / "part-00001.parquet")
     assert main(["score", str(rdir)]) == 2
-    assert "(gsm8k doc 4 idx 0) appears 2 times" in _err(capsys)
+    msg = _err(capsys)
+    assert f"{part}: instance " in msg and "(gsm8k doc 4 idx 0) has a row also in " in msg
+    assert str(rdir / "part-00001.parquet") in msg

@@ -1,4 +1,4 @@
-"""The scoring index (results_dir/.score-index-*) gives the same scores and is dropped when the plan changes."""
+"""The scoring index (results_dir/.score-index-*) gives the same scores; it is keyed by content hashes."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from plans.io import read_header
 from scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 
@@ -17,9 +18,21 @@ def test_rescore_from_index_is_identical(tmp_path: Path) -> None:
     assert len(idx) == 1 and (idx[0] / "docs.parquet").exists()
     second = score_run(str(rdir), console=False).results
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
-    # a plan file touched after indexing is read again (and its hash checked again)
+    # the index is keyed by content: touching the plan changes nothing, editing it is an error even with
+    # the same size and the old mtime restored (tests/scorer/test_rowcheck.py covers that case)
     stamp = json.loads((idx[0] / "stamp.json").read_text())
-    os.utime(plan, ns=(stamp["mtime_ns"] + 10**9, stamp["mtime_ns"] + 10**9))
+    assert stamp["plan_hash"] == read_header(plan).plan_hash and set(stamp["files"]) == {
+        "docs.parquet",
+        "instances.parquet",
+    }
+    st = os.stat(plan)
+    os.utime(plan, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     third = score_run(str(rdir), console=False).results
     assert json.dumps(third, sort_keys=True) == json.dumps(first, sort_keys=True)
-    assert json.loads((idx[0] / "stamp.json").read_text())["mtime_ns"] == stamp["mtime_ns"] + 10**9
+    assert json.loads((idx[0] / "stamp.json").read_text()) == stamp
+    # an index whose own files were changed is rebuilt, not trusted
+    (idx[0] / "instances.parquet").write_bytes(b"garbage")
+    fourth = score_run(str(rdir), console=False).results
+    assert json.dumps(fourth, sort_keys=True) == json.dumps(first, sort_keys=True)
+    assert (idx[0] / "instances.parquet").read_bytes()[:4] == b"PAR1"  # rewritten
+    assert json.loads((idx[0] / "stamp.json").read_text())["plan_hash"] == stamp["plan_hash"]

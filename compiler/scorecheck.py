@@ -1,0 +1,66 @@
+"""Fail fast at compile: every task's scoring configuration checked against what the scorer implements.
+
+Metric names and their options for the task's output type, aggregations, ``higher_is_better``, filter
+functions and their arguments (regexes compiled with the engine the scorer runs them with) and the
+groups' aggregate metrics, by the rules of the contract (``plans.scoring``). A problem is a one-line
+CompileError naming file, task and field, raised before any prompt is rendered, so no plan is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.errors import fail
+from compiler.functions import FunctionRef
+from compiler.select import GroupInfo
+from compiler.taskspec import TaskSpec
+from plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
+
+
+def _data(value: Any) -> Any:
+    """The plan's data form of a config value, without importing anything (``!function`` → a reference)."""
+    if isinstance(value, FunctionRef):
+        return {"__function__": value.spec}
+    if isinstance(value, dict):
+        return {str(k): _data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_data(v) for v in value]
+    return value
+
+
+def _has_process_results(spec: TaskSpec) -> bool:
+    return spec.process_results is not None
+
+
+def check_task(spec: TaskSpec) -> None:
+    """Raise a CompileError for the first problem of ``spec``'s metric_list or filter_list."""
+    problems = check_metric_list(spec.output_type, _data(spec.metric_list), _has_process_results(spec))
+    problems += check_filter_list(_data(spec.filter_list))
+    if problems:
+        where, msg = problems[0]
+        raise fail(msg, file=spec.source, task=spec.name, field=where)
+
+
+def check_groups(groups: list[GroupInfo], tasks: list[TaskSpec]) -> None:
+    """Raise a CompileError when a group aggregates a metric none of its leaf tasks has."""
+    by_group = {g.name: g for g in groups}
+    by_task = {t.name: t for t in tasks}
+
+    def leaves(name: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        if name in seen:
+            return []
+        out: list[str] = []
+        for child in by_group[name].subtasks:
+            out += leaves(child, seen | {name}) if child in by_group else [child]
+        return out
+
+    for g in groups:
+        if not g.aggregate_metric_list:
+            continue
+        specs = [by_task[t] for t in leaves(g.name) if t in by_task]
+        produced = [produced_metrics(s.output_type, _data(s.metric_list), _has_process_results(s)) for s in specs]
+        for entry in g.aggregate_metric_list:
+            problems = check_group_metric(entry, produced)
+            if problems:
+                where, msg = problems[0]
+                raise fail(msg, file=g.source, field=f"group {g.name} {where}")

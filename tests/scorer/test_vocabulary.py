@@ -1,0 +1,92 @@
+"""The scorer implements exactly the contract's scoring vocabulary (plans/scoring.py), which the compiler
+checks tasks against: metric, aggregation and filter registries are equal, and what each output type's
+scoring actually computes is what the contract says applies to it."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from plans import scoring
+from scorer import aggregate, filters, metrics, process
+from scorer.errors import ScoreError
+
+
+def test_metric_registry_equals_the_contract() -> None:
+    assert set(metrics.BUILTIN) == set(scoring.METRICS)
+    for name, m in scoring.METRICS.items():
+        b = metrics.BUILTIN[name]
+        assert (b.aggregation, b.higher_is_better, set(b.output_types)) == (
+            m.aggregation,
+            m.higher_is_better,
+            set(m.output_types),
+        ), name
+        assert m.aggregation in scoring.AGGREGATIONS
+    assert metrics.ALIASES == scoring.METRIC_ALIASES
+    assert metrics.DEFAULT_METRICS == scoring.DEFAULT_METRICS
+    assert set(metrics._NOT_KWARGS) == set(scoring.METRIC_KEYS)
+
+
+def test_aggregation_and_filter_registries_equal_the_contract() -> None:
+    assert aggregate.AGGREGATIONS == scoring.AGGREGATIONS
+    assert filters.BUILTIN_FILTERS == tuple(scoring.FILTERS)
+
+
+def test_metric_options_are_the_implementations_keyword_arguments() -> None:
+    em = inspect.signature(process.exact_match_np).parameters
+    assert set(scoring.METRICS["exact_match"].options) == set(em) - {"predictions", "references"}
+    pk = inspect.signature(process.pass_at_k).parameters
+    assert set(scoring.METRICS["pass_at_k"].options) == set(pk) - {"predictions", "references"}
+    assert {n for n, m in scoring.METRICS.items() if m.options} == {"exact_match", "pass_at_k"}
+
+
+def _tm(names: list[str]) -> metrics.TaskMetrics:
+    return metrics.TaskMetrics([metrics.MetricSpec(n, n) for n in names], {}, {})
+
+
+def test_each_output_type_computes_exactly_the_metrics_that_apply_to_it() -> None:
+    def applies(ot: str) -> set[str]:
+        return {n for n, m in scoring.METRICS.items() if ot in m.output_types}
+
+    everything = list(scoring.METRICS)
+    choices = ["a", "bb"]
+    mc = process.mc_doc(_tm(everything), 1, choices, [(-1.0, False), (-0.5, True)] * 2, False)
+    assert set(mc) == applies("multiple_choice")
+    assert set(process.loglikelihood_doc(_tm(everything), [(-1.0, True)])) == applies("loglikelihood")
+    assert set(process.rolling_doc(_tm(everything), "some text", [-3.0])) == applies("loglikelihood_rolling")
+    gen = applies("generate_until")
+    for name in everything:
+        if name in ("pass_at_k", "jsonl_spec"):  # run programs / need a spec document: covered by their own tests
+            assert name in gen
+            continue
+        if name in gen:
+            process._call_gen_metric(name, None, "4", "4", {}, {})
+        else:
+            with pytest.raises(ScoreError, match="does not apply to generate_until"):
+                process._call_gen_metric(name, None, "4", "4", {}, {})
+
+
+def test_every_filter_runs_with_the_arguments_the_contract_allows() -> None:
+    docs = [{"choices": ["x", "y"]}]
+    args = {
+        "regex": {"regex_pattern": r"(\d+)", "group_select": 0, "fallback": "?"},
+        "take_first_k": {"k": 1},
+        "map": {"mapping_dict": {"4": "four"}, "default_value": "other"},
+        "multi_choice_regex": {
+            "regex_pattern": r"\((A|B)\)",
+            "group_select": 0,
+            "fallback": "?",
+            "ignore_case": True,
+            "ignore_punctuation": False,
+            "regexes_to_ignore": [","],
+        },
+    }
+    for name, spec in scoring.FILTERS.items():
+        if name == "custom":
+            assert spec.required == ("filter_fn",)
+            continue
+        kw = args.get(name, {})
+        assert set(kw) == set(spec.options), name
+        pipe = filters.Pipeline("f", [{"function": name, **kw}])
+        filters.apply_pipeline(pipe, [["4 (A)"]], lambda: docs, "t", False)
