@@ -11,6 +11,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--out", help="results directory (default results/<plan_hash12>-<model>/)")
     p.add_argument("--plan-out", help="plan path (default plans/<name>-<hash12>.msgpack)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="allow scoring to import user Python the plan references (checked against its sha256), "
+        "as `lmeval score --trust-code`",
+    )
     p.set_defaults(func=run)
 
 
@@ -22,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     plan = compiler.compile_to_file(list(args.overrides), out=args.plan_out)
     print(f"plan: {plan}")
     results = executor.execute(str(plan), out=args.out, progress=not args.no_progress)
-    scorer.score(str(results), plan_path=str(plan))
+    # the same consent as `lmeval score`: the flag, else LMEVAL_TRUST_CODE=1, else no user code runs
+    scorer.score(str(results), plan_path=str(plan), trust_code=True if args.trust_code else None)
     print(results)
     return 0
