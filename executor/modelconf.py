@@ -40,6 +40,7 @@ class ModelSpec:
     seed: int = 1234
     raw: dict[str, Any] = field(default_factory=dict)  # the whole resolved model config
     token_rule: TokenRule | None = None  # the rule the plan's token ids were made with (check_token_rule)
+    seeded_sampling: bool = False  # the run samples (seeded per request): engines may need settings for it
 
     def engine_args(self) -> dict[str, Any]:
         return dict(self.engine)

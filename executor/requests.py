@@ -274,6 +274,17 @@ def gen_params(
     return params, until
 
 
+def is_sampled(kwargs: dict[str, Any] | None) -> bool:
+    """Whether ``gen_params`` samples for these generation kwargs (and so seeds the request)."""
+    kw = kwargs or {}
+    if kw.get("do_sample") is False:
+        return False
+    try:
+        return float(kw.get("temperature", 0.0) or 0.0) > 0
+    except (TypeError, ValueError):
+        return False
+
+
 def truncate_for_generation(ids: list[int], max_tokens: int, max_length: int, where: str) -> list[int]:
     """lm-eval's ``maybe_truncate`` (left side, generation length kept)."""
     if len(ids) + max_tokens <= max_length:

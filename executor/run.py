@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from executor.requests import (
     ScoreJob,
     gen_job,
     gen_result,
+    is_sampled,
     score_job,
     score_result,
     token_rule,
@@ -408,6 +409,8 @@ def execute(
             # and no garbage; the cyclic collector's passes over them took ~3.5 s of a 40 s run
             gc_was_on = gc.isenabled()
             gc.disable()
+            if any(i.request_type == "generate_until" and is_sampled(i.generation_kwargs) for i in todo):
+                spec = replace(spec, seeded_sampling=True)
             try:
                 backend = factory(spec, model_dir)
             finally:
