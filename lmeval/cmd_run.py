@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,8 +30,40 @@ def run(args: argparse.Namespace) -> int:
 
     plan = compiler.compile_to_file(list(args.overrides), out=args.plan_out)
     print(f"plan: {plan}")
+    trust = True if args.trust_code else None
+    if not (trust or _trusted_by_env()):
+        _refuse_user_code(plan)  # before the model runs, not after
     results = executor.execute(str(plan), out=args.out, progress=not args.no_progress)
     # the same consent as `lmeval score`: the flag, else LMEVAL_TRUST_CODE=1, else no user code runs
-    scorer.score(str(results), plan_path=str(plan), trust_code=True if args.trust_code else None)
+    scorer.score(str(results), plan_path=str(plan), trust_code=trust)
     print(results)
     return 0
+
+
+def _trusted_by_env() -> bool:
+    from scorer.pyref import trust_from_env
+
+    return trust_from_env()
+
+
+def _refuse_user_code(plan: Path) -> None:
+    """``score``'s one-line refusal for the first user function the plan's scoring would import."""
+    from plans.io import read_header
+    from scorer.pyref import load_ref
+
+    for t in read_header(plan).tasks:
+        for field in ("process_results", "metric_list", "filter_list"):
+            for ref in _refs(t.config.get(field)):
+                load_ref(ref, False, f"task {t.name}: {field}")
+
+
+def _refs(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if "__function__" in value and value.get("path"):
+            yield value
+        else:
+            for v in value.values():
+                yield from _refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _refs(v)
