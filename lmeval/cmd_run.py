@@ -30,20 +30,14 @@ def run(args: argparse.Namespace) -> int:
 
     plan = compiler.compile_to_file(list(args.overrides), out=args.plan_out)
     print(f"plan: {plan}")
-    trust = True if args.trust_code else None
-    if not (trust or _trusted_by_env()):
+    trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
+    if not trust:
         _refuse_user_code(plan)  # before the model runs, not after
     results = executor.execute(str(plan), out=args.out, progress=not args.no_progress)
     # the same consent as `lmeval score`: the flag, else LMEVAL_TRUST_CODE=1, else no user code runs
     scorer.score(str(results), plan_path=str(plan), trust_code=trust)
     print(results)
     return 0
-
-
-def _trusted_by_env() -> bool:
-    from scorer.pyref import trust_from_env
-
-    return trust_from_env()
 
 
 def _refuse_user_code(plan: Path) -> None:

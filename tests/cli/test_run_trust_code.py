@@ -1,8 +1,8 @@
 """``lmeval run --trust-code``: the same consent as ``lmeval score --trust-code`` (fake backend, no engine).
 
 A task whose ``process_results`` is a ``!function`` (wikitext's shape) cannot be scored without consent:
-``lmeval run`` then fails with ``score``'s one-line error before the model runs; with ``--trust-code`` (or
-LMEVAL_TRUST_CODE=1) it scores. Nothing else changes between the runs.
+``lmeval run`` then fails with ``score``'s one-line error before the model runs; with ``--trust-code`` it
+scores. The flag is the only switch: nothing else changes between the runs.
 """
 
 from __future__ import annotations
@@ -46,6 +46,6 @@ def test_run_trust_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     res = json.loads((tmp_path / "trusted" / "results.json").read_text())["results"]["bos_rolling_pr"]
     assert {"word_perplexity,none", "byte_perplexity,none", "bits_per_byte,none"} <= set(res)
 
-    monkeypatch.setenv("LMEVAL_TRUST_CODE", "1")  # the environment consents as for `lmeval score`
-    rc, _, _ = _run(tmp_path, "env")
-    assert rc == 0
+    monkeypatch.setenv("LMEVAL_TRUST_CODE", "1")  # the environment grants nothing
+    rc, _, err = _run(tmp_path, "env")
+    assert rc == 2 and "rerun with --trust-code" in err
