@@ -98,3 +98,18 @@ def test_tiny_model_rule_adds_nothing() -> None:
     assert unset.rule.special_prefix == [] and unset.rule.prefix_token_source == "bos"
     assert unset.encode_many(TEXTS) == off.encode_many(TEXTS)
     assert unset.encode_pairs(PAIRS) == off.encode_pairs(PAIRS)
+
+
+def test_chat_templated_prompts_get_one_bos(model_dir: Path) -> None:
+    """The checkpoint's chat template emits ``<s>``: compiled chat prompts start with exactly one BOS."""
+    import compiler
+
+    _, records = compiler.compile_plan(
+        ["+task=arith", "run.limit=3", f"model.path={model_dir}", "model.name=llama-style",
+         "run.apply_chat_template=true"]  # fmt: skip
+    )
+    insts = [r for r in records if getattr(r, "context_ids", None) is not None]
+    assert insts
+    for r in insts:
+        assert r.context.startswith(LLAMA_BOS)
+        assert r.context_ids[:2] == [0, 2], r.context_ids[:4]  # <s> <|im_start|>
