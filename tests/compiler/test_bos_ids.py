@@ -113,3 +113,21 @@ def test_chat_templated_prompts_get_one_bos(model_dir: Path) -> None:
     for r in insts:
         assert r.context.startswith(LLAMA_BOS)
         assert r.context_ids[:2] == [0, 2], r.context_ids[:4]  # <s> <|im_start|>
+
+
+@pytest.mark.parametrize("value", ["-3", "x", "true"])
+def test_bad_prefix_token_id_is_a_one_line_error(value: str) -> None:
+    import compiler
+    from compiler.errors import CompileError
+
+    with pytest.raises(CompileError, match="model.prefix_token_id") as e:
+        compiler.compile_plan(["+task=arith", "run.limit=1", f"model.prefix_token_id={value}"])
+    assert "\n" not in str(e.value)
+
+
+def test_prefix_token_override_is_recorded() -> None:
+    import compiler
+
+    header, _ = compiler.compile_plan(["+task=arith", "run.limit=1", "model.prefix_token_id=1"])
+    rule = header.model.token_rule
+    assert rule is not None and (rule.prefix_token_id, rule.prefix_token_source) == (1, "override")
