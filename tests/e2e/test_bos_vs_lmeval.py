@@ -6,8 +6,10 @@ choice, loglikelihood with a perplexity metric, loglikelihood of an empty contex
 loglikelihood_rolling (word/byte perplexity, bits per byte), a ``process_results`` task (``lmeval run
 --trust-code``) and generate_until with regex filters; the first ``LIMIT`` documents, once with
 ``add_bos_token`` unset (the tokenizer's default: BOS) and once with ``add_bos_token=false`` on both sides.
-Per Instance, log-likelihoods agree within 1e-4 and generations are equal; every metric is equal
-(perplexities and their bootstrap stderrs to a relative 1e-6).
+Our side runs the hf backend (batch size 1, as lm-eval's): per Instance, log-likelihoods agree within 1e-4
+and generations are equal; every metric is equal (perplexities and their bootstrap stderrs to a relative
+1e-6). It also runs once on the default vLLM backend (add_bos_token unset): log-likelihoods within 1e-4 (or
+1e-6 relative for long rolling sums), generations and accuracies equal.
 """
 
 from __future__ import annotations
