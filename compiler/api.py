@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import logging
@@ -154,6 +155,9 @@ def load_tokenizer(
     add_bos = model_cfg.get("add_bos_token")
     if add_bos is not None and not isinstance(add_bos, bool):
         raise fail(f"must be true, false or null, got {add_bos!r}", field="model.add_bos_token")
+    prefix = model_cfg.get("prefix_token_id")
+    if prefix is not None and (isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0):
+        raise fail(f"must be a token id (an integer >= 0) or null, got {prefix!r}", field="model.prefix_token_id")
     if path is None:
         if name != "tiny":
             raise fail(f"model {name!r} has no path; set model.path=DIR (a Hugging Face model directory)",
@@ -167,7 +171,7 @@ def load_tokenizer(
         if not tok_dir.is_dir():
             raise fail(f"model directory {path} does not exist", field="model.path")
         identity = name  # the directory is a location, not identity: the tokenizer hash pins the content
-    tok = ModelTokenizer(tok_dir, add_bos, identity, need_chat=need_chat)
+    tok = ModelTokenizer(tok_dir, add_bos, identity, need_chat=need_chat, prefix_token_id=prefix)
     engine = model_cfg.get("engine") or {}
     info = ModelInfo(
         name=name,
@@ -176,6 +180,7 @@ def load_tokenizer(
         tokenizer_hash=tok.tokenizer_hash,
         add_bos_token=add_bos,  # type: ignore[arg-type]
         engine=dict(engine) if isinstance(engine, dict) else {},
+        token_rule=tok.rule,
     )
     return tok, info
 
@@ -462,7 +467,7 @@ def _compile(overrides: list[str]) -> Compiled:
             raise fail("run.apply_chat_template=true but the model's tokenizer has no chat template",
                        field="run.apply_chat_template")  # fmt: skip
         chat = tok.chat
-        model = ModelInfo(**{**model.to_dict(), "chat_template_hash": sha256_text(tok.chat_template)})
+        model = dataclasses.replace(model, chat_template_hash=sha256_text(tok.chat_template))
     sel = select_tasks(cfg, run)
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)

@@ -1,11 +1,9 @@
 """The model's tokenizer at compile time: token ids with lm-eval's rules, and its chat template.
 
-Loaded with transformers' ``PreTrainedTokenizerFast`` (never torch). Encoding goes through the fast
-backend in batches. Rules (lm-eval's HF/vLLM models): ``add_bos_token`` None keeps the tokenizer's default
-special tokens, True/False forces them on/off; a string that already starts with the BOS text is encoded
-without special tokens; ``_encode_pair`` moves trailing whitespace of the context to the continuation and
-takes ``whole[len(encode(context)):]`` as the continuation ids; an empty context becomes the prefix token
-(BOS, else EOS).
+The rules themselves (special tokens per ``add_bos_token``, no second BOS, the prefix token, the context /
+continuation split) are the contract's: ``plans/tokenization.py``. This module applies them with the model's
+tokenizer loaded as lm-eval 0.4.13 loads it (``add_bos_token`` passed on to transformers when set), encoding
+through the fast backend in batches.
 """
 
 from __future__ import annotations
@@ -16,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from compiler.errors import fail
+from plans.tokenization import (
+    TokenRule,
+    add_special_tokens,
+    choose_prefix_token,
+    empty_context_pair,
+    move_trailing_space,
+)
 
 
 def _pieces(text: str) -> list[str]:
@@ -42,9 +47,16 @@ def _token_text(value: Any) -> str | None:
 class ModelTokenizer:
     """Loaded through transformers (``add_bos_token`` passed on, as lm-eval does) when a chat template is
     needed or BOS handling changes the tokenizer; else the generic ``PreTrainedTokenizerFast`` case is read
-    with ``tokenizers`` alone (what transformers would load unchanged), which saves importing transformers."""
+    with ``tokenizers`` alone, set up as transformers would set it up, which saves importing transformers."""
 
-    def __init__(self, path: Path, add_bos_token: bool | None, identity: str, need_chat: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        add_bos_token: bool | None,
+        identity: str,
+        need_chat: bool = False,
+        prefix_token_id: int | None = None,
+    ) -> None:
         tok_file = path / "tokenizer.json"
         if not tok_file.is_file():
             raise fail(f"no tokenizer.json in {path} (lmeval needs a fast tokenizer)", field="model.path")
@@ -53,8 +65,9 @@ class ModelTokenizer:
             tcfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
         except (OSError, ValueError) as e:
             raise fail(f"cannot read {cfg_file}: {e}", field="model.path") from None
-        # transformers (as lm-eval's HF and vLLM models load it, with add_bos_token passed through) changes the
-        # post-processor when add_bos_token/add_eos_token is set; otherwise the tokenizer.json is used as is.
+        # transformers (as lm-eval's HF and vLLM models load it, with add_bos_token passed through) replaces the
+        # post-processor by a BOS/EOS template when add_bos_token/add_eos_token is set (in the call or in
+        # tokenizer_config.json) or tokenizer.json has none; otherwise tokenizer.json is used as is.
         plain = (
             tcfg.get("tokenizer_class") in (None, "PreTrainedTokenizerFast")
             and not need_chat
@@ -68,6 +81,11 @@ class ModelTokenizer:
                 from tokenizers import Tokenizer
 
                 self.backend = Tokenizer.from_file(str(tok_file))
+                if add_bos_token is not None or "add_bos_token" in tcfg or "add_eos_token" in tcfg:
+                    # both flags off here (on goes through transformers): its template adds nothing
+                    from tokenizers import processors
+
+                    self.backend.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
                 ids = [self.backend.token_to_id(t) if t else None for t in
                        (_token_text(tcfg.get("bos_token")), _token_text(tcfg.get("eos_token")))]  # fmt: skip
                 bos, eos = ids
@@ -83,7 +101,7 @@ class ModelTokenizer:
         self.identity = identity
         self.tokenizer_hash = hashlib.sha256(tok_file.read_bytes()).hexdigest()
         self.add_bos_token = add_bos_token
-        self.prefix_token_id: int | None = bos if bos is not None else eos
+        self.prefix_token_id, self._prefix_source = choose_prefix_token(prefix_token_id, bos, eos)
         self.bos_text = (
             self.backend.decode([self.prefix_token_id], skip_special_tokens=False)
             if self.prefix_token_id is not None
@@ -94,6 +112,19 @@ class ModelTokenizer:
         self._checked = 0
         self.fast = self._splittable()
         self._affix = {flag: self._specials(flag) for flag in (True, False)}
+
+    @property
+    def rule(self) -> TokenRule:
+        """The rule the plan's ids are made with, as recorded in its header."""
+        pre, post = self._affix[self.default_special] or ([], [])
+        return TokenRule(
+            add_bos_token=self.add_bos_token,
+            prefix_token_id=self.prefix_token_id,
+            prefix_token_source=self._prefix_source,
+            prefix_text=self.bos_text,
+            special_prefix=list(pre),
+            special_suffix=list(post),
+        )
 
     # -- fast path: split texts before each newline that follows a non-whitespace character, encode each distinct
     # piece once, concatenate. Exact for byte-level BPE with GPT-2 regex pre-tokenization (no prefix space,
@@ -184,25 +215,20 @@ class ModelTokenizer:
 
     # -- encoding
     def encode_many(self, texts: list[str], special: bool | None = None) -> list[list[int]]:
-        """lm-eval's ``tok_encode`` over many strings."""
+        """lm-eval's ``tok_encode`` over many strings (``special`` None: the plan's rule decides per text)."""
         if not texts:
             return []
-        flag = self.default_special if special is None else special
         out: list[list[int] | None] = [None] * len(texts)
-        plain: list[int] = []
-        has_bos: list[int] = []
+        by_flag: dict[bool, list[int]] = {True: [], False: []}
         for i, t in enumerate(texts):
-            if special is None and self.bos_text and t.startswith(self.bos_text):
-                has_bos.append(i)
-            else:
-                plain.append(i)
-        for idxs, f in ((plain, flag), (has_bos, False)):
+            f = special if special is not None else add_special_tokens(t, self.add_bos_token, self.bos_text)
+            by_flag[f].append(i)
+        for f, idxs in by_flag.items():
             if idxs:
                 batch = [texts[i] for i in idxs]
-                fast = self._encode_fast(batch, f) if self.fast else None
-                if fast is None:
-                    fast = self._batch(batch, f)
-                ids = fast
+                ids = self._encode_fast(batch, f) if self.fast else None
+                if ids is None:
+                    ids = self._batch(batch, f)
                 for i, e in zip(idxs, ids, strict=True):
                     out[i] = e
         return out  # type: ignore[return-value]
@@ -218,10 +244,7 @@ class ModelTokenizer:
                 ctxs.append("")
                 conts.append(cont)
                 continue
-            n = len(ctx) - len(ctx.rstrip())
-            if n:
-                cont = ctx[-n:] + cont
-                ctx = ctx[:-n]
+            ctx, cont = move_trailing_space(ctx, cont)
             ctxs.append(ctx)
             conts.append(cont)
         empty_set = set(empty)
@@ -262,10 +285,7 @@ class ModelTokenizer:
         if empty:
             encs = self.encode_many([conts[i] for i in empty], special=False)
             for i, ce in zip(empty, encs, strict=True):
-                if self.prefix_token_id is not None and (not ce or ce[0] != self.prefix_token_id):
-                    result[i] = ([self.prefix_token_id], ce)
-                else:
-                    result[i] = (ce[:1], ce[1:])
+                result[i] = empty_context_pair(self.prefix_token_id, ce)
         return result  # type: ignore[return-value]
 
 

@@ -11,12 +11,13 @@ import hashlib
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from executor.errors import ExecuteError
 from plans.records import PlanHeader
+from plans.tokenization import TokenRule
 
 BACKENDS = ("vllm", "hf", "openai", "fake")
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "model"
@@ -31,12 +32,15 @@ class ModelSpec:
     backend: str
     dtype: str = "auto"
     max_model_len: int | None = None
-    add_bos_token: bool = False
+    add_bos_token: bool | None = None  # None: the tokenizer's own default (plans/tokenization.py)
+    prefix_token_id: int | None = None  # None: BOS, else EOS
     engine: dict[str, Any] = field(default_factory=dict)
     batch_size: int | None = None
     max_gen_toks: int = 256
     seed: int = 1234
     raw: dict[str, Any] = field(default_factory=dict)  # the whole resolved model config
+    token_rule: TokenRule | None = None  # the rule the plan's token ids were made with (check_token_rule)
+    seeded_sampling: bool = False  # the run samples (seeded per request): engines may need settings for it
 
     def engine_args(self) -> dict[str, Any]:
         return dict(self.engine)
@@ -111,6 +115,12 @@ def model_spec(cfg: dict[str, Any]) -> ModelSpec:
         raise ExecuteError("model.engine: must be a mapping of engine arguments")
     mml = cfg.get("max_model_len")
     bs = cfg.get("batch_size")
+    add_bos = cfg.get("add_bos_token")
+    if add_bos is not None and not isinstance(add_bos, bool):
+        raise ExecuteError(f"model.add_bos_token={add_bos!r}: must be true, false or null")
+    prefix = cfg.get("prefix_token_id")
+    if prefix is not None and (isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0):
+        raise ExecuteError(f"model.prefix_token_id={prefix!r}: must be a token id (an integer >= 0) or null")
     try:
         return ModelSpec(
             name=str(cfg.get("name") or "model"),
@@ -118,7 +128,8 @@ def model_spec(cfg: dict[str, Any]) -> ModelSpec:
             backend=backend,
             dtype=str(cfg.get("dtype") or "auto"),
             max_model_len=None if mml in (None, "") else int(mml),
-            add_bos_token=bool(cfg.get("add_bos_token") or False),
+            add_bos_token=add_bos,
+            prefix_token_id=prefix,
             engine=dict(engine),
             batch_size=None if bs in (None, "", "auto") else int(bs),
             max_gen_toks=int(cfg.get("max_gen_toks") or 256),
@@ -172,6 +183,29 @@ def check_tokenizer(header: PlanHeader, model_dir: Path | None, plan_path: str) 
             f"recompile the plan for this model"
         )
     return have
+
+
+def check_token_rule(header: PlanHeader, spec: ModelSpec, plan_path: str) -> ModelSpec:
+    """``spec`` with the plan's recorded token rule; refuses ``model.add_bos_token`` or
+    ``model.prefix_token_id`` overrides that contradict the rule the plan's token ids were made with."""
+    rule = header.model.token_rule
+    if rule is None:
+        return spec
+    for key, planned, given in (
+        ("add_bos_token", rule.add_bos_token, spec.add_bos_token),
+        ("prefix_token_id", rule.prefix_token_id if rule.prefix_token_source == "override" else None,
+         spec.prefix_token_id),
+    ):  # fmt: skip
+        if planned != given:
+            raise ExecuteError(
+                f"{plan_path}: model.{key}={_yaml(given)} but the plan's token ids were compiled with "
+                f"{key}={_yaml(planned)}; recompile the plan with model.{key}={_yaml(given)}"
+            )
+    return replace(spec, token_rule=rule)
+
+
+def _yaml(v: Any) -> str:
+    return "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def model_identity(spec: ModelSpec, model_dir: Path | None, tok_hash: str | None) -> dict[str, Any]:

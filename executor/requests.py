@@ -15,6 +15,13 @@ from typing import Any, Protocol
 
 from executor.errors import ExecuteError
 from plans.records import InstanceRecord
+from plans.tokenization import (
+    TokenRule,
+    add_special_tokens,
+    choose_prefix_token,
+    empty_context_pair,
+    move_trailing_space,
+)
 
 
 class Tokenizer(Protocol):
@@ -126,40 +133,46 @@ class JobResult:
 # ------------------------------------------------------------------------------- encoding
 
 
-def has_bos_prefix(text: str, tok: Tokenizer) -> bool:
-    if tok.bos_token_id is None:
-        return False
-    bos = tok.token_text(tok.bos_token_id)
-    return bool(bos) and text.startswith(bos)
+def token_rule(
+    recorded: TokenRule | None, add_bos: bool | None, prefix_override: int | None, tok: Tokenizer | None
+) -> TokenRule:
+    """The rule to encode with: the one the plan's ids were made with, else the model config's (the
+    executor encodes only plans compiled without a tokenizer)."""
+    if recorded is not None:
+        return recorded
+    if tok is None:
+        return TokenRule(add_bos_token=add_bos, prefix_token_id=prefix_override,
+                         prefix_token_source="override" if prefix_override is not None else "none")  # fmt: skip
+    prefix, source = choose_prefix_token(prefix_override, tok.bos_token_id, tok.eos_token_id)
+    text = tok.token_text(prefix) if prefix is not None else None
+    return TokenRule(
+        add_bos_token=add_bos, prefix_token_id=prefix, prefix_token_source=source, prefix_text=text or None
+    )
 
 
-def tok_encode(tok: Tokenizer, text: str, add_bos: bool) -> list[int]:
-    """lm-eval's ``tok_encode``: special tokens per ``add_bos_token``, never a second BOS."""
+def tok_encode(tok: Tokenizer, text: str, rule: TokenRule, special: bool | None = None) -> list[int]:
+    """lm-eval's ``tok_encode``: special tokens per the rule, never a second BOS (``special`` forces them)."""
     if not text:
         return []
-    return tok.encode(text, add_special_tokens=add_bos and not has_bos_prefix(text, tok))
+    flag = special if special is not None else add_special_tokens(text, rule.add_bos_token, rule.prefix_text)
+    return tok.encode(text, add_special_tokens=flag)
 
 
-def prefix_token_id(tok: Tokenizer) -> int:
-    """What an empty context is replaced by: BOS, else EOS (lm-eval's ``prefix_token_id``)."""
-    if tok.bos_token_id is not None:
-        return tok.bos_token_id
-    if tok.eos_token_id is not None:
-        return tok.eos_token_id
-    raise ExecuteError("the model's tokenizer has neither a BOS nor an EOS token to condition on")
+def prefix_token_id(rule: TokenRule) -> int:
+    """What an empty context is replaced by and rolling windows start from (lm-eval's ``prefix_token_id``)."""
+    if rule.prefix_token_id is None:
+        raise ExecuteError("the model's tokenizer has neither a BOS nor an EOS token to condition on")
+    return rule.prefix_token_id
 
 
-def encode_pair(tok: Tokenizer, context: str, continuation: str, add_bos: bool) -> tuple[list[int], list[int]]:
-    """lm-eval's ``_encode_pair``: trailing context whitespace moves to the continuation; split the joint
-    encoding at the context's length. An empty context becomes the prefix token."""
+def encode_pair(tok: Tokenizer, context: str, continuation: str, rule: TokenRule) -> tuple[list[int], list[int]]:
+    """lm-eval's ``_encode_pair`` (trailing context whitespace moves to the continuation; the joint encoding
+    is split at the context's length), and its empty-context case."""
     if context == "":
-        return [prefix_token_id(tok)], tok_encode(tok, continuation, add_bos=False) if continuation else []
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces:
-        continuation = context[-n_spaces:] + continuation
-        context = context[:-n_spaces]
-    whole = tok_encode(tok, context + continuation, add_bos)
-    ctx = tok_encode(tok, context, add_bos)
+        return empty_context_pair(prefix_token_id(rule), tok_encode(tok, continuation, rule, special=False))
+    context, continuation = move_trailing_space(context, continuation)
+    whole = tok_encode(tok, context + continuation, rule)
+    ctx = tok_encode(tok, context, rule)
     return ctx, whole[len(ctx) :]
 
 
@@ -261,6 +274,17 @@ def gen_params(
     return params, until
 
 
+def is_sampled(kwargs: dict[str, Any] | None) -> bool:
+    """Whether ``gen_params`` samples for these generation kwargs (and so seeds the request)."""
+    kw = kwargs or {}
+    if kw.get("do_sample") is False:
+        return False
+    try:
+        return float(kw.get("temperature", 0.0) or 0.0) > 0
+    except (TypeError, ValueError):
+        return False
+
+
 def truncate_for_generation(ids: list[int], max_tokens: int, max_length: int, where: str) -> list[int]:
     """lm-eval's ``maybe_truncate`` (left side, generation length kept)."""
     if len(ids) + max_tokens <= max_length:
@@ -282,7 +306,7 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
 # --------------------------------------------------------------------------------- jobs
 
 
-def score_job(inst: InstanceRecord, tok: Tokenizer | None, add_bos: bool, max_length: int, where: str) -> ScoreJob:
+def score_job(inst: InstanceRecord, tok: Tokenizer | None, rule: TokenRule, max_length: int, where: str) -> ScoreJob:
     key = inst.request_hash
     if inst.request_type == "loglikelihood":
         if inst.context_ids is not None and inst.continuation_ids is not None:
@@ -290,11 +314,11 @@ def score_job(inst: InstanceRecord, tok: Tokenizer | None, add_bos: bool, max_le
         else:
             if tok is None:
                 raise ExecuteError(f"{where}: the plan has no token ids and the backend has no tokenizer")
-            ctx, cont = encode_pair(tok, inst.context, inst.continuation or "", add_bos)
+            ctx, cont = encode_pair(tok, inst.context, inst.continuation or "", rule)
         if not ctx:
-            if tok is None:
-                raise ExecuteError(f"{where}: empty context and the backend has no tokenizer for a prefix")
-            ctx = [prefix_token_id(tok)]
+            if rule.prefix_token_id is None:
+                raise ExecuteError(f"{where}: empty context and no prefix token to condition on")
+            ctx = [rule.prefix_token_id]
         if not cont:
             raise ExecuteError(f"{where}: empty continuation (nothing to score)")
         ids, ctxlen = truncate_for_scoring(ctx, cont, max_length)
@@ -305,8 +329,8 @@ def score_job(inst: InstanceRecord, tok: Tokenizer | None, add_bos: bool, max_le
     else:
         if tok is None:
             raise ExecuteError(f"{where}: the plan has no token ids and the backend has no tokenizer")
-        tokens = tok_encode(tok, inst.context, add_bos)
-    prefix = prefix_token_id(tok) if tok is not None else 0
+        tokens = tok_encode(tok, inst.context, rule)
+    prefix = rule.prefix_token_id if rule.prefix_token_id is not None else 0
     windows = [
         ScoreInput(c + p, len(c), f"{key}:{i}")
         for i, (c, p) in enumerate(map(_disjoint, rolling_windows(tokens, prefix, max_length - 2)))
@@ -317,7 +341,7 @@ def score_job(inst: InstanceRecord, tok: Tokenizer | None, add_bos: bool, max_le
 def gen_job(
     inst: InstanceRecord,
     tok: Tokenizer | None,
-    add_bos: bool,
+    rule: TokenRule,
     max_length: int,
     default_max: int,
     where: str,
@@ -327,7 +351,7 @@ def gen_job(
     if inst.context_ids is not None:
         ids = list(inst.context_ids)
     elif tok is not None:
-        ids = tok_encode(tok, inst.context, add_bos)
+        ids = tok_encode(tok, inst.context, rule)
     else:
         ids = []
     if not ids and inst.context_ids is not None:

@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from executor.errors import ExecuteError
 from executor.modelconf import (
     REUSE_KEYS,
     ModelSpec,
+    check_token_rule,
     check_tokenizer,
     model_identity,
     model_spec,
@@ -31,7 +32,17 @@ from executor.modelconf import (
     resolve_model_dir,
 )
 from executor.progress import Progress
-from executor.requests import GenJob, JobResult, ScoreJob, gen_job, gen_result, score_job, score_result
+from executor.requests import (
+    GenJob,
+    JobResult,
+    ScoreJob,
+    gen_job,
+    gen_result,
+    is_sampled,
+    score_job,
+    score_result,
+    token_rule,
+)
 from executor.store import ResultsDir
 from plans.errors import PlanError
 from plans.io import PlanReader
@@ -239,10 +250,9 @@ def run_scoring(
 ) -> None:
     groups = _group(instances)
     jobs: list[ScoreJob] = []
+    rule = token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, backend.tokenizer)
     for key, members in groups.items():
-        job = score_job(
-            members[0], backend.tokenizer, spec.add_bos_token, backend.max_length, _where(plan_path, members[0])
-        )
+        job = score_job(members[0], backend.tokenizer, rule, backend.max_length, _where(plan_path, members[0]))
         job.key = key
         jobs.append(job)
     jobs.sort(key=lambda j: (-j.size, j.key))
@@ -285,11 +295,12 @@ def run_generation(
 ) -> None:
     groups = _group(instances)
     jobs: list[GenJob] = []
+    rule = token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, backend.tokenizer)
     for key, members in groups.items():
         job = gen_job(
             members[0],
             backend.tokenizer,
-            spec.add_bos_token,
+            rule,
             backend.max_length,
             spec.max_gen_toks,
             _where(plan_path, members[0]),
@@ -358,6 +369,7 @@ def execute(
     spec = model_spec(resolve_model_config(header, overrides))
     model_dir = resolve_model_dir(spec)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
+    spec = check_token_rule(header, spec, plan_path)
     ident = model_identity(spec, model_dir, tok_hash)
     out_dir = Path(out) if out else default_out(header, spec, shard_t)
     reuse_table = _reuse_table(reuse, ident) if reuse else None
@@ -440,6 +452,8 @@ def _execute_locked(
             # and no garbage; the cyclic collector's passes over them took ~3.5 s of a 40 s run
             gc_was_on = gc.isenabled()
             gc.disable()
+            if any(i.request_type == "generate_until" and is_sampled(i.generation_kwargs) for i in todo):
+                spec = replace(spec, seeded_sampling=True)
             try:
                 backend = factory(spec, model_dir)
             finally:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -11,6 +14,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--out", help="results directory (default results/<plan_hash12>-<model>/)")
     p.add_argument("--plan-out", help="plan path (default plans/<name>-<hash12>.msgpack)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="allow scoring to import user Python the plan references (checked against its sha256), "
+        "as `lmeval score --trust-code`",
+    )
     p.set_defaults(func=run)
 
 
@@ -21,9 +30,35 @@ def run(args: argparse.Namespace) -> int:
 
     plan = compiler.compile_to_file(list(args.overrides), out=args.plan_out)
     print(f"plan: {plan}")
+    trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
+    if not trust:
+        _refuse_user_code(plan)  # before the model runs, not after
     # the plan holds no locations (model.path among them): execute is given the model overrides again
     model = [o for o in args.overrides if o.lstrip("+").split("=", 1)[0].split(".", 1)[0] == "model"]
     results = executor.execute(str(plan), out=args.out, overrides=model, progress=not args.no_progress)
-    scorer.score(str(results), plan_path=str(plan))
+    scorer.score(str(results), plan_path=str(plan), trust_code=trust)
     print(results)
     return 0
+
+
+def _refuse_user_code(plan: Path) -> None:
+    """``score``'s one-line refusal for the first user function the plan's scoring would import."""
+    from plans.io import read_header
+    from scorer.pyref import load_ref
+
+    for t in read_header(plan).tasks:
+        for field in ("process_results", "metric_list", "filter_list"):
+            for ref in _refs(t.config.get(field)):
+                load_ref(ref, False, f"task {t.name}: {field}")
+
+
+def _refs(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if "__function__" in value and value.get("path"):
+            yield value
+        else:
+            for v in value.values():
+                yield from _refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _refs(v)

@@ -53,6 +53,8 @@ def header_lines(h: PlanHeader) -> list[str]:
         + (f" chat_template={m.chat_template_hash[:12]}" if m.chat_template_hash else ""),
         f"totals    {len(h.tasks)} tasks, {h.n_docs} docs, {h.n_instances} instances",
     ]
+    if m.token_rule is not None:
+        lines.insert(3, f"tokens    {m.token_rule.describe()}")
     return lines
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgpack
 
 from plans.canonical import content_hash, normalize
+from plans.tokenization import TokenRule
 
 FORMAT = "lmeval-plan"
 VERSION = 2  # 2: no machine paths in the header (plans/identity.py); ModelInfo has no path
@@ -42,15 +43,22 @@ class ModelInfo:
     tokenizer: str | None = None  # tokenizer identity (the tiny model's recipe, or the model's name)
     tokenizer_hash: str | None = None  # sha256 over the tokenizer's vocabulary/merges/config, if known
     chat_template_hash: str | None = None  # sha256 of the chat template text when one was applied
-    add_bos_token: bool = False
+    add_bos_token: bool | None = False  # None: the tokenizer's own default (see plans/tokenization.py)
     engine: dict[str, Any] = field(default_factory=dict)  # engine args from the model config
+    token_rule: TokenRule | None = None  # the rule the token ids were made with (None: plan without ids)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.token_rule is None:
+            del d["token_rule"]  # plans without a recorded rule keep their bytes and hash
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelInfo:
-        return cls(**_known(cls, d))
+        known = _known(cls, d)
+        if isinstance(known.get("token_rule"), dict):
+            known["token_rule"] = TokenRule.from_dict(known["token_rule"])
+        return cls(**known)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from executor.requests import (
     encode_pair,
     gen_params,
     rolling_windows,
+    token_rule,
     truncate_for_generation,
     truncate_for_scoring,
 )
@@ -110,14 +111,23 @@ def test_encode_pair_moves_trailing_space_and_handles_empty_context(tiny_model) 
     from executor.backends.base import load_hf_tokenizer
 
     tok = load_hf_tokenizer(tiny_model)
-    ctx, cont = encode_pair(tok, "Question: 2+2?\nAnswer: ", "4", add_bos=False)
+    off = token_rule(None, False, None, tok)
+    ctx, cont = encode_pair(tok, "Question: 2+2?\nAnswer: ", "4", off)
     assert ctx == tok.encode("Question: 2+2?\nAnswer:", False)
     assert ctx + cont == tok.encode("Question: 2+2?\nAnswer: 4", False)
     assert tok.decode(cont) == " 4"
-    ctx, cont = encode_pair(tok, "", "Paris", add_bos=False)
+    ctx, cont = encode_pair(tok, "", "Paris", off)
     assert ctx == [tok.bos_token_id] and cont == tok.encode("Paris", False)
     b = ByteTokenizer()
-    assert encode_pair(b, "ab ", "c", add_bos=True) == ([256, 97, 98], [32, 99])
+    on = token_rule(None, True, None, b)
+    assert encode_pair(b, "ab ", "c", on) == ([256, 97, 98], [32, 99])
+    # unset = the tokenizer's default (this one adds BOS); a text starting with the BOS text gets no second one
+    default = token_rule(None, None, None, b)
+    assert encode_pair(b, "ab ", "c", default) == ([256, 97, 98], [32, 99])
+    assert encode_pair(b, "<bos>ab", "c", default) == (list(b"<bos>ab"), [99])
+    # an empty context whose continuation already starts with the prefix token is split there (lm-eval)
+    assert encode_pair(b, "", "xy", token_rule(None, None, ord("x"), b)) == ([ord("x")], [ord("y")])
+    assert encode_pair(b, "", "xy", token_rule(None, None, 7, b)) == ([7], list(b"xy"))
 
 
 def test_overrides_apply_in_order_on_the_plan_model_config() -> None:

@@ -1,0 +1,56 @@
+"""The executor's side of the encoding rule and the CPU engine setting for seeded sampling."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.backends.vllm_engine import platform_defaults
+from executor.errors import ExecuteError
+from executor.modelconf import check_token_rule, model_spec
+from executor.requests import is_sampled, token_rule
+from plans.records import ModelInfo, PlanHeader
+from plans.tokenization import TokenRule
+
+
+def test_model_config_add_bos_token_and_prefix_token_id() -> None:
+    assert model_spec({"backend": "fake"}).add_bos_token is None  # unset stays unset (not false)
+    assert model_spec({"backend": "fake", "add_bos_token": False}).add_bos_token is False
+    assert model_spec({"backend": "fake", "prefix_token_id": 3}).prefix_token_id == 3
+    with pytest.raises(ExecuteError, match="add_bos_token='yes'"):
+        model_spec({"backend": "fake", "add_bos_token": "yes"})
+    with pytest.raises(ExecuteError, match="prefix_token_id=-1"):
+        model_spec({"backend": "fake", "prefix_token_id": -1})
+
+
+def test_execute_uses_the_plans_rule_and_refuses_contradicting_overrides() -> None:
+    rule = TokenRule(add_bos_token=None, prefix_token_id=0, prefix_token_source="bos", prefix_text="<s>")
+    header = PlanHeader(config={}, model=ModelInfo(name="m", add_bos_token=None, token_rule=rule), tasks=[])
+    spec = check_token_rule(header, model_spec({"backend": "fake"}), "p.msgpack")
+    assert spec.token_rule == rule
+    assert token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, None) == rule
+    with pytest.raises(ExecuteError, match=r"model.add_bos_token=false but the plan's token ids were compiled "
+                                           r"with add_bos_token=null; recompile"):  # fmt: skip
+        check_token_rule(header, model_spec({"backend": "fake", "add_bos_token": False}), "p.msgpack")
+    with pytest.raises(ExecuteError, match="model.prefix_token_id=5"):
+        check_token_rule(header, model_spec({"backend": "fake", "prefix_token_id": 5}), "p.msgpack")
+    # plans from before the rule was recorded: the model config's rule with the backend's tokenizer
+    old = PlanHeader(config={}, model=ModelInfo(name="m"), tasks=[])
+    assert check_token_rule(old, model_spec({"backend": "fake"}), "p").token_rule is None
+
+
+def test_seeded_sampling_turns_chunked_prefill_off_on_cpu_only() -> None:
+    assert "enable_chunked_prefill" not in platform_defaults({}, cpu=True)
+    assert platform_defaults({}, cpu=True, seeded_sampling=True)["enable_chunked_prefill"] is False
+    assert "enable_chunked_prefill" not in platform_defaults({}, cpu=False, seeded_sampling=True)
+    given = {"enable_chunked_prefill": True}
+    assert platform_defaults(given, cpu=True, seeded_sampling=True)["enable_chunked_prefill"] is True
+
+
+def test_is_sampled_agrees_with_gen_params() -> None:
+    from executor.requests import gen_params
+
+    for kw in [None, {}, {"temperature": 0}, {"temperature": 0.7}, {"do_sample": True, "temperature": 1.0},
+               {"do_sample": False, "temperature": 0.7}, {"temperature": None}]:  # fmt: skip
+        params, _ = gen_params(kw, None, 16, 4, "0" * 64, "x")
+        assert is_sampled(kw) == (not params.greedy), kw
+        assert (params.seed is not None) == is_sampled(kw)
