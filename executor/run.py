@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor.backends.base import Backend
 from executor.errors import ExecuteError
@@ -36,6 +36,9 @@ from plans.errors import PlanError
 from plans.io import PlanReader
 from plans.records import InstanceRecord, PlanHeader, shard_of
 from plans.results import RunManifest, read_manifest, read_results
+
+if TYPE_CHECKING:
+    from executor.distributed import PoolOptions
 
 DEFAULT_PART_SIZE = 4096
 FLUSH_SECONDS = 30.0
@@ -329,8 +332,12 @@ def execute(
     part_size: int | None = None,
     backend_factory: Callable[[ModelSpec, Path | None], Backend] | None = None,
     close_backend: bool = True,
+    pool: PoolOptions | None = None,
 ) -> Path:
     """Run every Instance of ``plan_path`` (or of one ``shard`` "I/N") and return the results directory.
+
+    ``pool`` spreads the run over several engines on Ray (executor/distributed.py) instead of one in this
+    process.
 
     ``close_backend=False`` leaves the engine standing when the results are written: for a process that
     exits next (the ``lmeval execute`` command), where shutting vLLM down costs a full garbage collection
@@ -374,7 +381,17 @@ def execute(
     if existing is not None and not todo and existing.finished:
         return out_dir
 
-    store.open()
+    session = None
+    if pool is not None and todo:
+        from executor.distributed import PoolSession
+
+        session = PoolSession(pool, spec, out_dir, header.plan_hash)
+    try:
+        store.open()
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
     bar = Progress(progress, total=len(instances), done=len(done))
     backend: Backend | None = None
     try:
@@ -389,7 +406,10 @@ def execute(
             writer.flush()
             stats.reused = len(reused_ids)
             todo = [i for i in todo if i.instance_id not in reused_ids]
-        if todo:
+        if todo and session is not None:
+            session.run(plan_path=plan_path, plan_hash=header.plan_hash, ident=ident, instances=instances,
+                        todo=todo, out_dir=out_dir, bar=bar, stats=stats, manifest=manifest)  # fmt: skip
+        elif todo:
             bar.phase("loading model")
             factory = backend_factory or _load_backend
             t = time.monotonic()
@@ -427,6 +447,8 @@ def execute(
         bar.close()
         if backend is not None and close_backend:
             backend.close()
+        if session is not None:
+            session.close()
         store.close()
     elapsed = time.monotonic() - bar.started
     print(

@@ -65,6 +65,9 @@ class RunManifest:
     started: str | None = None
     finished: str | None = None
     stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
+    # how it ran when spread over workers (executor/distributed.py): workers, chunk size, chunks per node,
+    # retries; empty for a single-process run
+    execution: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
