@@ -365,6 +365,10 @@ def _drive(
     load_ms = 0
     last_death = ""
     want = {k: ident.get(k) for k in CONTENT_KEYS}
+    t0 = time.monotonic()
+    # per worker: chunks, engine time, and when it was first ready (its first answer less that answer's
+    # engine time), in seconds since dispatch began (driver clock)
+    detail: dict[int, dict[str, Any]] = {}
 
     def fail(index: int, cause: str) -> None:
         nonlocal retries
@@ -465,5 +469,18 @@ def _drive(
             busy_ms += int(res["busy_ms"])
             load_ms = max(load_ms, int(res["load_ms"]))
             by_node[res["node"]] = by_node.get(res["node"], 0) + 1
+            arrived = time.monotonic() - t0
+            d = detail.setdefault(w.index, {"worker": w.index, "node": res["node"], "chunks": 0, "busy_s": 0.0,
+                                            "ready_s": arrived})  # fmt: skip
+            d["chunks"] += 1
+            d["busy_s"] = round(d["busy_s"] + res["busy_ms"] / 1000, 3)
+            d["ready_s"] = round(min(d["ready_s"], arrived - res["busy_ms"] / 1000), 3)
     stats.load_ms = load_ms
-    return {"chunks": len(committed), "chunks_by_node": by_node, "retries": retries, "worker_busy_ms": busy_ms}
+    return {
+        "chunks": len(committed),
+        "chunks_by_node": by_node,
+        "retries": retries,
+        "worker_busy_ms": busy_ms,
+        "span_s": round(time.monotonic() - t0, 3),
+        "per_worker": [detail[k] for k in sorted(detail)],
+    }

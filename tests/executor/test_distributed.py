@@ -6,7 +6,6 @@ results."""
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,7 +64,7 @@ def test_any_worker_count_gives_the_single_process_rows(
     assert ex["workers"] == workers and ex["gpus_per_worker"] == 1 and ex["chunk_size"] == CHUNK
     assert ex["chunks"] == len(_chunk_parts(out)) == len(part_files(out)) > 2 * 8
     assert m.finished and m.stats["executed"] == reference.height and ex["retries"] == 0
-    assert sum(ex["chunks_by_node"].values()) == ex["chunks"]
+    assert sum(ex["chunks_by_node"].values()) == ex["chunks"] == sum(w["chunks"] for w in ex["per_worker"])
     if workers == 8:  # 4 GPUs per node: eight one-GPU engines span both nodes
         assert len(ex["chunks_by_node"]) == 2
 
@@ -176,4 +175,5 @@ def test_two_vllm_engines_give_the_single_process_results(
     assert d is None or d < 1e-6  # batch composition differs between one engine and two  # type: ignore[operator]
     m = read_manifest(out)
     assert m.execution["workers"] == 2 and m.engine_args["kv_cache_memory_bytes"] == 1 << 30
-    assert m.stats["executed"] == single.height and os.cpu_count()
+    assert [w["chunks"] > 0 for w in m.execution["per_worker"]] == [True, True]  # both engines answered
+    assert m.stats["executed"] == single.height
