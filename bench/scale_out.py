@@ -80,7 +80,6 @@ def main() -> None:
     args = ap.parse_args()
 
     import ray
-
     from machine_info import cpu_model  # bench/ is sys.path[0]
 
     load0 = os.getloadavg()
