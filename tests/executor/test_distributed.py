@@ -6,7 +6,9 @@ results."""
 
 from __future__ import annotations
 
+import io
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,13 +54,23 @@ def _chunk_parts(out: Path) -> list[Path]:
 
 @pytest.mark.parametrize("workers", [1, 2, 4, 8])
 def test_any_worker_count_gives_the_single_process_rows(
-    workers: int, cluster: str, mixed_plan: Path, reference: pl.DataFrame, tmp_path: Path
+    workers: int,
+    cluster: str,
+    mixed_plan: Path,
+    reference: pl.DataFrame,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    bar = io.StringIO()
+    bar.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(sys, "stderr", bar)
     out = execute(
-        str(mixed_plan), out=str(tmp_path / "r"), overrides=FAKE, progress=False, workers=workers, ray=cluster,
+        str(mixed_plan), out=str(tmp_path / "r"), overrides=FAKE, progress=True, workers=workers, ray=cluster,
         chunk_size=CHUNK,
     )  # fmt: skip
     assert frame(out).equals(reference)
+    n = reference.height
+    assert f"executing on {workers} workers" in bar.getvalue() and f"{n}/{n}" in bar.getvalue()  # one bar
     m = read_manifest(out)
     ex = m.execution
     assert ex["workers"] == workers and ex["gpus_per_worker"] == 1 and ex["chunk_size"] == CHUNK
