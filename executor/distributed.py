@@ -190,9 +190,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ExecuteError(
-            "--workers/--ray run on Ray, which is not installed: pip install 'lmeval[ray]'"
-        ) from None
+        raise ExecuteError("--workers/--ray run on Ray, which is not installed: pip install 'lmeval[ray]'") from None
     return ray
 
 

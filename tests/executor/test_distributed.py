@@ -7,6 +7,7 @@ results."""
 from __future__ import annotations
 
 import io
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -176,9 +177,7 @@ def test_cli_without_a_cluster_is_a_one_line_error(mixed_plan: Path, tmp_path: P
 
 
 @pytest.mark.vllm
-def test_two_vllm_engines_give_the_single_process_results(
-    cluster: str, mixed_plan: Path, tmp_path: Path
-) -> None:
+def test_two_vllm_engines_give_the_single_process_results(cluster: str, mixed_plan: Path, tmp_path: Path) -> None:
     single = frame(execute(str(mixed_plan), out=str(tmp_path / "one"), progress=False))
     out = execute(str(mixed_plan), out=str(tmp_path / "two"), progress=False, workers=2, ray=cluster)
     two = frame(out)
@@ -189,3 +188,23 @@ def test_two_vllm_engines_give_the_single_process_results(
     assert m.execution["workers"] == 2 and m.engine_args["kv_cache_memory_bytes"] == 1 << 30
     assert [w["chunks"] > 0 for w in m.execution["per_worker"]] == [True, True]  # both engines answered
     assert m.stats["executed"] == single.height
+
+
+def test_bad_input_in_a_chunk_stops_the_run_with_the_single_process_message(
+    cluster: str, mixed_plan: Path, tmp_path: Path
+) -> None:
+    """A request that cannot run (here: max_gen_toks does not fit the context) is not retried: the run stops
+    with the message a single process gives."""
+    bad = [*FAKE, "model.max_model_len=4"]
+    with pytest.raises(ExecuteError) as single:
+        execute(str(mixed_plan), out=str(tmp_path / "one"), overrides=bad, progress=False)
+    with pytest.raises(ExecuteError) as pool:
+        execute(str(mixed_plan), out=str(tmp_path / "two"), overrides=bad, progress=False, workers=2, ray=cluster,
+                chunk_size=CHUNK)  # fmt: skip
+
+    # the same message, for whichever gsm8k document's chunk came back first
+    def doc_free(e: pytest.ExceptionInfo[ExecuteError]) -> str:
+        return re.sub(r"doc \d+ instance [0-9a-f]+", "doc N", str(e.value))
+
+    assert doc_free(pool) == doc_free(single) and "does not fit max_model_len=4" in str(pool.value)
+    assert "\n" not in str(pool.value)
