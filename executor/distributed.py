@@ -91,6 +91,8 @@ class EngineWorker:
     kept and reported with the first chunk (start failures are not worth retrying)."""
 
     def __init__(self, spec: ModelSpec, plan_path: str, env: dict[str, str]) -> None:
+        for k in (faults.FAULT, faults.ONCE):  # a local Ray instance's workers inherit the driver's environment
+            os.environ.pop(k, None)
         os.environ.update(env)
         self.spec = spec
         self.plan_path = plan_path
@@ -200,9 +202,10 @@ def connect(ray: Any, opts: PoolOptions) -> bool:
         return False
     kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if opts.address is None:
-        # one machine: as many CPU slots as workers asked for (CPU engines), the GPUs Ray finds
+        # one machine: a Ray instance of our own (never a cluster that happens to run here), as many CPU
+        # slots as workers asked for (CPU engines), the GPUs Ray finds
         kw["num_cpus"] = max(os.cpu_count() or 1, opts.workers or 1)
-        ray.init(**kw)
+        ray.init(address="local", **kw)
         return True
     _reachable(opts.address)
     try:

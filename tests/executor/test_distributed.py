@@ -168,6 +168,18 @@ def test_bad_pool_requests_are_one_line_errors(cluster: str, mixed_plan: Path, t
         assert not (tmp_path / "r").exists()  # nothing written before the checks pass
 
 
+def test_cli_workers_on_one_machine_start_and_stop_their_own_ray(
+    mixed_plan: Path, reference: pl.DataFrame, tmp_path: Path
+) -> None:
+    out = tmp_path / "r"
+    r = run_cli("execute", str(mixed_plan), *FAKE, "--workers", "2", "--no-progress", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == str(out)
+    assert frame(out).equals(reference)
+    ex = read_manifest(out).execution
+    assert ex["workers"] == 2 and ex["ray_address"] == "local" and ex["gpus_per_worker"] == 0
+
+
 def test_cli_without_a_cluster_is_a_one_line_error(mixed_plan: Path, tmp_path: Path) -> None:
     r = run_cli("execute", str(mixed_plan), *FAKE, "--ray", "127.0.0.1:1", "--out", str(tmp_path / "r"),
                 timeout=120)  # fmt: skip
