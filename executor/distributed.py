@@ -100,6 +100,7 @@ class EngineWorker:
         self.start_error: str | None = None
         self.backend: Any = None
         self.ident: dict[str, Any] = {}
+        self.versions: dict[str, str] = {}
         self.load_ms = 0
         try:
             import ray
@@ -123,6 +124,9 @@ class EngineWorker:
         if spec.backend == "vllm" and tp > 1 and "distributed_executor_backend" not in spec.engine:
             # inside an actor, vLLM would otherwise plan its own Ray placement for the GPUs this actor holds
             self.spec = spec = replace(spec, engine={**spec.engine, "distributed_executor_backend": "mp"})
+        from executor.run import versions
+
+        self.versions = versions(spec.backend)
         model_dir = resolve_model_dir(spec)
         self.ident = _content_identity(model_dir)
         t = time.monotonic()
@@ -174,6 +178,7 @@ class EngineWorker:
             "stats": stats.as_dict(),
             "busy_ms": busy,
             "ident": self.ident,
+            "versions": self.versions,
             "engine_args": self.backend.engine_args(),
             "load_ms": self.load_ms,
             **where,
@@ -457,6 +462,13 @@ def _drive(
                 raise ExecuteError(
                     f"worker on {res['host']}: its model's {k} is {str(have[k])[:12]}, the driver's "
                     f"{str(want[k])[:12]}; every node needs the same model files"
+                )
+            if res["versions"] != manifest.versions:
+                k = next(k for k in {**manifest.versions, **res["versions"]} if
+                         res["versions"].get(k) != manifest.versions.get(k))  # fmt: skip
+                raise ExecuteError(
+                    f"worker on {res['host']}: {k} {res['versions'].get(k)}, the driver has "
+                    f"{manifest.versions.get(k)}; every node needs the same versions"
                 )
             what = f"{plan_path}: {chunks[index].describe()}"
             rows = check_rows(res["parquet"], chunks[index].instances, what)

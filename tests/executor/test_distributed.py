@@ -220,3 +220,18 @@ def test_bad_input_in_a_chunk_stops_the_run_with_the_single_process_message(
 
     assert doc_free(pool) == doc_free(single) and "does not fit max_model_len=4" in str(pool.value)
     assert "\n" not in str(pool.value)
+
+
+def test_a_worker_with_other_versions_is_refused(
+    cluster: str, mixed_plan: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are comparable only from the same code: a node whose lmeval (or vLLM, torch, transformers)
+    differs from the driver's is refused before any of its rows are committed."""
+    import executor.run
+
+    real = executor.run.versions
+    monkeypatch.setattr(executor.run, "versions", lambda backend: {**real(backend), "lmeval": "0.0.0-driver"})
+    out = tmp_path / "r"
+    with pytest.raises(ExecuteError, match=r"worker on .*: lmeval .*, the driver has 0\.0\.0-driver"):
+        execute(str(mixed_plan), out=str(out), overrides=FAKE, progress=False, workers=2, ray=cluster)
+    assert not part_files(out)
