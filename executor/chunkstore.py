@@ -90,3 +90,26 @@ def check_chunk_parts(results_dir: Path, plan_hash: str) -> None:
             raise ExecuteError(f"{p}: unreadable result part ({type(e).__name__}: {e})") from None
         if n != int(m.group(3)):
             raise ExecuteError(f"{p}: holds {n} rows, its name says {m.group(3)}")
+
+
+def check_complete(results_dir: Path, instances: Sequence[InstanceRecord]) -> None:
+    """After a run: every Instance of ``instances`` has exactly one row in ``results_dir``, and nothing else."""
+    import polars as pl
+
+    parts = part_files(results_dir)
+    ids = (
+        pl.concat([pl.read_parquet(p, columns=["instance_id"]) for p in parts])["instance_id"]
+        if parts
+        else pl.Series("instance_id", [], dtype=pl.String)
+    )
+    dup = ids.filter(ids.is_duplicated())
+    if dup.len():
+        raise ExecuteError(f"{results_dir}: instance {dup[0]} has {int((ids == dup[0]).sum())} rows")
+    want = {i.instance_id for i in instances}
+    have = set(ids.to_list())
+    if have != want:
+        missing, extra = sorted(want - have), sorted(have - want)
+        raise ExecuteError(
+            f"{results_dir}: {len(missing)} instances of the plan have no row ({missing[:3]}), "
+            f"{len(extra)} rows are of no instance of the plan ({extra[:3]})"
+        )

@@ -26,7 +26,7 @@ from typing import Any
 
 from executor import faults
 from executor.chunks import Chunk, default_chunk_size, make_chunks
-from executor.chunkstore import check_chunk_parts, check_rows, commit_chunk, rows_to_parquet
+from executor.chunkstore import check_chunk_parts, check_complete, check_rows, commit_chunk, rows_to_parquet
 from executor.errors import ExecuteError
 from executor.modelconf import ModelSpec
 from executor.progress import Progress
@@ -333,6 +333,7 @@ class PoolSession:
                     ray.kill(w.actor)
                 except Exception:
                     pass
+        check_complete(out_dir, instances)  # the whole directory, parts of earlier runs included
         manifest.execution = {
             "workers": n,
             "gpus_per_worker": self.g,

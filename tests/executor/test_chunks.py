@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from executor.chunks import default_chunk_size, make_chunks
-from executor.chunkstore import check_chunk_parts, check_rows, chunk_part_name, commit_chunk, rows_to_parquet
+from executor.chunkstore import (
+    check_chunk_parts,
+    check_complete,
+    check_rows,
+    chunk_part_name,
+    commit_chunk,
+    rows_to_parquet,
+)
 from executor.errors import ExecuteError
 from plans.io import read_plan
 from tests.executor import plantools as pt
@@ -82,3 +89,24 @@ def test_chunk_parts_are_checked_before_and_after_commit(mixed_plan: Path, tmp_p
     p1.rename(tmp_path / chunk_part_name(h, 2, n + 1))
     with pytest.raises(ExecuteError, match="its name says"):
         check_chunk_parts(tmp_path, h)
+
+
+def test_check_complete_finds_gaps_duplicates_and_strays(mixed_plan: Path, tmp_path: Path) -> None:
+    plan = read_plan(mixed_plan)
+    insts = list(plan.instances)
+    chunks = make_chunks(insts, 40)
+    h = plan.header.plan_hash
+
+    def rows(c: list) -> bytes:  # type: ignore[type-arg]
+        return rows_to_parquet([{"instance_id": i.instance_id, "request_hash": i.request_hash} for i in c])
+
+    for ch in chunks:
+        commit_chunk(tmp_path, h, ch.index, rows(list(ch.instances)), len(ch.instances))
+    check_complete(tmp_path, insts)
+    with pytest.raises(ExecuteError, match="have no row"):
+        check_complete(tmp_path, [*insts, pt.arc_easy(1, name="other")[2][0][1][0]])
+    with pytest.raises(ExecuteError, match="of no instance of the plan"):
+        check_complete(tmp_path, insts[1:])
+    commit_chunk(tmp_path, h, 0, rows([insts[0]]), 1)
+    with pytest.raises(ExecuteError, match=f"instance {insts[0].instance_id} has 2 rows"):
+        check_complete(tmp_path, insts)
