@@ -24,6 +24,10 @@ def execute(
     progress: bool = True,
     part_size: int | None = None,
     close_backend: bool = True,
+    workers: int | None = None,
+    ray: str | None = None,
+    chunk_size: int | None = None,
+    gpus_per_worker: float | None = None,
 ) -> Path:
     """Run every Instance of a plan (or of shard ``"I/N"``); return the results directory.
 
@@ -31,11 +35,25 @@ def execute(
     names an earlier results directory whose answers to identical requests (same request hash, same model)
     are copied instead of recomputed. ``close_backend=False`` skips shutting the engine down at the end
     (for a process that exits next).
+
+    ``workers`` (more than one) or ``ray`` spread the run over that many engines on Ray (``pip install
+    'lmeval[ray]'``): a local Ray instance, or the cluster at ``ray`` (``"auto"`` or ``host:port``), whose
+    default is one engine per GPU (per ``gpus_per_worker``). The plan is cut into chunks of ``chunk_size``
+    Instances (default: about 128 chunks); the results directory is the same as a single-process run's.
     """
     from executor.run import execute as _execute
 
+    pool = None
+    if ray is not None or (workers is not None and workers != 1):
+        from executor.distributed import PoolOptions
+
+        if workers is not None and workers < 1:
+            raise ExecuteError(f"--workers {workers}: must be at least 1")
+        pool = PoolOptions(workers=workers, address=ray, chunk_size=chunk_size, gpus_per_worker=gpus_per_worker)
+    elif chunk_size is not None or gpus_per_worker is not None:
+        raise ExecuteError("--chunk-size and --gpus-per-worker apply to runs with --workers N (N > 1) or --ray")
     return _execute(plan_path, out=out, overrides=overrides, shard=shard, reuse=reuse, progress=progress,
-                    part_size=part_size, close_backend=close_backend)  # fmt: skip
+                    part_size=part_size, close_backend=close_backend, pool=pool)  # fmt: skip
 
 
 def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:

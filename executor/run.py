@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor import faults, hardware
 from executor.backends.base import Backend
@@ -49,6 +49,9 @@ from plans.io import PlanReader
 from plans.records import InstanceRecord, PlanHeader, shard_of
 from plans.results import RunManifest, part_files, plan_of, read_manifest, read_results
 from plans.rowcheck import check_rows, plan_keys, read_row_keys
+
+if TYPE_CHECKING:
+    from executor.distributed import PoolOptions
 
 DEFAULT_PART_SIZE = 4096
 FLUSH_SECONDS = 30.0
@@ -352,8 +355,12 @@ def execute(
     part_size: int | None = None,
     backend_factory: Callable[[ModelSpec, Path | None], Backend] | None = None,
     close_backend: bool = True,
+    pool: PoolOptions | None = None,
 ) -> Path:
     """Run every Instance of ``plan_path`` (or of one ``shard`` "I/N") and return the results directory.
+
+    ``pool`` spreads the run over several engines on Ray (executor/distributed.py) instead of one in this
+    process.
 
     ``close_backend=False`` leaves the engine standing when the results are written: for a process that
     exits next (the ``lmeval execute`` command), where shutting vLLM down costs a full garbage collection
@@ -378,7 +385,7 @@ def execute(
     try:
         return _execute_locked(
             store, plan_path, header, instances, spec, model_dir, ident, shard_s, reuse_table, progress,
-            part_size, backend_factory, close_backend,
+            part_size, backend_factory, close_backend, pool,
         )  # fmt: skip
     finally:
         store.close()
@@ -398,6 +405,7 @@ def _execute_locked(
     part_size: int,
     backend_factory: Callable[[ModelSpec, Path | None], Backend] | None,
     close_backend: bool,
+    pool: PoolOptions | None,
 ) -> Path:
     out_dir = store.path
     existing = store.existing_manifest()
@@ -429,7 +437,17 @@ def _execute_locked(
     if existing is not None and not todo and existing.finished:
         return out_dir
 
-    store.open()
+    session = None
+    if pool is not None and todo:
+        from executor.distributed import PoolSession
+
+        session = PoolSession(pool, spec, out_dir, header.plan_hash)
+    try:
+        store.open()
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
     bar = Progress(progress, total=len(instances), done=len(done))
     backend: Backend | None = None
     try:
@@ -444,7 +462,10 @@ def _execute_locked(
             writer.flush()
             stats.reused = len(reused_ids)
             todo = [i for i in todo if i.instance_id not in reused_ids]
-        if todo:
+        if todo and session is not None:
+            session.run(plan_path=plan_path, plan_hash=header.plan_hash, ident=ident, instances=instances,
+                        todo=todo, out_dir=out_dir, bar=bar, stats=stats, manifest=manifest)  # fmt: skip
+        elif todo:
             bar.phase("loading model")
             factory = backend_factory or _load_backend
             t = time.monotonic()
@@ -485,6 +506,8 @@ def _execute_locked(
         bar.close()
         if backend is not None and close_backend:
             backend.close()
+        if session is not None:
+            session.close()
     elapsed = time.monotonic() - bar.started
     print(
         f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "

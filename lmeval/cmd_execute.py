@@ -25,6 +25,19 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--reuse", metavar="DIR", help="copy results of identical requests (same request hash and model) from DIR"
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run N engines (one per GPU or tensor-parallel group, or N CPU engines) on Ray; needs lmeval[ray]",
+    )
+    p.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help="run on an existing Ray cluster (default workers: one engine per GPU group of the cluster)",
+    )
+    p.add_argument("--chunk-size", type=int, metavar="N", help="Instances per chunk of work (default: ~128 chunks)")
+    p.add_argument("--gpus-per-worker", type=float, metavar="G", help="GPUs per engine (default: TP x PP size)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--part-size", type=int, default=None, metavar="N", help="rows per Parquet part (default 4096)")
     p.set_defaults(func=run_execute)
@@ -53,6 +66,10 @@ def run_execute(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         part_size=args.part_size,
         close_backend=False,  # the command exits next (lmeval.cli.entry): no engine teardown to wait for
+        workers=args.workers,
+        ray=args.ray,
+        chunk_size=args.chunk_size,
+        gpus_per_worker=args.gpus_per_worker,
     )
     print(out)
     return 0

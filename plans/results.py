@@ -66,6 +66,9 @@ class RunManifest:
     finished: str | None = None
     stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
     hardware: dict[str, Any] = field(default_factory=dict)  # platform, cpu, cpus, memory_gib, gpus (report)
+    # how it ran when spread over workers (executor/distributed.py): workers, chunk size, chunks per node,
+    # retries; empty for a single-process run
+    execution: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
