@@ -24,18 +24,20 @@ def execute(
     progress: bool = True,
     part_size: int | None = None,
     close_backend: bool = True,
+    verbose: bool = False,
 ) -> Path:
     """Run every Instance of a plan (or of shard ``"I/N"``); return the results directory.
 
     Results go to ``out`` or ``results/<plan_hash12>-<model>[-shardIofN]/``. Rerunning resumes; ``reuse``
     names an earlier results directory whose answers to identical requests (same request hash, same model)
     are copied instead of recomputed. ``close_backend=False`` skips shutting the engine down at the end
-    (for a process that exits next).
+    (for a process that exits next). Unless ``verbose``, the engine's own output goes to
+    ``<results>/engine.log`` instead of the terminal.
     """
     from executor.run import execute as _execute
 
     return _execute(plan_path, out=out, overrides=overrides, shard=shard, reuse=reuse, progress=progress,
-                    part_size=part_size, close_backend=close_backend)  # fmt: skip
+                    part_size=part_size, close_backend=close_backend, verbose=verbose)  # fmt: skip
 
 
 def merge(dirs: Sequence[str], out: str) -> Path:

@@ -26,12 +26,13 @@ class _TokensPerSecond:
 
 
 class Progress:
-    def __init__(self, enabled: bool, total: int, done: int, description: str = "execute") -> None:
+    def __init__(self, enabled: bool, total: int, done: int, description: str = "execute", stream: Any = None) -> None:
         self._bar: Any = None
         self._task: Any = None
         self._tokens = 0
         self.started = time.monotonic()
-        if not (enabled and sys.stderr.isatty()):
+        stream = stream if stream is not None else sys.stderr
+        if not (enabled and stream.isatty()):
             return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -45,7 +46,7 @@ class Progress:
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
+            console=Console(file=stream),
             transient=False,
         )
         self._bar.start()

@@ -13,12 +13,13 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from executor.backends.base import Backend
+from executor.engineconf import model_facts
 from executor.errors import ExecuteError
 from executor.modelconf import (
     REUSE_KEYS,
@@ -27,9 +28,11 @@ from executor.modelconf import (
     model_identity,
     model_spec,
     resolve_model_config,
-    resolve_model_dir,
+    resolve_model_ref,
 )
+from executor.preflight import preflight
 from executor.progress import Progress
+from executor.quiet import ENGINE_LOG, engine_output
 from executor.requests import GenJob, JobResult, ScoreJob, gen_job, gen_result, score_job, score_result
 from executor.store import ResultsDir
 from plans.errors import PlanError
@@ -53,6 +56,7 @@ class RunStats:
     generation_ms: int = 0
     cached_prompt_tokens: int = 0  # scoring prompt tokens read from the prefix cache (vllm backend)
     rescored: int = 0  # scoring requests whose cache hit reached their continuation, scored again without it
+    truncated: int = 0  # Instances left-truncated to fit max_model_len (pre-flight's count, as lm-eval does)
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -329,12 +333,16 @@ def execute(
     part_size: int | None = None,
     backend_factory: Callable[[ModelSpec, Path | None], Backend] | None = None,
     close_backend: bool = True,
+    verbose: bool = False,
 ) -> Path:
     """Run every Instance of ``plan_path`` (or of one ``shard`` "I/N") and return the results directory.
 
     ``close_backend=False`` leaves the engine standing when the results are written: for a process that
     exits next (the ``lmeval execute`` command), where shutting vLLM down costs a full garbage collection
-    and its distributed teardown (~1.7 s) and frees nothing that exiting does not."""
+    and its distributed teardown (~1.7 s) and frees nothing that exiting does not.
+
+    Unless ``verbose``, what the engine and its libraries print goes to ``engine.log`` in the results
+    directory, not the terminal (``executor.quiet``)."""
     plan_path = str(plan_path)
     shard_t = parse_shard(shard)
     shard_s = f"{shard_t[0]}/{shard_t[1]}" if shard_t else None
@@ -344,9 +352,11 @@ def execute(
 
     header, instances = load_instances(plan_path, shard_t)
     spec = model_spec(resolve_model_config(header, overrides))
-    model_dir = resolve_model_dir(spec)
+    ref = resolve_model_ref(spec, header)
+    model_dir = ref.dir if ref is not None else None
+    spec = with_context_length(spec, model_dir)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
-    ident = model_identity(spec, model_dir, tok_hash)
+    ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(out) if out else default_out(header, spec, shard_t)
     store = ResultsDir(out_dir)
     existing = store.existing_manifest()
@@ -358,6 +368,11 @@ def execute(
     stats = RunStats(planned=len(instances))
     todo = [i for i in instances if i.instance_id not in done]
     stats.resumed = len(instances) - len(todo)
+    if spec.max_model_len is not None:  # before anything is written or loaded
+        report = preflight(todo, spec.max_model_len, spec.max_gen_toks, plan_path)
+        stats.truncated = report.truncated
+        if report.line():
+            print(report.line(), file=sys.stderr)
     manifest = RunManifest(
         plan_hash=header.plan_hash,
         plan_path=str(Path(plan_path).resolve()),
@@ -375,7 +390,9 @@ def execute(
         return out_dir
 
     store.open()
-    bar = Progress(progress, total=len(instances), done=len(done))
+    quiet = engine_output(out_dir / ENGINE_LOG, verbose)
+    terminal = quiet.__enter__()
+    bar = Progress(progress, total=len(instances), done=len(done), stream=terminal)
     backend: Backend | None = None
     try:
         store.write_manifest(manifest)
@@ -404,6 +421,9 @@ def execute(
                     gc.enable()
             stats.load_ms = _ms_since(t)
             manifest.engine_args = backend.engine_args()
+            platform = getattr(backend, "platform", None)
+            if platform is not None:
+                manifest.platform = platform.as_dict()
             scoring = [i for i in todo if i.request_type != "generate_until"]
             generation = [i for i in todo if i.request_type == "generate_until"]
             if scoring:
@@ -425,9 +445,12 @@ def execute(
         store.write_manifest(manifest)
     finally:
         bar.close()
-        if backend is not None and close_backend:
-            backend.close()
-        store.close()
+        try:
+            if backend is not None and close_backend:
+                backend.close()
+        finally:
+            quiet.__exit__(None, None, None)
+            store.close()
     elapsed = time.monotonic() - bar.started
     print(
         f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "
@@ -436,6 +459,14 @@ def execute(
         file=sys.stderr,
     )
     return out_dir
+
+
+def with_context_length(spec: ModelSpec, model_dir: Path | None) -> ModelSpec:
+    """``spec`` with ``max_model_len`` derived from the model's config when the user did not set it (vllm
+    and hf backends), so pre-flight, the engine and the manifest all use the same length."""
+    if spec.max_model_len is not None or model_dir is None or spec.backend not in ("vllm", "hf"):
+        return spec
+    return replace(spec, max_model_len=model_facts(model_dir).max_model_len)
 
 
 def _ms_since(t: float) -> int:

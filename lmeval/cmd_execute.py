@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
         "--reuse", metavar="DIR", help="copy results of identical requests (same request hash and model) from DIR"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show the engine's own output (else it goes to DIR/engine.log)"
+    )
     p.add_argument("--part-size", type=int, default=None, metavar="N", help="rows per Parquet part (default 4096)")
     p.set_defaults(func=run_execute)
 
@@ -50,6 +53,7 @@ def run_execute(args: argparse.Namespace) -> int:
         reuse=args.reuse,
         progress=not args.no_progress,
         part_size=args.part_size,
+        verbose=args.verbose,
         close_backend=False,  # the command exits next (lmeval.cli.entry): no engine teardown to wait for
     )
     print(out)

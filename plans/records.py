@@ -37,13 +37,15 @@ class ModelInfo:
     """What the plan was compiled for: enough to refuse a model whose tokenizer differs."""
 
     name: str
-    path: str | None = None
+    path: str | None = None  # the Hub id (org/name) of a Hub model; never a machine path
     backend: str = "vllm"
-    tokenizer: str | None = None  # tokenizer identity (name or path)
+    tokenizer: str | None = None  # tokenizer identity: org/name@sha, tiny-v1 or the model directory's name
     tokenizer_hash: str | None = None  # sha256 over the tokenizer's vocabulary/merges/config, if known
     chat_template_hash: str | None = None  # sha256 of the chat template text when one was applied
     add_bos_token: bool = False
     engine: dict[str, Any] = field(default_factory=dict)  # engine args from the model config
+    revision: str | None = None  # the Hub snapshot's commit sha the plan was compiled against
+    config_hash: str | None = None  # sha256 of the model's config.json
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -65,6 +65,7 @@ class RunManifest:
     started: str | None = None
     finished: str | None = None
     stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
+    platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

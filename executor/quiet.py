@@ -1,0 +1,60 @@
+"""Quiet runs: what the engine and its libraries print goes to a log file, the terminal keeps lmeval's own.
+
+vLLM, torch and transformers write their warnings and info lines to the process's stdout and stderr, from
+Python (logging, warnings, print) and from C++ alike. ``engine_output`` points file descriptors 1 and 2 at
+``engine.log`` in the results directory while the engine loads and runs, and hands back a stream on the
+real terminal for lmeval's progress bar. With ``verbose`` nothing is redirected (and the file gets vLLM's
+log records as well).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+ENGINE_LOG = "engine.log"
+
+
+@contextlib.contextmanager
+def engine_output(log_path: Path, verbose: bool) -> Iterator[IO[str]]:
+    """While open, fds 1 and 2 write to ``log_path`` (appended) unless ``verbose``; yields the terminal."""
+    if verbose:
+        handler = logging.FileHandler(log_path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [%(name)s] %(message)s"))
+        vllm_log = logging.getLogger("vllm")
+        vllm_log.addHandler(handler)
+        try:
+            yield sys.stderr
+        finally:
+            vllm_log.removeHandler(handler)
+            handler.close()
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    try:
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+    except (OSError, ValueError, AttributeError):  # not real files (an embedding host): nothing to redirect
+        yield sys.stderr
+        return
+    saved_out, saved_err = os.dup(out_fd), os.dup(err_fd)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    terminal = os.fdopen(os.dup(saved_err), "w", buffering=1, encoding="utf-8", errors="replace")
+    try:
+        os.dup2(log_fd, out_fd)
+        os.dup2(log_fd, err_fd)
+        yield terminal
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os.dup2(saved_out, out_fd)
+        os.dup2(saved_err, err_fd)
+        for fd in (saved_out, saved_err, log_fd):
+            os.close(fd)
+        terminal.close()
