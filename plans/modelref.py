@@ -95,7 +95,9 @@ def resolve_model(path: object, revision: object = None, setting: str = "model.p
     if hub is None:
         d = Path(os.path.expanduser(text))
         if not d.is_dir():
-            raise ModelRefError(f"{setting}={text}: no such model directory (nor a Hub id org/name[@revision])")
+            raise ModelRefError(
+                f"{setting}={text}: the model directory does not exist (nor is it a Hub id org/name[@revision])"
+            )
         return ModelRef(dir=d.resolve())
     repo, rev = hub
     snap = _snapshot(repo, rev, f"{setting}={text}")
@@ -109,24 +111,33 @@ def _snapshot(repo: str, revision: str | None, where: str) -> Path:
         from huggingface_hub.errors import HFValidationError
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
         raise ModelRefError(f"{where}: a Hub id needs the huggingface_hub package") from None
+    cache = hub_cache_dir()
     try:  # the cache first: no network for a model that is already here
-        return Path(snapshot_download(repo, revision=revision, local_files_only=True))
+        return Path(snapshot_download(repo, revision=revision, local_files_only=True, cache_dir=cache))
     except HFValidationError as e:
         raise ModelRefError(f"{where}: not a valid Hub id ({_first_line(e)})") from None
     except Exception as cached_miss:  # noqa: BLE001 - LocalEntryNotFoundError and friends
         offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
         if offline:
-            home = os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME") or "~/.cache/huggingface"
             raise ModelRefError(
-                f"{where}: revision {revision or 'main'} is not in the Hugging Face cache ({home}) and "
+                f"{where}: revision {revision or 'main'} is not in the Hugging Face cache ({cache}) and "
                 f"HF_HUB_OFFLINE=1 ({_first_line(cached_miss)})"
             ) from None
     try:
-        return Path(snapshot_download(repo, revision=revision))
+        return Path(snapshot_download(repo, revision=revision, cache_dir=cache))
     except Exception as e:  # noqa: BLE001 - network, auth, missing repo or revision: all one line
         raise ModelRefError(
             f"{where}: cannot fetch from the Hugging Face Hub ({type(e).__name__}: {_first_line(e)})"
         ) from None
+
+
+def hub_cache_dir() -> str:
+    """The Hugging Face hub cache as the environment names it now (``HF_HUB_CACHE``, else ``$HF_HOME/hub``,
+    else ``~/.cache/huggingface/hub``): read at each call, not when huggingface_hub was imported."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.path.expanduser(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return os.path.join(os.path.expanduser(home), "hub")
 
 
 def _first_line(e: BaseException) -> str:

@@ -45,8 +45,9 @@ class HFBackend:
             self.model = AutoModelForCausalLM.from_pretrained(
                 str(model_dir), dtype=self._dtype, trust_remote_code=spec.trust_remote_code
             )
-        except OSError as e:
-            raise ExecuteError(f"model.path={model_dir}: cannot load with transformers ({e})") from None
+        except (OSError, ValueError) as e:  # ValueError: e.g. code the user has not trusted (trust_remote_code)
+            text = " ".join(str(e).split())
+            raise ExecuteError(f"model.path={model_dir}: cannot load with transformers ({text})") from None
         self.model.eval()
         self.tokenizer = load_hf_tokenizer(model_dir)
         cfg = self.model.config
