@@ -1,5 +1,5 @@
-"""A rich progress bar on stderr: instances done of total, tokens per second, ETA. Silent when disabled or
-when stderr is not a terminal."""
+"""A rich progress bar on the terminal: Instances done of total, Instances and tokens per second, ETA. Silent
+when disabled or when the stream is not a terminal."""
 
 from __future__ import annotations
 
@@ -25,6 +25,23 @@ class _TokensPerSecond:
         return Column()
 
 
+class _InstancesPerSecond:
+    """A rich column rendering Instances finished per second (rich's running estimate)."""
+
+    def __new__(cls) -> Any:
+        from rich.progress import ProgressColumn
+        from rich.text import Text
+
+        class Column(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                elapsed = task.elapsed or 0.0
+                done = task.completed - task.fields.get("start", 0)
+                speed = done / elapsed if elapsed > 0 else 0.0
+                return Text(f"{speed:,.1f} inst/s", style="progress.data.speed")
+
+        return Column()
+
+
 class Progress:
     def __init__(self, enabled: bool, total: int, done: int, description: str = "execute", stream: Any = None) -> None:
         self._bar: Any = None
@@ -42,6 +59,7 @@ class Progress:
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            _InstancesPerSecond(),
             _TokensPerSecond(),
             TimeElapsedColumn(),
             TextColumn("eta"),
@@ -50,7 +68,7 @@ class Progress:
             transient=False,
         )
         self._bar.start()
-        self._task = self._bar.add_task(description, total=total, completed=done, tokens=0)
+        self._task = self._bar.add_task(description, total=total, completed=done, tokens=0, start=done)
 
     def phase(self, description: str) -> None:
         if self._bar is not None:

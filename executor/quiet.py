@@ -34,15 +34,15 @@ def engine_output(log_path: Path, verbose: bool) -> Iterator[IO[str]]:
             vllm_log.removeHandler(handler)
             handler.close()
         return
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()  # type: ignore[union-attr]
+    out_fd, err_fd = 1, 2  # the process's own, whatever sys.stdout/sys.stderr are (C++ writes here too)
     try:
-        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
-    except (OSError, ValueError, AttributeError):  # not real files (an embedding host): nothing to redirect
+        saved_out, saved_err = os.dup(out_fd), os.dup(err_fd)
+    except OSError:  # closed descriptors: nothing to redirect
         yield sys.stderr
         return
-    saved_out, saved_err = os.dup(out_fd), os.dup(err_fd)
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     terminal = os.fdopen(os.dup(saved_err), "w", buffering=1, encoding="utf-8", errors="replace")
     try:
@@ -50,9 +50,9 @@ def engine_output(log_path: Path, verbose: bool) -> Iterator[IO[str]]:
         os.dup2(log_fd, err_fd)
         yield terminal
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()  # type: ignore[union-attr]
         os.dup2(saved_out, out_fd)
         os.dup2(saved_err, err_fd)
         for fd in (saved_out, saved_err, log_fd):

@@ -139,3 +139,12 @@ def test_lmeval_run_arith_prints_no_third_party_warnings(tmp_path: Path) -> None
     noise = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip() and not OWN_LINE.match(ln)]
     assert noise == []
     assert "WARNING" in (tmp_path / "r" / "engine.log").read_text()
+
+
+def test_vllm_argument_errors_are_one_line_naming_the_setting(plans: dict[str, Path], tmp_path: Path) -> None:
+    """More positions than the model has: vLLM's own check refuses it; the user sees one line, no traceback."""
+    r = run_cli("execute", str(plans["dir"]), "model.max_model_len=4096", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert r.returncode == 2, r.stderr[-3000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lmeval execute: error: model.engine")
+    assert "max_model_len" in lines[0] and "4096" in lines[0]
