@@ -56,7 +56,8 @@ def engine_error(e: BaseException) -> str:
             first = errors()[0]
             loc = ".".join(str(x) for x in first.get("loc", ()) if x)
             msg = " ".join(str(first.get("msg", "")).split())
-            where = f"model.engine.{loc}" if loc else "model.engine"
+            top = ("dtype", "max_model_len", "tensor_parallel_size", "trust_remote_code")
+            where = f"model.{loc}" if loc in top else f"model.engine.{loc}" if loc else "model.engine"
             return f"{where}: vLLM rejects it ({msg})"
         except Exception:  # noqa: BLE001
             pass
