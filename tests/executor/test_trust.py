@@ -73,3 +73,15 @@ def test_execute_never_imports_model_code_the_plan_trusts(tiny_model: Path, tmp_
     r = run_cli("execute", str(plan), "model.backend=hf", "model.trust_remote_code=true",
                 "--out", str(tmp_path / "r2"), cwd=tmp_path, env=modules)  # fmt: skip
     assert marker.exists(), r.stderr
+
+
+def test_lmeval_run_passes_on_only_its_own_users_setting(tmp_path: Path) -> None:
+    """``lmeval run`` compiles from this user's settings, so execute gets their ``trust_remote_code``."""
+    import compiler
+    from lmeval.cmd_run import user_model_trust
+
+    for flag, want in (([], []), (["model.trust_remote_code=true"], ["model.trust_remote_code=true"])):
+        plan = compiler.compile_to_file(
+            ["+task=arith", "run.limit=1", *flag], out=str(tmp_path / f"p{len(flag)}.msgpack")
+        )
+        assert user_model_trust(plan) == want
