@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,21 +49,28 @@ def engine_args(
     return derive_engine_args(str(model_dir), model_facts(model_dir), platform, user, known_keys)
 
 
-def engine_error(e: BaseException) -> str:
-    """vLLM's own check of the engine arguments, as one line naming the setting."""
+def engine_error(e: BaseException, args: dict[str, Any] | None = None) -> str:
+    """vLLM's own check of the engine arguments, as one line naming the setting: the field pydantic names,
+    else the first of ``args`` the message mentions; the message's first sentence."""
+    loc, msg = "", " ".join(str(e).split()) or type(e).__name__
     errors = getattr(e, "errors", None)
     if callable(errors):  # pydantic's ValidationError
         try:
             first = errors()[0]
             loc = ".".join(str(x) for x in first.get("loc", ()) if x)
-            msg = " ".join(str(first.get("msg", "")).split())
-            top = ("dtype", "max_model_len", "tensor_parallel_size", "trust_remote_code")
-            where = f"model.{loc}" if loc in top else f"model.engine.{loc}" if loc else "model.engine"
-            return f"{where}: vLLM rejects it ({msg})"
+            msg = " ".join(str(first.get("msg", "")).split()) or msg
         except Exception:  # noqa: BLE001
             pass
-    text = " ".join(str(e).split()) or type(e).__name__
-    return f"model.engine: vLLM rejects the engine arguments ({text})"
+    msg = msg.removeprefix("Value error, ")
+    msg = msg.split(". ", 1)[0].rstrip(".")
+    if not loc:
+        hits = [(m.start(), k) for k in (args or {}) if k not in ("model", "tokenizer")
+                for m in [re.search(rf"\b{re.escape(k)}\b", msg)] if m]  # fmt: skip
+        loc = min(hits)[1] if hits else ""
+    top = ("dtype", "max_model_len", "tensor_parallel_size", "trust_remote_code")
+    where = f"model.{loc}" if loc in top else f"model.engine.{loc}" if loc else "model.engine"
+    value = f"={args[loc]}" if args and loc in args else ""
+    return f"{where}{value}: vLLM rejects it ({msg})"
 
 
 def platform_defaults(args: dict[str, Any], cpu: bool) -> dict[str, Any]:
@@ -153,7 +161,7 @@ class VLLMBackend:
         try:
             self.llm = LLM(**args)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
-            raise ExecuteError(engine_error(e)) from None
+            raise ExecuteError(engine_error(e, args)) from None
         self.max_length: int = int(self.llm.llm_engine.model_config.max_model_len)
         # scoring: prompt tokens read from the prefix cache, requests scored again without it
         self.cache_stats = {"cached_prompt_tokens": 0, "rescored": 0}

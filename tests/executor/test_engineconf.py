@@ -155,3 +155,27 @@ def test_tiny_model_derives_its_old_fixed_settings_on_cpu(tiny_model: Path) -> N
         True,
         1 << 30,
     )
+
+
+def test_vllm_argument_errors_become_one_line_naming_the_setting() -> None:
+    import pydantic
+
+    from executor.backends.vllm_engine import engine_error
+
+    args = {"model": "/m", "max_model_len": 4096, "dtype": "float32", "gpu_memory_utilization": 1.5}
+    e = ValueError(
+        "Value error, User-specified max_model_len (4096) is greater than the derived max_model_len "
+        "(max_position_embeddings=2048 in model's config.json). To allow overriding this maximum, set ..."
+    )
+    assert engine_error(e, args) == (
+        "model.max_model_len=4096: vLLM rejects it (User-specified max_model_len (4096) is greater than the "
+        "derived max_model_len (max_position_embeddings=2048 in model's config.json))"
+    )
+
+    class Cache(pydantic.BaseModel):
+        gpu_memory_utilization: float = pydantic.Field(le=1)
+
+    with pytest.raises(pydantic.ValidationError) as v:
+        Cache(gpu_memory_utilization=1.5)
+    line = engine_error(v.value, args)
+    assert line.startswith("model.engine.gpu_memory_utilization=1.5: vLLM rejects it (") and "\n" not in line

@@ -146,5 +146,5 @@ def test_vllm_argument_errors_are_one_line_naming_the_setting(plans: dict[str, P
     r = run_cli("execute", str(plans["dir"]), "model.max_model_len=4096", "--out", str(tmp_path / "r"), cwd=tmp_path)
     assert r.returncode == 2, r.stderr[-3000:]
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("lmeval execute: error: model.")
+    assert len(lines) == 1 and lines[0].startswith("lmeval execute: error: model.max_model_len=4096: vLLM rejects it (")
     assert "max_model_len" in lines[0] and "4096" in lines[0]
