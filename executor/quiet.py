@@ -44,7 +44,14 @@ def engine_output(log_path: Path, verbose: bool) -> Iterator[IO[str]]:
         yield sys.stderr
         return
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    terminal = os.fdopen(os.dup(saved_err), "w", buffering=1, encoding="utf-8", errors="replace")
+    try:
+        on_fd2 = sys.stderr.fileno() == err_fd
+    except (OSError, ValueError, AttributeError):
+        on_fd2 = False
+    # lmeval's own stream: the real terminal when sys.stderr is fd 2, else whatever sys.stderr was made to be
+    terminal: IO[str] = (
+        os.fdopen(os.dup(saved_err), "w", buffering=1, encoding="utf-8", errors="replace") if on_fd2 else sys.stderr
+    )
     try:
         os.dup2(log_fd, out_fd)
         os.dup2(log_fd, err_fd)
@@ -57,4 +64,5 @@ def engine_output(log_path: Path, verbose: bool) -> Iterator[IO[str]]:
         os.dup2(saved_err, err_fd)
         for fd in (saved_out, saved_err, log_fd):
             os.close(fd)
-        terminal.close()
+        if on_fd2:
+            terminal.close()
