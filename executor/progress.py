@@ -66,6 +66,10 @@ class Progress:
             TimeRemainingColumn(),
             console=Console(file=stream),
             transient=False,
+            # rich would otherwise swap sys.stdout/sys.stderr for proxies printing above the bar: vLLM's
+            # logging, set up while the bar runs, would then write to the terminal instead of engine.log
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         self._bar.start()
         self._task = self._bar.add_task(description, total=total, completed=done, tokens=0, start=done)

@@ -466,6 +466,8 @@ def with_context_length(spec: ModelSpec, model_dir: Path | None) -> ModelSpec:
     and hf backends), so pre-flight, the engine and the manifest all use the same length."""
     if spec.max_model_len is not None or model_dir is None or spec.backend not in ("vllm", "hf"):
         return spec
+    if spec.engine.get("max_model_len") is not None:  # set as model.engine.max_model_len
+        return replace(spec, max_model_len=int(spec.engine["max_model_len"]))
     return replace(spec, max_model_len=model_facts(model_dir).max_model_len)
 
 
