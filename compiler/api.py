@@ -145,7 +145,7 @@ def resolve_model_for_compile(model_cfg: dict[str, Any]) -> ModelRef:
     """``model.path`` (a directory, a Hub id through the Hugging Face cache, null for the tiny model) as a
     ``ModelRef``; a compile error naming the setting when it cannot be found."""
     try:
-        return resolve_model(model_cfg.get("path"), model_cfg.get("revision"))
+        return resolve_model(model_cfg.get("path"), model_cfg.get("revision"), need="tokenizer")
     except ModelRefError as e:
         raise CompileError(str(e)) from None
 

@@ -81,10 +81,15 @@ def parse_hub_id(path: str, revision: str | None = None) -> tuple[str, str | Non
     return m.group("repo"), rev or revision
 
 
-def resolve_model(path: object, revision: object = None, setting: str = "model.path") -> ModelRef:
+# what compiling needs from a Hub model: its tokenizer and configs, not its weights
+TOKENIZER_FILES = ["*.json", "*.model", "*.txt", "*.tiktoken"]
+
+
+def resolve_model(path: object, revision: object = None, setting: str = "model.path", need: str = "all") -> ModelRef:
     """The model ``model.path`` (and ``model.revision``) names; a one-line ``ModelRefError`` when it
-    cannot be found. A Hub id is looked up in the cache first and downloaded only when the cache lacks it
-    and the environment allows (not ``HF_HUB_OFFLINE=1``)."""
+    cannot be found. For a Hub id, ``need="tokenizer"`` (compile) fetches only the tokenizer and config
+    files, ``need="all"`` (execute) the whole snapshot. The cache is used as is when it has what is needed
+    or when ``HF_HUB_OFFLINE=1``; otherwise huggingface_hub fetches what is missing."""
     if path in (None, ""):
         from plans.tinymodel import ensure_tiny_model
 
@@ -100,31 +105,42 @@ def resolve_model(path: object, revision: object = None, setting: str = "model.p
             )
         return ModelRef(dir=d.resolve())
     repo, rev = hub
-    snap = _snapshot(repo, rev, f"{setting}={text}")
+    if rev is not None and (".." in rev.split("/") or rev.startswith("/")):
+        raise ModelRefError(f"{setting}={text}: not a revision name: {rev}")
+    snap = _snapshot(repo, rev, f"{setting}={text}", TOKENIZER_FILES if need == "tokenizer" else None)
     sha = snap.name if re.fullmatch(r"[0-9a-f]{40}", snap.name) else None
     return ModelRef(dir=snap, hub_id=repo, revision=sha or rev)
 
 
-def _snapshot(repo: str, revision: str | None, where: str) -> Path:
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _snapshot(repo: str, revision: str | None, where: str, patterns: list[str] | None) -> Path:
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import HFValidationError
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
         raise ModelRefError(f"{where}: a Hub id needs the huggingface_hub package") from None
     cache = hub_cache_dir()
-    try:  # the cache first: no network for a model that is already here
-        return Path(snapshot_download(repo, revision=revision, local_files_only=True, cache_dir=cache))
+    offline = _offline()
+    if offline or patterns is not None:
+        try:  # the cache first: no network for what is already here
+            local = Path(snapshot_download(repo, revision=revision, local_files_only=True, cache_dir=cache))
+            if offline or (local / "tokenizer.json").is_file():
+                return local
+        except HFValidationError as e:
+            raise ModelRefError(f"{where}: not a valid Hub id ({_first_line(e)})") from None
+        except Exception as cached_miss:  # noqa: BLE001 - LocalEntryNotFoundError and friends
+            if offline:
+                raise ModelRefError(
+                    f"{where}: revision {revision or 'main'} is not in the Hugging Face cache ({cache}) and "
+                    f"HF_HUB_OFFLINE=1 ({_first_line(cached_miss)})"
+                ) from None
+    try:
+        return Path(snapshot_download(repo, revision=revision, cache_dir=cache, allow_patterns=patterns))
     except HFValidationError as e:
         raise ModelRefError(f"{where}: not a valid Hub id ({_first_line(e)})") from None
-    except Exception as cached_miss:  # noqa: BLE001 - LocalEntryNotFoundError and friends
-        offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-        if offline:
-            raise ModelRefError(
-                f"{where}: revision {revision or 'main'} is not in the Hugging Face cache ({cache}) and "
-                f"HF_HUB_OFFLINE=1 ({_first_line(cached_miss)})"
-            ) from None
-    try:
-        return Path(snapshot_download(repo, revision=revision, cache_dir=cache))
     except Exception as e:  # noqa: BLE001 - network, auth, missing repo or revision: all one line
         raise ModelRefError(
             f"{where}: cannot fetch from the Hugging Face Hub ({type(e).__name__}: {_first_line(e)})"

@@ -67,3 +67,15 @@ def test_model_names() -> None:
     assert model_name("mine", "/x/y") == "mine"
     assert model_name(None, "/models/Llama-3-8B/") == "Llama-3-8B"
     assert model_name(None, "meta-llama/Llama-3.1-8B@main") == "Llama-3.1-8B"
+
+
+def test_revision_names_cannot_walk_out_of_the_cache(offline: tuple[Path, str, Path]) -> None:
+    for path in (f"{HUB_ID}@../../etc", f"{HUB_ID}@refs/../../x"):
+        with pytest.raises(ModelRefError, match="not a revision name"):
+            resolve_model(path)
+
+
+def test_compile_needs_only_the_tokenizer_and_configs(offline: tuple[Path, str, Path]) -> None:
+    hf, sha, _ = offline
+    ref = resolve_model(HUB_ID, need="tokenizer")
+    assert ref.revision == sha and (ref.dir / "tokenizer.json").is_file() and (ref.dir / "config.json").is_file()
