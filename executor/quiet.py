@@ -3,14 +3,13 @@
 vLLM, torch and transformers write their warnings and info lines to the process's stdout and stderr, from
 Python (logging, warnings, print) and from C++ alike. ``engine_output`` points file descriptors 1 and 2 at
 ``engine.log`` in the results directory while the engine loads and runs, and hands back a stream on the
-real terminal for lmeval's progress bar. With ``verbose`` nothing is redirected (and the file gets vLLM's
-log records as well).
+real terminal for lmeval's progress bar. With ``verbose`` nothing is redirected: the engine's output shows
+on the terminal and no log file is written.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -24,15 +23,7 @@ ENGINE_LOG = "engine.log"
 def engine_output(log_path: Path, verbose: bool) -> Iterator[IO[str]]:
     """While open, fds 1 and 2 write to ``log_path`` (appended) unless ``verbose``; yields the terminal."""
     if verbose:
-        handler = logging.FileHandler(log_path, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [%(name)s] %(message)s"))
-        vllm_log = logging.getLogger("vllm")
-        vllm_log.addHandler(handler)
-        try:
-            yield sys.stderr
-        finally:
-            vllm_log.removeHandler(handler)
-            handler.close()
+        yield sys.stderr
         return
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with contextlib.suppress(OSError, ValueError, AttributeError):
