@@ -37,6 +37,7 @@ from compiler.tokens import ModelTokenizer, sha256_text
 from plans.canonical import canonical_bytes
 from plans.identity import split_locations
 from plans.io import encode_doc, encode_instance, seal
+from plans.modelref import ModelRef, ModelRefError, model_name, resolve_model
 from plans.records import (
     DocRecord,
     GroupSummary,
@@ -150,39 +151,37 @@ def load_tokenizer(
 ) -> tuple[ModelTokenizer | None, ModelInfo]:
     if not model_cfg:
         return None, ModelInfo(name="none", backend="none")
-    name = str(model_cfg.get("name", "model"))
-    path = model_cfg.get("path")
     add_bos = model_cfg.get("add_bos_token")
     if add_bos is not None and not isinstance(add_bos, bool):
         raise fail(f"must be true, false or null, got {add_bos!r}", field="model.add_bos_token")
     prefix = model_cfg.get("prefix_token_id")
     if prefix is not None and (isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0):
         raise fail(f"must be a token id (an integer >= 0) or null, got {prefix!r}", field="model.prefix_token_id")
-    if path is None:
-        if name != "tiny":
-            raise fail(f"model {name!r} has no path; set model.path=DIR (a Hugging Face model directory)",
-                       field="model.path")  # fmt: skip
-        from plans.tinymodel import RECIPE, ensure_tiny_model
-
-        tok_dir = Path(ensure_tiny_model())
-        identity = RECIPE
-    else:
-        tok_dir = Path(str(path)).expanduser()
-        if not tok_dir.is_dir():
-            raise fail(f"model directory {path} does not exist", field="model.path")
-        identity = name  # the directory is a location, not identity: the tokenizer hash pins the content
-    tok = ModelTokenizer(tok_dir, add_bos, identity, need_chat=need_chat, prefix_token_id=prefix)
+    ref = resolve_model_for_compile(model_cfg)
+    tok = ModelTokenizer(ref.dir, add_bos, ref.tokenizer_identity, need_chat=need_chat, prefix_token_id=prefix)
     engine = model_cfg.get("engine") or {}
     info = ModelInfo(
-        name=name,
+        name=model_name(model_cfg.get("name"), model_cfg.get("path")),
+        path=ref.hub_id,  # never a machine path
         backend=str(model_cfg.get("backend", "vllm")),
-        tokenizer=identity,
+        tokenizer=ref.tokenizer_identity,
         tokenizer_hash=tok.tokenizer_hash,
         add_bos_token=add_bos,  # type: ignore[arg-type]
         engine=dict(engine) if isinstance(engine, dict) else {},
         token_rule=tok.rule,
+        revision=ref.revision,
+        config_hash=ref.config_hash(),
     )
     return tok, info
+
+
+def resolve_model_for_compile(model_cfg: dict[str, Any]) -> ModelRef:
+    """``model.path`` (a directory, a Hub id through the Hugging Face cache, null for the tiny model) as a
+    ``ModelRef``; a compile error naming the setting when it cannot be found."""
+    try:
+        return resolve_model(model_cfg.get("path"), model_cfg.get("revision"), need="tokenizer")
+    except ModelRefError as e:
+        raise CompileError(str(e)) from None
 
 
 def _data(value: Any, spec: TaskSpec, field: str, with_path: bool) -> Any:

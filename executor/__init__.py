@@ -28,6 +28,7 @@ def execute(
     ray: str | None = None,
     chunk_size: int | None = None,
     gpus_per_worker: float | None = None,
+    verbose: bool = False,
 ) -> Path:
     """Run every Instance of a plan (or of shard ``"I/N"``); return the results directory.
 
@@ -40,6 +41,8 @@ def execute(
     'lmeval[ray]'``): a local Ray instance, or the cluster at ``ray`` (``"auto"`` or ``host:port``), whose
     default is one engine per GPU (per ``gpus_per_worker``). The plan is cut into chunks of ``chunk_size``
     Instances (default: about 128 chunks); the results directory is the same as a single-process run's.
+
+    Unless ``verbose``, the engine's own output goes to ``<results>/engine.log`` instead of the terminal.
     """
     from executor.run import execute as _execute
 
@@ -53,7 +56,7 @@ def execute(
     elif chunk_size is not None or gpus_per_worker is not None:
         raise ExecuteError("--chunk-size and --gpus-per-worker apply to runs with --workers N (N > 1) or --ray")
     return _execute(plan_path, out=out, overrides=overrides, shard=shard, reuse=reuse, progress=progress,
-                    part_size=part_size, close_backend=close_backend, pool=pool)  # fmt: skip
+                    part_size=part_size, close_backend=close_backend, pool=pool, verbose=verbose)  # fmt: skip
 
 
 def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:

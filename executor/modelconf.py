@@ -3,6 +3,10 @@
 The plan header's ``config["model"]`` (the resolved Hydra model config the plan was compiled with) is the
 default. Overrides are applied in order with OmegaConf (never Hydra): ``model=NAME`` replaces the whole model
 config by ``conf/model/NAME.yaml``; ``model.KEY=VALUE`` (dotted, ``+`` allowed) sets one key.
+
+Code loading is the executing user's decision alone: ``trust_remote_code`` and the engine arguments that name
+code to import (``executor.engineconf.CODE_LOADING_ARGS``) are dropped from the plan's model config and
+count only when this run's own overrides (or a ``conf/model/NAME.yaml`` they select) set them.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from executor.engineconf import CODE_LOADING_ARGS
 from executor.errors import ExecuteError
+from plans.errors import UserError
+from plans.modelref import ModelRef, model_name, resolve_model
 from plans.records import PlanHeader
 from plans.tokenization import TokenRule
 
@@ -38,6 +45,9 @@ class ModelSpec:
     batch_size: int | None = None
     max_gen_toks: int = 256
     seed: int = 1234
+    revision: str | None = None  # model.revision (also model.path=org/name@revision)
+    tensor_parallel_size: int | None = None
+    trust_remote_code: bool = False  # only ever from the executing user (see the module docstring)
     raw: dict[str, Any] = field(default_factory=dict)  # the whole resolved model config
     token_rule: TokenRule | None = None  # the rule the plan's token ids were made with (check_token_rule)
     seeded_sampling: bool = False  # the run samples (seeded per request): engines may need settings for it
@@ -84,7 +94,12 @@ def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[s
             "add_bos_token": m.add_bos_token,
             "engine": dict(m.engine),
         }
-    cfg: Any = OmegaConf.create(base)
+    base = dict(base)
+    if base.get("name") in (None, ""):
+        base["name"] = header.model.name  # the name the compiler derived (tiny, the Hub name, the directory's)
+    if base.get("path") in (None, "") and header.model.path:
+        base["path"] = header.model.path  # a Hub id is identity, not a location: the plan keeps it
+    cfg: Any = OmegaConf.create(without_code_loading(base))
     for ov in overrides:
         key, sep, value = ov.partition("=")
         key = key.strip().lstrip("+")
@@ -105,6 +120,15 @@ def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[s
     return {str(k): v for k, v in out.items()}
 
 
+def without_code_loading(model_cfg: dict[str, Any]) -> dict[str, Any]:
+    """A plan's model config minus everything that would make the executor import code."""
+    out = {k: v for k, v in model_cfg.items() if k != "trust_remote_code"}
+    engine = out.get("engine")
+    if isinstance(engine, dict):
+        out["engine"] = {k: v for k, v in engine.items() if k not in CODE_LOADING_ARGS}
+    return out
+
+
 def model_spec(cfg: dict[str, Any]) -> ModelSpec:
     """Validate a resolved model config and turn it into a ``ModelSpec``."""
     backend = str(cfg.get("backend") or "vllm")
@@ -121,9 +145,13 @@ def model_spec(cfg: dict[str, Any]) -> ModelSpec:
     prefix = cfg.get("prefix_token_id")
     if prefix is not None and (isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0):
         raise ExecuteError(f"model.prefix_token_id={prefix!r}: must be a token id (an integer >= 0) or null")
+    tp = cfg.get("tensor_parallel_size")
+    trust = cfg.get("trust_remote_code")
+    if trust is not None and not isinstance(trust, bool):
+        raise ExecuteError(f"model.trust_remote_code={trust}: must be true or false")
     try:
         return ModelSpec(
-            name=str(cfg.get("name") or "model"),
+            name=model_name(cfg.get("name"), cfg.get("path")),
             path=None if cfg.get("path") in (None, "") else str(cfg["path"]),
             backend=backend,
             dtype=str(cfg.get("dtype") or "auto"),
@@ -134,32 +162,41 @@ def model_spec(cfg: dict[str, Any]) -> ModelSpec:
             batch_size=None if bs in (None, "", "auto") else int(bs),
             max_gen_toks=int(cfg.get("max_gen_toks") or 256),
             seed=int(cfg["seed"]) if cfg.get("seed") is not None else 1234,
+            revision=None if cfg.get("revision") in (None, "") else str(cfg["revision"]),
+            tensor_parallel_size=None if tp in (None, "") else int(tp),
+            trust_remote_code=bool(trust) or bool(engine.get("trust_remote_code")),
             raw=dict(cfg),
         )
     except (TypeError, ValueError) as e:
         raise ExecuteError(f"model config: bad value ({e})") from None
 
 
-def resolve_model_dir(spec: ModelSpec) -> Path | None:
-    """Where the weights and tokenizer live: ``model.path``, or the built-in tiny model when it is null.
+def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> ModelRef | None:
+    """The model ``model.path`` names (a directory, a Hub id resolved through the Hugging Face cache, or
+    the built-in tiny model when it is null). A Hub model runs at the revision the plan was compiled
+    against unless the user names another. ``None`` for an openai model whose path is not a local
+    directory (a remote model known by name)."""
+    if spec.path is None and spec.name != "tiny" and spec.backend != "openai":
+        raise ExecuteError(
+            f"model {spec.name}: the plan does not say where the model lives (plans hold no machine paths); "
+            f"pass model.path=DIR"
+        )
+    revision = spec.revision
+    if revision is None and header is not None and header.model.revision and spec.path:
+        if spec.path == header.model.path:  # the Hub id the plan was compiled for, with no revision named
+            revision = header.model.revision
+    if spec.backend == "openai" and spec.path is not None and not Path(os.path.expanduser(spec.path)).is_dir():
+        return None
+    try:
+        return resolve_model(spec.path, revision)
+    except UserError as e:
+        raise ExecuteError(str(e)) from None
 
-    ``None`` for an openai model whose path is not a local directory (a remote model known by name).
-    """
-    if spec.path is None:
-        if spec.name != "tiny" and spec.backend != "openai":
-            raise ExecuteError(
-                f"model {spec.name}: the plan does not say where the model lives (plans hold no machine paths); "
-                f"pass model.path=DIR"
-            )
-        from plans.tinymodel import ensure_tiny_model
 
-        return ensure_tiny_model()
-    p = Path(os.path.expanduser(spec.path))
-    if not p.is_dir():
-        if spec.backend == "openai":
-            return None
-        raise ExecuteError(f"model.path={spec.path}: no such model directory")
-    return p.resolve()
+def resolve_model_dir(spec: ModelSpec, header: PlanHeader | None = None) -> Path | None:
+    """Where the weights and tokenizer live (``resolve_model_ref``'s directory)."""
+    ref = resolve_model_ref(spec, header)
+    return ref.dir if ref is not None else None
 
 
 def tokenizer_hash(model_dir: Path | None) -> str | None:
@@ -208,7 +245,9 @@ def _yaml(v: Any) -> str:
     return "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def model_identity(spec: ModelSpec, model_dir: Path | None, tok_hash: str | None) -> dict[str, Any]:
+def model_identity(
+    spec: ModelSpec, model_dir: Path | None, tok_hash: str | None, ref: ModelRef | None = None
+) -> dict[str, Any]:
     """What makes two runs' answers interchangeable (used by the manifest, resume and ``--reuse``)."""
     config_hash = None
     revision = None
@@ -218,9 +257,11 @@ def model_identity(spec: ModelSpec, model_dir: Path | None, tok_hash: str | None
             config_hash = hashlib.sha256(cfg.read_bytes()).hexdigest()
         if model_dir.parent.name == "snapshots":  # a Hugging Face cache snapshot is named by its commit
             revision = model_dir.name
+    hub_id = ref.hub_id if ref is not None else None
     return {
         "name": spec.name,
-        "path": str(model_dir) if model_dir is not None else spec.path,
+        "path": hub_id or (str(model_dir) if model_dir is not None else spec.path),
+        "hub_id": hub_id,
         "backend": spec.backend,
         "dtype": spec.dtype,
         "max_model_len": spec.max_model_len,

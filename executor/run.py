@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from executor import faults, hardware
 from executor.backends.base import Backend
+from executor.engineconf import model_facts
 from executor.errors import ExecuteError
 from executor.modelconf import (
     REUSE_KEYS,
@@ -29,9 +30,11 @@ from executor.modelconf import (
     model_identity,
     model_spec,
     resolve_model_config,
-    resolve_model_dir,
+    resolve_model_ref,
 )
+from executor.preflight import preflight
 from executor.progress import Progress
+from executor.quiet import ENGINE_LOG, engine_output
 from executor.requests import (
     GenJob,
     JobResult,
@@ -69,6 +72,7 @@ class RunStats:
     generation_ms: int = 0
     cached_prompt_tokens: int = 0  # scoring prompt tokens read from the prefix cache (vllm backend)
     rescored: int = 0  # scoring requests whose cache hit reached their continuation, scored again without it
+    truncated: int = 0  # Instances left-truncated to fit max_model_len (pre-flight's count, as lm-eval does)
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -356,6 +360,7 @@ def execute(
     backend_factory: Callable[[ModelSpec, Path | None], Backend] | None = None,
     close_backend: bool = True,
     pool: PoolOptions | None = None,
+    verbose: bool = False,
 ) -> Path:
     """Run every Instance of ``plan_path`` (or of one ``shard`` "I/N") and return the results directory.
 
@@ -364,7 +369,10 @@ def execute(
 
     ``close_backend=False`` leaves the engine standing when the results are written: for a process that
     exits next (the ``lmeval execute`` command), where shutting vLLM down costs a full garbage collection
-    and its distributed teardown (~1.7 s) and frees nothing that exiting does not."""
+    and its distributed teardown (~1.7 s) and frees nothing that exiting does not.
+
+    Unless ``verbose``, what the engine and its libraries print goes to ``engine.log`` in the results
+    directory, not the terminal (``executor.quiet``)."""
     plan_path = str(plan_path)
     shard_t = parse_shard(shard)
     shard_s = f"{shard_t[0]}/{shard_t[1]}" if shard_t else None
@@ -374,10 +382,12 @@ def execute(
 
     header, instances = load_instances(plan_path, shard_t)
     spec = model_spec(resolve_model_config(header, overrides))
-    model_dir = resolve_model_dir(spec)
+    ref = resolve_model_ref(spec, header)
+    model_dir = ref.dir if ref is not None else None
+    spec = with_context_length(spec, model_dir)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
     spec = check_token_rule(header, spec, plan_path)
-    ident = model_identity(spec, model_dir, tok_hash)
+    ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(out) if out else default_out(header, spec, shard_t)
     reuse_table = _reuse_table(reuse, ident) if reuse else None
     store = ResultsDir(out_dir)
@@ -385,7 +395,7 @@ def execute(
     try:
         return _execute_locked(
             store, plan_path, header, instances, spec, model_dir, ident, shard_s, reuse_table, progress,
-            part_size, backend_factory, close_backend, pool,
+            part_size, backend_factory, close_backend, pool, verbose,
         )  # fmt: skip
     finally:
         store.close()
@@ -406,6 +416,7 @@ def _execute_locked(
     backend_factory: Callable[[ModelSpec, Path | None], Backend] | None,
     close_backend: bool,
     pool: PoolOptions | None,
+    verbose: bool,
 ) -> Path:
     out_dir = store.path
     existing = store.existing_manifest()
@@ -420,6 +431,11 @@ def _execute_locked(
     stats = RunStats(planned=len(instances))
     todo = [i for i in instances if i.instance_id not in done]
     stats.resumed = len(instances) - len(todo)
+    if spec.max_model_len is not None:  # before anything is written or loaded
+        report = preflight(todo, spec.max_model_len, spec.max_gen_toks, plan_path)
+        stats.truncated = report.truncated
+        if report.line():
+            print(report.line(), file=sys.stderr)
     manifest = RunManifest(
         plan_hash=header.plan_hash,
         plan_path=str(Path(plan_path).resolve()),
@@ -448,7 +464,9 @@ def _execute_locked(
         if session is not None:
             session.close()
         raise
-    bar = Progress(progress, total=len(instances), done=len(done))
+    quiet = engine_output(out_dir / ENGINE_LOG, verbose)
+    terminal = quiet.__enter__()
+    bar = Progress(progress, total=len(instances), done=len(done), stream=terminal)
     backend: Backend | None = None
     try:
         store.write_manifest(manifest)
@@ -483,6 +501,9 @@ def _execute_locked(
             stats.load_ms = _ms_since(t)
             manifest.engine_args = backend.engine_args()
             manifest.hardware = hardware.describe()  # now with the GPUs the backend's torch sees
+            platform = getattr(backend, "platform", None)
+            if platform is not None:
+                manifest.platform = platform.as_dict()
             scoring = [i for i in todo if i.request_type != "generate_until"]
             generation = [i for i in todo if i.request_type == "generate_until"]
             if scoring:
@@ -504,10 +525,13 @@ def _execute_locked(
         store.write_manifest(manifest)
     finally:
         bar.close()
-        if backend is not None and close_backend:
-            backend.close()
-        if session is not None:
-            session.close()
+        try:
+            if backend is not None and close_backend:
+                backend.close()
+            if session is not None:
+                session.close()
+        finally:
+            quiet.__exit__(None, None, None)
     elapsed = time.monotonic() - bar.started
     print(
         f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "
@@ -516,6 +540,16 @@ def _execute_locked(
         file=sys.stderr,
     )
     return out_dir
+
+
+def with_context_length(spec: ModelSpec, model_dir: Path | None) -> ModelSpec:
+    """``spec`` with ``max_model_len`` derived from the model's config when the user did not set it (vllm
+    and hf backends), so pre-flight, the engine and the manifest all use the same length."""
+    if spec.max_model_len is not None or model_dir is None or spec.backend not in ("vllm", "hf"):
+        return spec
+    if spec.engine.get("max_model_len") is not None:  # set as model.engine.max_model_len
+        return replace(spec, max_model_len=int(spec.engine["max_model_len"]))
+    return replace(spec, max_model_len=model_facts(model_dir).max_model_len)
 
 
 def _ms_since(t: float) -> int:

@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--chunk-size", type=int, metavar="N", help="Instances per chunk of work (default: ~128 chunks)")
     p.add_argument("--gpus-per-worker", type=float, metavar="G", help="GPUs per engine (default: TP x PP size)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show the engine's own output (else it goes to DIR/engine.log)"
+    )
     p.add_argument("--part-size", type=int, default=None, metavar="N", help="rows per Parquet part (default 4096)")
     p.set_defaults(func=run_execute)
 
@@ -65,6 +68,7 @@ def run_execute(args: argparse.Namespace) -> int:
         reuse=args.reuse,
         progress=not args.no_progress,
         part_size=args.part_size,
+        verbose=args.verbose,
         close_backend=False,  # the command exits next (lmeval.cli.entry): no engine teardown to wait for
         workers=args.workers,
         ray=args.ray,

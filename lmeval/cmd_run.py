@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="allow scoring to import user Python the plan references (checked against its sha256), "
         "as `lmeval score --trust-code`",
     )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show the engine's own output (else it goes to DIR/engine.log)"
+    )
     p.set_defaults(func=run)
 
 
@@ -33,9 +36,16 @@ def run(args: argparse.Namespace) -> int:
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
     if not trust:
         _refuse_user_code(plan)  # before the model runs, not after
-    # the plan holds no locations (model.path among them): execute is given the model overrides again
+    # the plan holds no locations (model.path among them): execute is given the model overrides again, and
+    # this user's own trust_remote_code setting (execute never takes it from a plan)
     model = [o for o in args.overrides if o.lstrip("+").split("=", 1)[0].split(".", 1)[0] == "model"]
-    results = executor.execute(str(plan), out=args.out, overrides=model, progress=not args.no_progress)
+    results = executor.execute(
+        str(plan),
+        out=args.out,
+        overrides=[*model, *user_model_trust(plan)],
+        progress=not args.no_progress,
+        verbose=args.verbose,
+    )
     scorer.score(str(results), plan_path=str(plan), trust_code=trust)
     print(results)
     return 0
@@ -62,3 +72,14 @@ def _refs(value: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(value, list):
         for v in value:
             yield from _refs(v)
+
+
+def user_model_trust(plan: object) -> list[str]:
+    """``model.trust_remote_code=true`` for execute when this user's own compile overrides (or the model
+    config they chose) set it: execute never takes it from a plan, but here the plan was made by this very
+    command from this user's settings."""
+    from plans.io import read_header
+
+    model = read_header(str(plan)).config.get("model") or {}
+    trusted = isinstance(model, dict) and model.get("trust_remote_code") is True
+    return ["model.trust_remote_code=true"] if trusted else []

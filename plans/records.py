@@ -35,17 +35,21 @@ def shard_of(instance_id: str, n_shards: int) -> int:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What the plan was compiled for: enough to refuse a model whose tokenizer differs. Identity only:
-    where the model lives is not part of a plan (plans/identity.py); execute is told (``model.path=DIR``)."""
+    """What the plan was compiled for: enough to refuse a model whose tokenizer differs. Identity only: a
+    Hub model's id and revision, never where a model lives on disk (plans/identity.py); a plan for a local
+    model directory is executed with ``model.path=DIR``."""
 
     name: str
+    path: str | None = None  # the Hub id (org/name) of a Hub model; never a machine path
     backend: str = "vllm"
-    tokenizer: str | None = None  # tokenizer identity (the tiny model's recipe, or the model's name)
+    tokenizer: str | None = None  # tokenizer identity: org/name@sha, tiny-v1 or the model directory's name
     tokenizer_hash: str | None = None  # sha256 over the tokenizer's vocabulary/merges/config, if known
     chat_template_hash: str | None = None  # sha256 of the chat template text when one was applied
     add_bos_token: bool | None = False  # None: the tokenizer's own default (see plans/tokenization.py)
     engine: dict[str, Any] = field(default_factory=dict)  # engine args from the model config
     token_rule: TokenRule | None = None  # the rule the token ids were made with (None: plan without ids)
+    revision: str | None = None  # the Hub snapshot's commit sha the plan was compiled against
+    config_hash: str | None = None  # sha256 of the model's config.json
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -69,6 +69,7 @@ class RunManifest:
     # how it ran when spread over workers (executor/distributed.py): workers, chunk size, chunks per node,
     # retries; empty for a single-process run
     execution: dict[str, Any] = field(default_factory=dict)
+    platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from executor.backends.base import load_hf_tokenizer, samples_to_run, set_offline_env
+from executor.engineconf import detect_platform, model_facts
 from executor.errors import ExecuteError
 from executor.modelconf import ModelSpec
 from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
@@ -42,14 +43,16 @@ class HFBackend:
         self.model: Any
         try:
             self.model = AutoModelForCausalLM.from_pretrained(
-                str(model_dir), dtype=self._dtype, trust_remote_code=bool(spec.raw.get("trust_remote_code"))
+                str(model_dir), dtype=self._dtype, trust_remote_code=spec.trust_remote_code
             )
-        except OSError as e:
-            raise ExecuteError(f"model.path={model_dir}: cannot load with transformers ({e})") from None
+        except (OSError, ValueError) as e:  # ValueError: e.g. code the user has not trusted (trust_remote_code)
+            text = " ".join(str(e).split())
+            raise ExecuteError(f"model.path={model_dir}: cannot load with transformers ({text})") from None
         self.model.eval()
         self.tokenizer = load_hf_tokenizer(model_dir)
         cfg = self.model.config
-        self.max_length: int = int(spec.max_model_len or getattr(cfg, "max_position_embeddings", None) or 2048)
+        self.max_length: int = int(spec.max_model_len or model_facts(model_dir).max_model_len)
+        self.platform = detect_platform(use_vllm=False)
         self.batch_size = spec.batch_size or DEFAULT_BATCH_SIZE
         eos = getattr(self.model.generation_config, "eos_token_id", None) or cfg.eos_token_id
         self._eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])

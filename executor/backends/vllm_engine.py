@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from executor.backends.base import HFTokenizer, samples_to_run, set_offline_env
+from executor.engineconf import (
+    Platform,
+    UserSettings,
+    derive_engine_args,
+    detect_platform,
+    model_facts,
+    vllm_engine_keys,
+)
 from executor.errors import ExecuteError
 from executor.modelconf import ModelSpec
 from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
@@ -24,21 +33,44 @@ DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
 CPU_BLOCK_SIZE = 32
 
 
-def engine_args(spec: ModelSpec, model_dir: Path) -> dict[str, Any]:
-    """Arguments for ``vllm.LLM``: model config first, ``model.engine`` on top; explicit CPU KV cache."""
-    args: dict[str, Any] = {
-        "model": str(model_dir),
-        "tokenizer": str(model_dir),
-        "dtype": spec.dtype,
-        "max_model_len": spec.max_model_len,
-        "enforce_eager": True,
-        "enable_prefix_caching": True,
-        "seed": spec.seed,
-    }
-    if spec.raw.get("trust_remote_code") is not None:
-        args["trust_remote_code"] = bool(spec.raw["trust_remote_code"])
-    args.update(spec.engine_args())
-    return {k: v for k, v in args.items() if v is not None}
+def engine_args(
+    spec: ModelSpec, model_dir: Path, platform: Platform, known_keys: frozenset[str] | None = None
+) -> dict[str, Any]:
+    """Arguments for ``vllm.LLM``: what the user set, derived from the model and the platform elsewhere
+    (``executor.engineconf.derive_engine_args``), ``model.engine`` passed through on top."""
+    user = UserSettings(
+        dtype=spec.dtype,
+        max_model_len=spec.max_model_len,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        engine=spec.engine_args(),
+        seed=spec.seed,
+        trust_remote_code=spec.trust_remote_code,
+    )
+    return derive_engine_args(str(model_dir), model_facts(model_dir), platform, user, known_keys)
+
+
+def engine_error(e: BaseException, args: dict[str, Any] | None = None) -> str:
+    """vLLM's own check of the engine arguments, as one line naming the setting: the field pydantic names,
+    else the first of ``args`` the message mentions; the message's first sentence."""
+    loc, msg = "", " ".join(str(e).split()) or type(e).__name__
+    errors = getattr(e, "errors", None)
+    if callable(errors):  # pydantic's ValidationError
+        try:
+            first = errors()[0]
+            loc = ".".join(str(x) for x in first.get("loc", ()) if x)
+            msg = " ".join(str(first.get("msg", "")).split()) or msg
+        except Exception:  # noqa: BLE001
+            pass
+    msg = msg.removeprefix("Value error, ")
+    msg = msg.split(". ", 1)[0].rstrip(".")
+    if not loc:
+        hits = [(m.start(), k) for k in (args or {}) if k not in ("model", "tokenizer")
+                for m in [re.search(rf"\b{re.escape(k)}\b", msg)] if m]  # fmt: skip
+        loc = min(hits)[1] if hits else ""
+    top = ("dtype", "max_model_len", "tensor_parallel_size", "trust_remote_code")
+    where = f"model.{loc}" if loc in top else f"model.engine.{loc}" if loc else "model.engine"
+    value = f"={args[loc]}" if args and loc in args else ""
+    return f"{where}{value}: vLLM rejects it ({msg})"
 
 
 def platform_defaults(args: dict[str, Any], cpu: bool, seeded_sampling: bool = False) -> dict[str, Any]:
@@ -128,12 +160,14 @@ class VLLMBackend:
         # from walking them (~2 s). vLLM's shutdown unfreezes everything again.
         gc.freeze()
 
-        args = platform_defaults(engine_args(spec, model_dir), current_platform.is_cpu(), spec.seeded_sampling)
+        self.platform = detect_platform()
+        args = engine_args(spec, model_dir, self.platform, vllm_engine_keys())
+        args = platform_defaults(args, current_platform.is_cpu(), spec.seeded_sampling)
         self._args = args
         try:
             self.llm = LLM(**args)
-        except TypeError as e:
-            raise ExecuteError(f"model.engine: bad vLLM engine argument ({e})") from None
+        except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+            raise ExecuteError(engine_error(e, args)) from None
         self.max_length: int = int(self.llm.llm_engine.model_config.max_model_len)
         # scoring: prompt tokens read from the prefix cache, requests scored again without it
         self.cache_stats = {"cached_prompt_tokens": 0, "rescored": 0}

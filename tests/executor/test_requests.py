@@ -142,7 +142,7 @@ def test_overrides_apply_in_order_on_the_plan_model_config() -> None:
     assert cfg["engine"] == {"seed": 0, "gpu_memory_utilization": 0.8, "max_num_seqs": 4}
     assert model_spec(cfg).backend == "hf"
     cfg = resolve_model_config(header, ["model.engine.seed=5", "model=tiny"])  # model=NAME replaces everything
-    assert cfg["engine"]["seed"] == 0 and cfg["dtype"] == "float32" and "defaults" not in cfg
+    assert cfg["engine"]["seed"] == 0 and cfg["dtype"] == "auto" and "defaults" not in cfg
 
 
 def test_generated_text_drops_special_tokens_as_lm_eval_does() -> None:

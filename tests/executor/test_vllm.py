@@ -189,12 +189,13 @@ def test_kill_and_resume_on_vllm(parity_plan: Path, vllm_results: Path, tmp_path
     assert d is None or d < 1e-6  # batch composition differs after a resume
 
 
-def test_engine_args_come_from_config_and_overrides(parity_plan: Path) -> None:
+def test_engine_args_come_from_config_and_overrides(parity_plan: Path, tiny_model: Path) -> None:
     header = read_header(parity_plan)
     spec = model_spec(resolve_model_config(header, ["model.engine.max_num_seqs=7", "model.dtype=float32"]))
     from executor.backends.vllm_engine import engine_args
+    from executor.engineconf import Platform, vllm_engine_keys
 
-    args = engine_args(spec, Path("/m"))
+    args = engine_args(spec, tiny_model, Platform("cpu"), vllm_engine_keys())
     assert args["max_num_seqs"] == 7 and args["kv_cache_memory_bytes"] == 1 << 30
     assert args["enforce_eager"] is True and args["max_model_len"] == 16384 and args["dtype"] == "float32"
 

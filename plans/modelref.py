@@ -1,0 +1,161 @@
+"""Which model a config names, and where its files are: one rule for the compiler and the executor.
+
+``model.path`` is a local Hugging Face model directory, or a Hub id ``org/name`` with an optional
+``@revision`` (a branch, tag or commit sha; ``model.revision`` says the same). A Hub id resolves through
+``huggingface_hub``'s cache (``HF_HOME``/``HF_HUB_CACHE``), offline when ``HF_HUB_OFFLINE=1``; the resolved
+revision is the snapshot's commit sha. ``null`` is the built-in tiny model (``plans.tinymodel``).
+
+What a plan may record about a model is its identity, never where it lies on this machine:
+``ModelRef.hub_id``, ``ModelRef.revision`` and ``ModelRef.tokenizer_identity``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from plans.errors import UserError
+
+HUB_ID = re.compile(
+    r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*)(?:@(?P<rev>[A-Za-z0-9_.\-/]+))?"
+)
+
+
+class ModelRefError(UserError):
+    """A model that cannot be found: one line naming the setting."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A resolved ``model.path``."""
+
+    dir: Path  # where config.json, the weights and tokenizer.json are on this machine
+    hub_id: str | None = None  # "org/name" for a Hub model
+    revision: str | None = None  # the snapshot's commit sha for a Hub model
+    builtin: bool = False  # the built-in tiny model
+
+    @property
+    def tokenizer_identity(self) -> str:
+        """A name for the tokenizer that holds no machine path: ``org/name@sha``, ``tiny-v1`` or the
+        local directory's own name."""
+        if self.builtin:
+            from plans.tinymodel import RECIPE
+
+            return RECIPE
+        if self.hub_id:
+            return f"{self.hub_id}@{self.revision}" if self.revision else self.hub_id
+        return self.dir.name
+
+    def config_hash(self) -> str | None:
+        f = self.dir / "config.json"
+        return hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
+
+
+def model_name(name: object, path: object) -> str:
+    """``model.name``, or when it is null: ``tiny`` for the built-in model, the Hub id's last part, the
+    directory's name."""
+    if name not in (None, ""):
+        return str(name)
+    if path in (None, ""):
+        return "tiny"
+    text = str(path).rstrip("/")
+    m = HUB_ID.fullmatch(text)
+    if m and not Path(os.path.expanduser(text)).exists():
+        return m.group("repo").split("/")[1]
+    return Path(text).name or "model"
+
+
+def parse_hub_id(path: str, revision: str | None = None) -> tuple[str, str | None] | None:
+    """``(repo_id, revision)`` when ``path`` reads as a Hub id (and is not a local directory), else None."""
+    if Path(os.path.expanduser(path)).exists() or path.startswith((".", "/", "~")):
+        return None
+    m = HUB_ID.fullmatch(path)
+    if m is None:
+        return None
+    rev = m.group("rev")
+    if rev and revision and rev != revision:
+        raise ModelRefError(f"model.path={path}: names revision {rev} but model.revision={revision}")
+    return m.group("repo"), rev or revision
+
+
+# what compiling needs from a Hub model: its tokenizer and configs, not its weights
+TOKENIZER_FILES = ["*.json", "*.model", "*.txt", "*.tiktoken"]
+
+
+def resolve_model(path: object, revision: object = None, setting: str = "model.path", need: str = "all") -> ModelRef:
+    """The model ``model.path`` (and ``model.revision``) names; a one-line ``ModelRefError`` when it
+    cannot be found. For a Hub id, ``need="tokenizer"`` (compile) fetches only the tokenizer and config
+    files, ``need="all"`` (execute) the whole snapshot. The cache is used as is when it has what is needed
+    or when ``HF_HUB_OFFLINE=1``; otherwise huggingface_hub fetches what is missing."""
+    if path in (None, ""):
+        from plans.tinymodel import ensure_tiny_model
+
+        return ModelRef(dir=Path(ensure_tiny_model()), builtin=True)
+    text = str(path)
+    rev = None if revision in (None, "") else str(revision)
+    hub = parse_hub_id(text, rev)
+    if hub is None:
+        d = Path(os.path.expanduser(text))
+        if not d.is_dir():
+            raise ModelRefError(
+                f"{setting}={text}: the model directory does not exist (nor is it a Hub id org/name[@revision])"
+            )
+        return ModelRef(dir=d.resolve())
+    repo, rev = hub
+    if rev is not None and (".." in rev.split("/") or rev.startswith("/")):
+        raise ModelRefError(f"{setting}={text}: not a revision name: {rev}")
+    snap = _snapshot(repo, rev, f"{setting}={text}", TOKENIZER_FILES if need == "tokenizer" else None)
+    sha = snap.name if re.fullmatch(r"[0-9a-f]{40}", snap.name) else None
+    return ModelRef(dir=snap, hub_id=repo, revision=sha or rev)
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _snapshot(repo: str, revision: str | None, where: str, patterns: list[str] | None) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HFValidationError
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        raise ModelRefError(f"{where}: a Hub id needs the huggingface_hub package") from None
+    cache = hub_cache_dir()
+    offline = _offline()
+    if offline or patterns is not None:
+        try:  # the cache first: no network for what is already here
+            local = Path(snapshot_download(repo, revision=revision, local_files_only=True, cache_dir=cache))
+            if offline or (local / "tokenizer.json").is_file():
+                return local
+        except HFValidationError as e:
+            raise ModelRefError(f"{where}: not a valid Hub id ({_first_line(e)})") from None
+        except Exception as cached_miss:  # noqa: BLE001 - LocalEntryNotFoundError and friends
+            if offline:
+                raise ModelRefError(
+                    f"{where}: revision {revision or 'main'} is not in the Hugging Face cache ({cache}) and "
+                    f"HF_HUB_OFFLINE=1 ({_first_line(cached_miss)})"
+                ) from None
+    try:
+        return Path(snapshot_download(repo, revision=revision, cache_dir=cache, allow_patterns=patterns))
+    except HFValidationError as e:
+        raise ModelRefError(f"{where}: not a valid Hub id ({_first_line(e)})") from None
+    except Exception as e:  # noqa: BLE001 - network, auth, missing repo or revision: all one line
+        raise ModelRefError(
+            f"{where}: cannot fetch from the Hugging Face Hub ({type(e).__name__}: {_first_line(e)})"
+        ) from None
+
+
+def hub_cache_dir() -> str:
+    """The Hugging Face hub cache as the environment names it now (``HF_HUB_CACHE``, else ``$HF_HOME/hub``,
+    else ``~/.cache/huggingface/hub``): read at each call, not when huggingface_hub was imported."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.path.expanduser(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return os.path.join(os.path.expanduser(home), "hub")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
