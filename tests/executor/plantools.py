@@ -195,7 +195,7 @@ def build(
     header = PlanHeader(
         config={"model": model_cfg, **(extra_config or {})},
         model=ModelInfo(
-            name=str(model_cfg.get("name", "tiny")),
+            name=str(model_cfg.get("name") or "tiny"),
             backend=str(model_cfg.get("backend", "vllm")),
             tokenizer="tiny",
             tokenizer_hash=tokenizer_hash(ensure_tiny_model()),

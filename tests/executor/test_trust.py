@@ -65,12 +65,14 @@ def test_execute_never_imports_model_code_the_plan_trusts(tiny_model: Path, tmp_
     r = run_cli("compile", "+task=arith", "run.limit=2", f"model.path={model}", "model.trust_remote_code=true",
                 f"run.out={plan}", cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    r = run_cli("execute", str(plan), "model.backend=hf", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    # plans hold no machine paths: the executing user names the model folder, but not trust
+    r = run_cli("execute", str(plan), "model.backend=hf", f"model.path={model}", "--out", str(tmp_path / "r"),
+                cwd=tmp_path)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "trust_remote_code" in r.stderr
     assert not marker.exists()
     modules = {"HF_MODULES_CACHE": str(tmp_path / "mods")}
-    r = run_cli("execute", str(plan), "model.backend=hf", "model.trust_remote_code=true",
+    r = run_cli("execute", str(plan), "model.backend=hf", f"model.path={model}", "model.trust_remote_code=true",
                 "--out", str(tmp_path / "r2"), cwd=tmp_path, env=modules)  # fmt: skip
     assert marker.exists(), r.stderr
 
