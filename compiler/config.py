@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.build import RunOptions
 from compiler.errors import CompileError, fail
+from plans.limits import value_problem
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
@@ -61,6 +62,24 @@ def shorthand(overrides: list[str]) -> list[str]:
     return out
 
 
+_CHECKED: dict[Path, tuple[int, int]] = {}
+
+
+def check_conf_files(conf_dir: Path) -> None:
+    """Every YAML under ``conf_dir`` within the input limits (``plans.limits``: a regular file, no alias
+    bomb, 64-bit ints) before Hydra and OmegaConf, which expand aliases, read any of them."""
+    from compiler.lmyaml import load_yaml
+
+    for path in sorted(conf_dir.glob("**/*.yaml")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if _CHECKED.get(path) != (st.st_mtime_ns, st.st_size):
+            load_yaml(path)
+            _CHECKED[path] = (st.st_mtime_ns, st.st_size)
+
+
 def compose(overrides: list[str]) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``."""
     overrides = shorthand(overrides)
@@ -71,6 +90,7 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    check_conf_files(CONF_DIR)
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:
@@ -82,6 +102,12 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     except ValueError as e:  # hydra's override grammar errors
         raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
     assert isinstance(data, dict)
+    for section, body in data.items():  # e.g. task.arith.num_fewshot=99999999999999999999
+        for key, value in body.items() if isinstance(body, dict) else [("", body)]:
+            for sub, v in value.items() if section == "task" and isinstance(value, dict) else [("", value)]:
+                beyond = value_problem(v)
+                if beyond is not None:
+                    raise fail(beyond[1], field=".".join(str(p) for p in (section, key, sub) if p))
     return data  # type: ignore[return-value]
 
 
@@ -147,6 +173,10 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
             close = difflib.get_close_matches(key, RUN_KEYS, n=3, cutoff=0.6)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise fail(f"unknown run option{hint}", field=f"run.{key}")
+    for key, value in raw.items():  # what no plan can carry (64-bit ints, ...): plans.limits, the shared rule
+        beyond = value_problem(value)
+        if beyond is not None:
+            raise fail(beyond[1], field=f"run.{key}")
     r = RunConfig()
     nf = raw.get("num_fewshot")
     if nf is not None and (not _int(nf) or nf < 0):

@@ -15,6 +15,7 @@ import yaml
 
 from compiler.errors import fail
 from compiler.functions import FunctionRef
+from plans.limits import MAX_YAML_BYTES, InputError, open_regular, value_problem
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}
@@ -40,10 +41,12 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if p in _seen:
         raise fail(f"include cycle through {p}", file=str(_seen[0]))
     try:
-        with p.open("rb") as fh:
+        with open_regular(p, max_bytes=MAX_YAML_BYTES, what="task YAML") as fh:
             cfg = yaml.load(fh, Loader=_loader_for(p))  # noqa: S506 - our loader only adds !function
-    except FileNotFoundError:
-        raise fail("file not found", file=str(path)) from None
+    except InputError as e:
+        raise fail(str(e).removeprefix(f"{p}: "), file=str(path)) from None
+    except OSError as e:
+        raise fail(f"cannot read: {e.strerror or e}", file=str(path)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -51,6 +54,9 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise fail(f"invalid YAML: {problem}", file=str(p), line=line) from None
     if not isinstance(cfg, dict):
         raise fail(f"expected a mapping at the top level, got {type(cfg).__name__}", file=str(p))
+    beyond = value_problem(cfg)  # alias bombs, 64-bit ints, nesting: the limits every stage shares
+    if beyond is not None:
+        raise fail(beyond[1], file=str(p))
     if "include" not in cfg:
         return cfg
     includes = cfg.pop("include")
