@@ -32,6 +32,7 @@ from executor.modelconf import (
 from executor.progress import Progress
 from executor.requests import GenJob, JobResult, ScoreJob, gen_job, gen_result, score_job, score_result
 from executor.store import ResultsDir
+from executor.vocab import check_token_ids, vocab_size
 from plans.errors import PlanError
 from plans.io import PlanReader
 from plans.records import InstanceRecord, PlanHeader, shard_of
@@ -346,6 +347,9 @@ def execute(
     spec = model_spec(resolve_model_config(header, overrides))
     model_dir = resolve_model_dir(spec)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
+    vocab = vocab_size(model_dir) if model_dir is not None and spec.backend in ("vllm", "hf") else None
+    if vocab is not None:
+        check_token_ids(instances, vocab, plan_path)  # a forged id never reaches the engine
     ident = model_identity(spec, model_dir, tok_hash)
     out_dir = Path(out) if out else default_out(header, spec, shard_t)
     store = ResultsDir(out_dir)
