@@ -102,7 +102,9 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     except ValueError as e:  # hydra's override grammar errors
         raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
     assert isinstance(data, dict)
-    for section, body in data.items():  # e.g. task.arith.num_fewshot=99999999999999999999
+    # what no plan can carry (plans.limits: 64-bit ints, ...), e.g. run.limit=99999999999999999999 or
+    # task.arith.num_fewshot=...; named by its key
+    for section, body in data.items():
         for key, value in body.items() if isinstance(body, dict) else [("", body)]:
             for sub, v in value.items() if section == "task" and isinstance(value, dict) else [("", value)]:
                 beyond = value_problem(v)
@@ -173,10 +175,6 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
             close = difflib.get_close_matches(key, RUN_KEYS, n=3, cutoff=0.6)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise fail(f"unknown run option{hint}", field=f"run.{key}")
-    for key, value in raw.items():  # what no plan can carry (64-bit ints, ...): plans.limits, the shared rule
-        beyond = value_problem(value)
-        if beyond is not None:
-            raise fail(beyond[1], field=f"run.{key}")
     r = RunConfig()
     nf = raw.get("num_fewshot")
     if nf is not None and (not _int(nf) or nf < 0):

@@ -56,7 +56,7 @@ def open_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None, 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise InputError(f"{path}: {what} not found") from None
+        raise InputError(f"{path}: cannot open {what} (No such file or directory)") from None
     except IsADirectoryError:
         raise InputError(f"{path}: expected a {what}, found a directory") from None
     except OSError as e:

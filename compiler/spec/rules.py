@@ -67,7 +67,6 @@ RULES: dict[str, str] = {
     "nesting_too_deep": "a value is nested deeper than plans.limits.MAX_DEPTH",
     "integer_out_of_range": "an integer outside the 64-bit range (a plan cannot carry it)",
     "lone_surrogate": "a string holds a lone surrogate (\\ud800-\\udfff): not valid Unicode",
-    "too_many_values": "more values than plans.limits.MAX_NODES",
     "missing_field": "a required field is absent",
     "unknown_field": "a field that is not in the schema",
     "wrong_type": "a field has the wrong JSON type",
