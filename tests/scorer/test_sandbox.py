@@ -489,3 +489,27 @@ def test_pass_at_k_rejects_bad_counts() -> None:
     for n, c, k in [(5, 6, 1), (5, 1, 0), (5, 1, 6), (5, -1, 1)]:
         with pytest.raises(ValueError):
             pass_at_k(n, c, k)
+
+
+@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
+    from scorer.spec_scoring import score_spec_row
+
+    target = (
+        "import os, time\n"
+        "kids = []\n"
+        "for _ in range(3):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        b = bytearray(700 * 1024 * 1024)\n"
+        "        for j in range(0, len(b), 4096):\n"
+        "            b[j] = 1\n"
+        "        time.sleep(3)\n"
+        "        os._exit(0)\n"
+        "    kids.append(pid)\n"
+        "assert all(os.waitpid(k, 0)[1] == 0 for k in kids)\n"
+    )
+    doc = {"task_id": "fork3", "category": "code_exec", "prompt": "p", "targets": [target],
+           "metric_name": "code_exec", "post_process": "none"}  # fmt: skip
+    row = score_spec_row(doc, "def f():\n    return 1\n", timeout=30)
+    assert row["value"] == 0.0 and row["status"] == "memory", row
