@@ -98,7 +98,25 @@ def _try(parents: dict[str, str], version: int) -> tuple[dict[str, str], int] | 
     except OSError as e:
         return f"cannot create a cgroup: {e.strerror or e}"
     cg.close()
+    _remove_stale(parents, version)
     return parents, version
+
+
+def _remove_stale(parents: dict[str, str], version: int) -> None:
+    """Groups left by a process that died mid-program (``lmeval-sandbox-PID-N`` whose PID is gone)."""
+    names: set[str] = set()
+    for parent in parents.values():
+        try:
+            names.update(n for n in os.listdir(parent) if n.startswith("lmeval-sandbox-"))
+        except OSError:
+            continue
+    for name in names:
+        pid = name.split("-")[2]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                SampleCgroup({k: os.path.join(p, name) for k, p in parents.items()}, version, 0, 0).close(wait=2.0)
+            except OSError:
+                pass
 
 
 def cgroup_root() -> tuple[dict[str, str], int] | None:

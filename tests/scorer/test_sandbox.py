@@ -513,3 +513,16 @@ def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
            "metric_name": "code_exec", "post_process": "none"}  # fmt: skip
     row = score_spec_row(doc, "def f():\n    return 1\n", timeout=30)
     assert row["value"] == 0.0 and row["status"] == "memory", row
+
+
+@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+def test_groups_left_by_a_dead_process_are_removed_at_the_next_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = sandbox_cgroup.cgroup_root()
+    assert root is not None
+    dead = 4_000_000  # above pid_max: no such process
+    made = [os.path.join(d, f"lmeval-sandbox-{dead}-0") for d in root[0].values()]
+    for d in made:
+        os.mkdir(d)
+    monkeypatch.setattr(sandbox_cgroup, "_root_cache", [])
+    assert sandbox_cgroup.cgroup_root() == root
+    assert [d for d in made if os.path.exists(d)] == []
