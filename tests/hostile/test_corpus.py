@@ -71,12 +71,14 @@ def _run(name: str, root: Path, base: Base) -> Outcome:
 
 
 @pytest.fixture(scope="session")
-def outcomes() -> Iterator[dict[str, Outcome]]:
+def outcomes(request: pytest.FixtureRequest) -> Iterator[dict[str, Outcome]]:
+    calls = [getattr(i, "callspec", None) for i in request.session.items]
+    selected = {c.params["name"] for c in calls if c is not None and "name" in c.params}
     root = Path(tempfile.mkdtemp(prefix="lmeval-hostile-"))
     try:
         base = _base(root)
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {n: pool.submit(_run, n, root, base) for n in CASES}
+        with ThreadPoolExecutor(max_workers=4) as pool:  # only the cases this session runs (-k)
+            futures = {n: pool.submit(_run, n, root, base) for n in CASES if n in selected}
             yield {n: f.result() for n, f in futures.items()}
     finally:
         shutil.rmtree(root, ignore_errors=True)

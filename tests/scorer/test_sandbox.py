@@ -519,7 +519,7 @@ def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
 def test_groups_left_by_a_dead_process_are_removed_at_the_next_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     root = sandbox_cgroup.cgroup_root()
     assert root is not None
-    dead = 4_000_000  # above pid_max: no such process
+    dead = next(p for p in range(4_194_303, 1, -1) if not os.path.exists(f"/proc/{p}"))  # no such process
     made = [os.path.join(d, f"lmeval-sandbox-{dead}-0") for d in root[0].values()]
     for d in made:
         os.mkdir(d)
