@@ -12,6 +12,7 @@ directory) and not over a size limit, without blocking on a FIFO.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -29,6 +30,7 @@ MAX_YAML_BYTES = 4 << 20  # one task YAML file
 MAX_MANIFEST_BYTES = 16 << 20  # a results directory's manifest.json
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTAINERS = (dict, list, tuple)
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -74,33 +76,48 @@ def open_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None, 
         raise
 
 
+def _scalar_problem(v: Any) -> tuple[str, str] | None:
+    t = type(v)
+    if t is str:
+        if not v.isascii():
+            m = _SURROGATE.search(v)
+            if m is not None:
+                return "lone_surrogate", f"a string holds a lone surrogate ({m[0]!r})"
+    elif t is int and not INT64_MIN <= v <= UINT64_MAX:
+        digits = str(v) if abs(v) < 10**30 else f"{str(v)[:12]}... ({len(str(abs(v)))} digits)"
+        return "integer_out_of_range", f"integer {digits} is outside the 64-bit range"
+    return None
+
+
 def value_problem(value: Any) -> tuple[str, str] | None:
     """``(rule, message)`` for the first way ``value`` breaks the rules above, or None. Iterative: a deep
-    value cannot exhaust the stack here."""
+    value cannot exhaust the stack here; a value reached twice (a YAML alias) counts twice."""
+    if type(value) not in _CONTAINERS:
+        return _scalar_problem(value)
     stack: list[tuple[Any, int]] = [(value, 1)]
-    nodes = 0
+    nodes = 1
     while stack:
-        v, depth = stack.pop()
-        nodes += 1
+        c, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return "nesting_too_deep", f"nested deeper than {MAX_DEPTH} levels"
+        if type(c) is dict:
+            nodes += 2 * len(c)
+            children: Any = itertools.chain(c.keys(), c.values())
+        else:
+            nodes += len(c)
+            children = c
         if nodes > MAX_NODES:
             return "too_many_values", f"more than {MAX_NODES} values (YAML aliases expand to this many?)"
-        t = type(v)
-        if t is str:
-            if not v.isascii() and _SURROGATE.search(v):
-                return "lone_surrogate", f"a string holds a lone surrogate ({_SURROGATE.search(v)[0]!r})"  # type: ignore[index]
-        elif t is int:
-            if not INT64_MIN <= v <= UINT64_MAX:
-                digits = str(v) if abs(v) < 10**30 else f"{str(v)[:12]}... ({len(str(abs(v)))} digits)"
-                return "integer_out_of_range", f"integer {digits} is outside the 64-bit range"
-        elif t is list or t is tuple or t is dict:
-            if depth > MAX_DEPTH:
-                return "nesting_too_deep", f"nested deeper than {MAX_DEPTH} levels"
-            if t is dict:
-                for k, item in v.items():
-                    stack.append((k, depth))
-                    stack.append((item, depth + 1))
-            else:
-                stack.extend((item, depth + 1) for item in v)
+        for v in children:
+            t = type(v)
+            if t is str:
+                if not v.isascii() and _SURROGATE.search(v):
+                    return _scalar_problem(v)
+            elif t is int:
+                if not INT64_MIN <= v <= UINT64_MAX:
+                    return _scalar_problem(v)
+            elif t in _CONTAINERS:
+                stack.append((v, depth + 1))
     return None
 
 
