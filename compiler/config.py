@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.build import RunOptions
 from compiler.errors import CompileError, fail
+from plans.limits import value_problem
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
@@ -103,6 +104,22 @@ def catalog_names(overrides: list[str]) -> list[str]:
             out[i] = f"{m2.group(1)}run.tasks=[{','.join(names + moved)}]"
             return out
     return [*out, f"run.tasks=[{','.join(moved)}]"]
+_CHECKED: dict[Path, tuple[int, int]] = {}
+
+
+def check_conf_files(conf_dir: Path) -> None:
+    """Every YAML under ``conf_dir`` within the input limits (``plans.limits``: a regular file, no alias
+    bomb, 64-bit ints) before Hydra and OmegaConf, which expand aliases, read any of them."""
+    from compiler.lmyaml import load_yaml
+
+    for path in sorted(conf_dir.glob("**/*.yaml")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if _CHECKED.get(path) != (st.st_mtime_ns, st.st_size):
+            load_yaml(path)
+            _CHECKED[path] = (st.st_mtime_ns, st.st_size)
 
 
 def compose(overrides: list[str]) -> dict[str, Any]:
@@ -115,6 +132,7 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    check_conf_files(CONF_DIR)
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:
@@ -126,6 +144,14 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     except ValueError as e:  # hydra's override grammar errors
         raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
     assert isinstance(data, dict)
+    # what no plan can carry (plans.limits: 64-bit ints, ...), e.g. run.limit=99999999999999999999 or
+    # task.arith.num_fewshot=...; named by its key
+    for section, body in data.items():
+        for key, value in body.items() if isinstance(body, dict) else [("", body)]:
+            for sub, v in value.items() if section == "task" and isinstance(value, dict) else [("", value)]:
+                beyond = value_problem(v)
+                if beyond is not None:
+                    raise fail(beyond[1], field=".".join(str(p) for p in (section, key, sub) if p))
     return data  # type: ignore[return-value]
 
 

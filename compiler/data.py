@@ -16,6 +16,7 @@ from typing import Any
 from compiler.errors import fail
 from compiler.functions import FunctionRef, resolve
 from compiler.taskspec import TaskSpec
+from plans.limits import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
 
 # (dataset_path, dataset_name) -> local directory; name None matches any name
 LOCAL_NAMES: dict[tuple[str, str | None], str] = {
@@ -52,9 +53,18 @@ def local_name(dataset_path: str, dataset_name: str | None) -> str:
 
 
 def read_jsonl(path: Path, *, task: str | None = None) -> list[dict[str, Any]]:
+    """Rows of a JSONL data file under the limits of ``plans.limits`` (a regular file, lines of at most
+    MAX_ROW_BYTES, values a plan can carry), the same rules ``lmeval validate`` applies to spec lines."""
     rows: list[dict[str, Any]] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path, what="data file") as fh:
+            data = fh.read()
+    except InputError as e:
+        raise fail(str(e).removeprefix(f"{path}: "), file=str(path), task=task) from None
+    except OSError as e:
+        raise fail(f"cannot read the data file: {e.strerror or e}", file=str(path), task=task) from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise fail(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(path), task=task) from None
     keys: dict[str, None] = {}
@@ -63,13 +73,22 @@ def read_jsonl(path: Path, *, task: str | None = None) -> list[dict[str, Any]]:
     for i, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
+        if len(line) > MAX_ROW_BYTES // 4 and len(line.encode("utf-8")) > MAX_ROW_BYTES:
+            raise fail(f"data row longer than {MAX_ROW_BYTES} bytes", file=str(path), line=i, task=task)
         try:
             row = loads(line)
         except json.JSONDecodeError as e:
             raise fail(f"malformed data row: {e.msg} (column {e.colno})", file=str(path), line=i, task=task) from None
+        except ValueError as e:  # an integer of more than 4300 digits
+            raise fail(f"malformed data row: {str(e)[:120]}", file=str(path), line=i, task=task) from None
+        except RecursionError:
+            raise fail(f"data row nested deeper than {MAX_DEPTH} levels", file=str(path), line=i, task=task) from None
         if not isinstance(row, dict):
             raise fail(f"malformed data row: expected a JSON object, got {type(row).__name__}", file=str(path),
                        line=i, task=task)  # fmt: skip
+        beyond = value_problem(row)
+        if beyond is not None:
+            raise fail(f"data row: {beyond[1]}", file=str(path), line=i, task=task)
         if len(row) != len(keys) or not all(k in keys for k in row):
             for k in row:
                 if k not in keys:
@@ -118,7 +137,7 @@ class DataSource:
             return True
         if s.dataset_path in ("json", "jsonl") and (s.dataset_kwargs or {}).get("data_files"):
             return True
-        return self.split_path(split).is_file()
+        return self.split_path(split).exists()  # whatever is there: read_jsonl refuses a non-file
 
     def split_path(self, split: str) -> Path:
         s = self.spec
@@ -139,7 +158,7 @@ class DataSource:
         if self.data_dir is not None:
             assert s.dataset_path is not None
             path = Path(self.data_dir) / local_name(s.dataset_path, s.dataset_name) / f"{split}.jsonl"
-            if not path.is_file():
+            if not path.exists():  # anything else there (a directory, a device) is refused by read_jsonl
                 raise fail(
                     f"missing data file {path} (split {split!r} of {self.describe()}; "
                     f"expected <data_dir>/{local_name(s.dataset_path, s.dataset_name)}/{split}.jsonl)",
@@ -160,7 +179,7 @@ class DataSource:
         rows: list[dict[str, Any]] = []
         for f in files if isinstance(files, list) else [files]:
             p = Path(str(f)).expanduser()
-            if not p.is_file():
+            if not p.exists():
                 raise fail(f"missing data file {p} (split {split!r})", file=s.source, task=s.name,
                            field="dataset_kwargs.data_files")  # fmt: skip
             rows.extend(read_jsonl(p, task=s.name))

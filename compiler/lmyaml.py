@@ -15,6 +15,7 @@ import yaml
 
 from compiler.errors import fail
 from compiler.functions import FunctionRef
+from plans.limits import MAX_YAML_BYTES, InputError, open_regular, value_problem
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}
@@ -39,7 +40,7 @@ def _parse(p: Path, memo: dict[Path, Any] | None) -> Any:
     if memo is not None and p in memo:
         hit = memo[p]
         return dict(hit) if isinstance(hit, dict) else hit
-    with p.open("rb") as fh:
+    with open_regular(p, max_bytes=MAX_YAML_BYTES, what="task YAML") as fh:
         cfg = yaml.load(fh, Loader=_loader_for(p))  # noqa: S506 - our loader only adds !function
     if memo is not None:
         memo[p] = dict(cfg) if isinstance(cfg, dict) else cfg
@@ -54,8 +55,12 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = (), memo: dict[Path, A
         raise fail(f"include cycle through {p}", file=str(_seen[0]))
     try:
         cfg = _parse(p, memo)
+    except InputError as e:
+        raise fail(str(e).removeprefix(f"{p}: "), file=str(path)) from None
     except FileNotFoundError:
         raise fail("file not found", file=str(path)) from None
+    except OSError as e:
+        raise fail(f"cannot read: {e.strerror or e}", file=str(path)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -63,6 +68,9 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = (), memo: dict[Path, A
         raise fail(f"invalid YAML: {problem}", file=str(p), line=line) from None
     if not isinstance(cfg, dict):
         raise fail(f"expected a mapping at the top level, got {type(cfg).__name__}", file=str(p))
+    beyond = value_problem(cfg)  # alias bombs, 64-bit ints, nesting: the limits every stage shares
+    if beyond is not None:
+        raise fail(beyond[1], file=str(p))
     if "include" not in cfg:
         return cfg
     includes = cfg.pop("include")

@@ -1,8 +1,8 @@
 """doc_to_text / doc_to_target / doc_to_choice evaluation, as lm-eval 0.4.13 does it.
 
-A field is a document key, a Jinja2 template (StrictUndefined, keep_trailing_newline, lm-eval's
-``regex_replace`` filter), a literal (int, list, dict) or a Python function. Templates are compiled once
-per task and field, not per document.
+A field is a document key, a Jinja2 template (jinja2's SandboxedEnvironment, StrictUndefined,
+keep_trailing_newline, lm-eval's ``regex_replace`` filter), a literal (int, list, dict) or a Python
+function. Templates are compiled once per task and field, not per document.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jinja2
+import jinja2.sandbox
 
 from compiler.errors import fail
 from compiler.functions import FunctionRef, resolve
@@ -22,7 +23,11 @@ def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     return re.sub(pattern, repl, string, count=count)
 
 
-_ENV = jinja2.Environment(loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+# Sandboxed: a task file is data, so a template reaches no Python internals (``cycler.__init__.__globals__``,
+# ``''.__class__.__mro__``); every lm-eval template renders the same bytes in it (tests/parity, the lock test).
+_ENV = jinja2.sandbox.SandboxedEnvironment(
+    loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+)
 _ENV.filters["regex_replace"] = regex_replace
 _TEMPLATES: dict[str, jinja2.Template] = {}
 
@@ -90,6 +95,8 @@ class Renderer:
                 return direct
         try:
             return t.render(**doc)
+        except jinja2.sandbox.SecurityError as e:
+            raise self._err(field, doc_id, f"template refused by the sandbox: {e}") from None
         except jinja2.UndefinedError as e:
             raise self._err(field, doc_id, f"template refers to an undefined variable: {e.message}") from None
         except Exception as e:  # noqa: BLE001 - any error inside a template is about this doc

@@ -16,6 +16,7 @@ from compiler.errors import fail
 from compiler.functions import from_hydra_value
 from compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
 from compiler.taskspec import TaskSpec, build_spec
+from plans.limits import MAX_YAML_BYTES, InputError, open_regular
 from plans.scoring import check_group_metric
 
 GROUP_FIELDS = ("group", "group_alias", "task", "aggregate_metric_list", "metadata")
@@ -72,6 +73,15 @@ def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]
     return out
 
 
+def _text_of(path: str) -> str:
+    """A broken task file's text, to tell whether it meant to define a name ("" for a FIFO, device, ...)."""
+    try:
+        with open_regular(path) as f:
+            return f.read(MAX_YAML_BYTES).decode("utf-8", errors="replace")
+    except (InputError, OSError):
+        return ""
+
+
 class Expander:
     def __init__(self, lookup: Lookup, known: Callable[[], list[str]], broken: dict[str, str] | None = None) -> None:
         self.lookup = lookup
@@ -82,7 +92,7 @@ class Expander:
 
     def unknown(self, name: str, where: str | None = None) -> Exception:
         for path, why in sorted(self.broken.items()):
-            if Path(path).stem == name or name in Path(path).read_text(encoding="utf-8", errors="replace"):
+            if Path(path).stem == name or name in _text_of(path):
                 return fail(f"task or group {name!r}: {path} could not be read ({why})", file=where)
         close = difflib.get_close_matches(name, self.known(), n=5, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -47,6 +47,7 @@ from executor.requests import (
     token_rule,
 )
 from executor.store import ResultsDir
+from executor.vocab import check_token_ids, vocab_size
 from plans.errors import PlanError
 from plans.io import PlanReader
 from plans.records import InstanceRecord, PlanHeader, shard_of
@@ -387,6 +388,9 @@ def execute(
     spec = with_context_length(spec, model_dir)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
     spec = check_token_rule(header, spec, plan_path)
+    vocab = vocab_size(model_dir) if model_dir is not None and spec.backend in ("vllm", "hf") else None
+    if vocab is not None:
+        check_token_ids(instances, vocab, plan_path)  # a forged id never reaches the engine
     ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(out) if out else default_out(header, spec, shard_t)
     reuse_table = _reuse_table(reuse, ident) if reuse else None

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from executor import faults
 from executor.errors import ExecuteError
+from plans.atomic import os_error_of
 from plans.errors import PlanError
 from plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
 from plans.rowcheck import check_rows, read_row_keys
@@ -52,11 +53,14 @@ def write_parquet_atomic(df: Any, target: Path) -> None:
         faults.point("part-tmp")
         os.replace(tmp, target)
         fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        why = os_error_of(e)  # disk full, read-only: one line; earlier parts stay as they are
+        if why is not None:
+            raise ExecuteError(f"{target}: cannot write: {why}; nothing was replaced") from None
         raise
 
 

@@ -64,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as e:  # the file system refused (disk full, read-only, /proc): one line, not a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"lmeval {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
     return int(rc or 0)
 
 

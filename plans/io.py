@@ -20,6 +20,7 @@ from plans.atomic import write_atomic
 from plans.canonical import canonical_bytes, normalize, pack_normalized
 from plans.errors import PlanError
 from plans.identity import locations_in
+from plans.limits import InputError, open_regular
 from plans.records import FORMAT, VERSION, DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
 
 Record = DocRecord | InstanceRecord
@@ -310,7 +311,9 @@ class PlanReader:
         self.path = str(path)
         self.verify = verify
         try:
-            self._f: IO[bytes] = open(self.path, "rb")  # noqa: SIM115 - closed in close()/iteration
+            self._f: IO[bytes] = open_regular(self.path, what="plan")  # not /dev/zero, a FIFO, a directory
+        except InputError as e:
+            raise PlanError(str(e)) from None
         except OSError as e:
             raise PlanError(f"{self.path}: cannot open plan ({e.strerror})") from None
         self._raw_header: dict[str, Any]

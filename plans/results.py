@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from plans.atomic import write_atomic
 from plans.errors import PlanError
+from plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 
 if TYPE_CHECKING:
     import polars as pl
@@ -76,7 +77,16 @@ class RunManifest:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunManifest:
+        """The manifest ``d`` describes; ``ValueError`` naming the first field of the wrong type or shape."""
+        if not isinstance(d, dict):
+            raise ValueError(f"expected a JSON object, got {_json_type(d)}")
         names = {f.name for f in fields(cls)}
+        for k in ("plan_hash", "plan_path", "model", "backend"):
+            if k not in d:
+                raise ValueError(f"field {k!r} is missing")
+        for k, v in d.items():
+            if k in _FIELD_TYPES and not _FIELD_TYPES[k](v):
+                raise ValueError(f"field {k!r} has the wrong type or shape ({_json_type(v)} {str(v)[:40]!r})")
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
@@ -95,6 +105,45 @@ def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override
     if not p.is_file():
         raise PlanError(f"{results_dir}: plan {p} not found; pass --plan PLAN (results are checked against their plan)")
     return os.fspath(p)
+def _json_type(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(
+        type(v), "null" if v is None else type(v).__name__
+    )
+
+
+def shard_problem(text: Any) -> str | None:
+    """Why ``text`` is not a shard ``"I/N"`` (decimal integers, 0 <= I < N), or None."""
+    if not isinstance(text, str):
+        return f"expected a string I/N, got {_json_type(text)}"
+    i, sep, n = text.partition("/")
+    if not (sep and i.isascii() and i.isdigit() and n.isascii() and n.isdigit() and len(text) <= 41):
+        return f"expected I/N with whole numbers, got {text[:40]!r}"
+    if not 0 <= int(i) < int(n):
+        return f"expected 0 <= I < N, got {text!r}"
+    return None
+
+
+def _str_map(v: Any, values: type) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, values) and type(x) is not bool or x is None for x in v.values())
+
+
+# the type (and shape) rules of manifest fields: a forged manifest fails here, with its field named
+_FIELD_TYPES: dict[str, Any] = {
+    "plan_hash": lambda v: isinstance(v, str) and 0 < len(v) <= 128 and all(c in "0123456789abcdef" for c in v),
+    "plan_path": lambda v: isinstance(v, str),
+    "model": lambda v: isinstance(v, dict),
+    "backend": lambda v: isinstance(v, str),
+    "engine_args": lambda v: isinstance(v, dict),
+    "versions": lambda v: isinstance(v, dict) and all(isinstance(x, str) or x is None for x in v.values()),
+    "shard": lambda v: v is None or shard_problem(v) is None,
+    "n_instances": lambda v: type(v) is int and v >= 0,
+    "started": lambda v: v is None or isinstance(v, str),
+    "finished": lambda v: v is None or isinstance(v, str),
+    "stats": lambda v: _str_map(v, int),
+    "hardware": lambda v: isinstance(v, dict),
+    "execution": lambda v: isinstance(v, dict),
+    "platform": lambda v: isinstance(v, dict),
+}
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
@@ -103,14 +152,23 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
 
 
 def read_manifest(results_dir: str | os.PathLike[str]) -> RunManifest:
+    """The manifest of ``results_dir``; ``PlanError`` (one line naming the file and field) for anything
+    that is not a manifest: missing, not a regular file, over the size limit, not UTF-8 JSON within
+    ``plans.limits``, not an object, or a field of the wrong type."""
     p = Path(results_dir) / MANIFEST
+    if not os.path.lexists(p):
+        raise PlanError(f"{results_dir}: not a results directory (no {MANIFEST})")
     try:
-        with open(p, encoding="utf-8") as f:
-            return RunManifest.from_dict(json.load(f))
-    except FileNotFoundError:
-        raise PlanError(f"{results_dir}: not a results directory (no {MANIFEST})") from None
-    except (json.JSONDecodeError, TypeError) as e:
-        raise PlanError(f"{p}: malformed manifest ({e})") from None
+        with open_regular(p, max_bytes=MAX_MANIFEST_BYTES, what="manifest") as f:
+            data = f.read()
+    except InputError as e:
+        raise PlanError(str(e)) from None
+    except OSError as e:
+        raise PlanError(f"{p}: cannot read the manifest: {e.strerror or e}") from None
+    try:
+        return RunManifest.from_dict(loads_json(data))
+    except (ValueError, TypeError) as e:
+        raise PlanError(f"{p}: malformed manifest: {e}") from None
 
 
 def write_manifest(results_dir: str | os.PathLike[str], manifest: RunManifest) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import msgpack
 import polars as pl
 
+from plans.atomic import os_error_of
 from plans.canonical import canonical_bytes
 from plans.errors import PlanError
 from plans.io import PlanReader, read_header
@@ -248,6 +249,7 @@ def _read_index(idx: Path, path: str, header: PlanHeader) -> PlanData | None:
 
 
 def _write_index(idx: Path, path: str, data: PlanData) -> None:
+    tmp: Path | None = None
     try:
         idx.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".score-index-", dir=idx.parent))
@@ -259,5 +261,8 @@ def _write_index(idx: Path, path: str, data: PlanData) -> None:
         if idx.exists():
             shutil.rmtree(idx, ignore_errors=True)
         os.replace(tmp, idx)
-    except OSError:
-        pass  # the index only saves time; a read-only results directory still scores
+    except Exception as e:  # noqa: BLE001 - the index only saves time; a read-only or full directory still scores
+        if os_error_of(e) is None:
+            raise
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -13,7 +13,14 @@ Each program gets its own process tree, started through ``scorer/sandbox_launche
   normal user a user namespace is used and every capability is dropped before the program starts.
 - **processes**: a new pid namespace whose pid 1 is a small init that starts the program and reaps
   orphans; everything the program starts dies with it, and on a timeout the parent kills the whole
-  process group. ``RLIMIT_NPROC`` caps forks.
+  process group.
+- **the whole process tree** (``scorer/sandbox_cgroup.py``): where the machine offers cgroups (root, with
+  v1 memory and pids hierarchies or a v2 group with both controllers) each program runs in a fresh cgroup
+  capping the memory (``memory_mb``, swap included) and process count (``max_processes``) of everything
+  it starts together. The parent watches it: an OOM kill stops the program as ``memory``, a refused fork
+  stops it as ``process_limit``; what is left is killed and the group removed after every program.
+  Without cgroups the program may not fork at all (``RLIMIT_NPROC`` 1), unless the caller passes
+  ``allow_forks_without_cgroup=True`` (an explicit opt-out: per-process limits only).
 - **limits**: wall clock (``timeout``), CPU seconds (``RLIMIT_CPU``), address space (``RLIMIT_AS``), file
   size (``RLIMIT_FSIZE``), open files, no core dumps; stdout and stderr are captured up to
   ``max_output_bytes`` each and the program is killed when either exceeds it.
@@ -49,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from plans.errors import UserError
+from scorer.sandbox_cgroup import SampleCgroup, cgroup_root
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 PROGRAM_NAME = "main.py"
@@ -57,7 +65,8 @@ PROGRAM_NAME = "main.py"
 PASSED = "passed"
 FAILED = "failed"  # the program ran and exited non-zero (an exception, a failed assert, sys.exit(1))
 TIMEOUT = "timeout"  # wall-clock or CPU-time limit
-MEMORY = "memory"  # address-space limit (MemoryError or an allocation failure)
+MEMORY = "memory"  # address-space limit (MemoryError or an allocation failure), or the tree's cgroup cap
+PROCESS_LIMIT = "process_limit"  # the process tree reached max_processes (a fork was refused)
 OUTPUT_LIMIT = "output_limit"  # stdout/stderr over max_output_bytes, or a file over max_file_mb
 KILLED = "killed"  # ended by a signal (segfault, abort, ...)
 SANDBOX_ERROR = "sandbox_error"  # the sandbox itself could not be set up for this program
@@ -180,24 +189,36 @@ def run_program(
     max_file_mb: int = 16,
     disk_mb: int = 64,
     allow_network: bool = False,
+    allow_forks_without_cgroup: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> ExecResult:
     """Run ``code`` as ``main.py`` in a sandbox; ``passed`` means it exited with status 0.
 
     ``timeout`` is wall-clock seconds (the process tree is killed after it); ``cpu_seconds`` defaults to
-    the same. A program that hits a limit is reported with that status, never raised: only a machine
-    that cannot isolate at all raises ``SandboxUnavailable``.
+    the same. ``memory_mb`` and ``max_processes`` cap the whole process tree where a cgroup can be made
+    (else the program may not fork unless ``allow_forks_without_cgroup``). A program that hits a limit is
+    reported with that status, never raised: only a machine that cannot isolate at all raises
+    ``SandboxUnavailable``.
     """
     iso = sandbox_support(allow_network)
+    root = cgroup_root()
+    # with a cgroup its pids cap must be the one that refuses (so the refusal is seen): the rlimit is a spare
+    nproc = int(max_processes) + 1 if root is not None else int(max_processes) if allow_forks_without_cgroup else 1
     limits = {
         "cpu": max(1, math.ceil(cpu_seconds if cpu_seconds is not None else timeout)),
         "as": int(memory_mb) << 20,
-        "nproc": int(max_processes),
+        "nproc": nproc,
         "fsize": int(max_file_mb) << 20,
         "nofile": 256,
         "core": 0,
     }
-    return _run(iso, code, timeout, disk_mb, limits, max_output_bytes, env)
+    cgroup = None
+    if root is not None:
+        try:
+            cgroup = SampleCgroup.create(*root, memory_bytes=int(memory_mb) << 20, max_processes=int(max_processes))
+        except OSError as e:
+            return ExecResult(False, SANDBOX_ERROR, f"cannot create the program's cgroup: {e}", "", "")
+    return _run(iso, code, timeout, disk_mb, limits, max_output_bytes, env, cgroup=cgroup)
 
 
 def check_program(program: str, timeout: float = 10.0, **kwargs: Any) -> ExecResult:
@@ -282,8 +303,28 @@ def _run(
     max_output_bytes: int = 1 << 20,
     env: Mapping[str, str] | None = None,
     launcher_user: int | None = None,
+    cgroup: SampleCgroup | None = None,
 ) -> ExecResult:
-    """Run one program; ``launcher_user`` (tests, as root) starts the launcher as that unprivileged uid."""
+    """Run one program; ``launcher_user`` (tests, as root) starts the launcher as that unprivileged uid.
+    With ``cgroup`` the program runs in it and the group is removed afterwards, whatever happens."""
+    try:
+        return _run_in(iso, code, timeout, disk_mb, limits, max_output_bytes, env, launcher_user, cgroup)
+    finally:
+        if cgroup is not None:
+            cgroup.close()
+
+
+def _run_in(
+    iso: Isolation,
+    code: str,
+    timeout: float,
+    disk_mb: int,
+    limits: dict[str, int],
+    max_output_bytes: int,
+    env: Mapping[str, str] | None,
+    launcher_user: int | None,
+    cgroup: SampleCgroup | None,
+) -> ExecResult:
     workdir = tempfile.mkdtemp(prefix="lmeval-sandbox-")
     status_r, status_w = os.pipe()
     start = time.monotonic()
@@ -309,6 +350,7 @@ def _run(
             "status_fd": status_w,
             "parent_pid": os.getpid(),
             "hide": list(iso.hide),
+            "cgroup_procs": cgroup.procs_files() if cgroup is not None else [],
         }
         # the launcher is stdlib-only; started as another user it needs an interpreter that user can run
         launcher_python = sys.executable if launcher_user is None else iso.python
@@ -327,8 +369,12 @@ def _run(
         )
         os.close(status_w)
         status_w = -1
-        out, err, why = _collect(proc, timeout, max_output_bytes)
+        out, err, why = _collect(proc, timeout, max_output_bytes, cgroup)
         proc.wait()
+        if cgroup is not None:
+            if why is None:
+                why = cgroup.cause()
+            cgroup.kill_all()
         if uid is not None and not iso.namespaces.get("pid"):
             _reap(uid)  # without a pid namespace, processes that left the group may still run
         duration = time.monotonic() - start
@@ -341,8 +387,11 @@ def _run(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _collect(proc: subprocess.Popen[bytes], timeout: float, cap: int) -> tuple[bytes, bytes, str | None]:
-    """Read stdout/stderr until both close; kill the process group on timeout or when output exceeds cap."""
+def _collect(
+    proc: subprocess.Popen[bytes], timeout: float, cap: int, cgroup: SampleCgroup | None = None
+) -> tuple[bytes, bytes, str | None]:
+    """Read stdout/stderr until both close; kill the process group on timeout, when output exceeds cap, or
+    when the program's cgroup reports a cap reached (``memory``/``processes``)."""
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     bufs = {out_fd: bytearray(), err_fd: bytearray()}
@@ -358,7 +407,11 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, cap: int) -> tuple[b
             if left <= 0:
                 why = "timeout"
                 break
-            events = sel.select(0 if exited else min(left, 0.2))
+            events = sel.select(0 if exited else min(left, 0.1))
+            if cgroup is not None:
+                why = cgroup.cause()
+                if why:
+                    break
             if not events:
                 if exited:
                     break  # the program is done; whoever still holds the pipes is an orphan
@@ -385,6 +438,8 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, cap: int) -> tuple[b
             why = "timeout"
     if why is not None:
         _kill_group(proc)
+        if cgroup is not None:
+            cgroup.kill_all()
     proc.stdout.close()
     proc.stderr.close()
     return bytes(bufs[out_fd]), bytes(bufs[err_fd]), why
@@ -419,6 +474,11 @@ def _last_line(text: str) -> str:
     return ""
 
 
+def _is_fork_refused(stderr: str) -> bool:
+    last = _last_line(stderr)
+    return last.startswith("BlockingIOError") or "Resource temporarily unavailable" in last
+
+
 def _is_memory_error(stderr: str) -> bool:
     last = _last_line(stderr)
     return last.startswith("MemoryError") or "Cannot allocate memory" in last
@@ -448,6 +508,11 @@ def _classify(
         return res(TIMEOUT, f"timed out after {timeout:g} s (wall clock)")
     if why is not None and why.startswith("output:"):
         return res(OUTPUT_LIMIT, f"{why.split(':', 1)[1]} exceeded {cap} bytes; process killed")
+    if why == "memory":
+        return res(MEMORY, f"memory limit of {limits.get('as', 0) >> 20} MB exceeded by the process tree; stopped")
+    if why == "processes":
+        n_max = limits.get("nproc", 1) - 1
+        return res(PROCESS_LIMIT, f"process limit of {n_max} reached (a fork was refused); stopped")
     if not lines:
         return res(SANDBOX_ERROR, f"sandbox launcher failed: {_last_line(err) or 'no status'}")
     kind, _, value = lines[-1].partition(" ")
@@ -465,6 +530,8 @@ def _classify(
     if _is_memory_error(err):
         mb = limits.get("as", 0) >> 20
         return res(MEMORY, f"memory limit of {mb} MB exceeded ({_last_line(err)})", num)
+    if limits.get("nproc") == 1 and _is_fork_refused(err):
+        return res(PROCESS_LIMIT, "the program may not fork here (no cgroup for its process tree)", num)
     if "File too large" in _last_line(err):
         return res(OUTPUT_LIMIT, f"file size limit exceeded ({_last_line(err)})", num)
     return res(FAILED, _last_line(err) or f"exit status {num}", num)

@@ -12,7 +12,9 @@ lmeval. Steps:
    so the host's processes and their environments stay invisible, forks the program and reaps
    orphans); when it exits, or the parent kills this process group, the kernel kills everything the
    program started.
-4. In the program's process: set the resource limits, drop privileges (root: a throwaway uid; user
+4. In the program's process: join the program's cgroups (``cgroup_procs``, opened before the filesystem
+   turned read-only; the launcher and init stay outside, so only the program's own tree counts), set the
+   resource limits, drop privileges (root: a throwaway uid; user
    namespace: every capability), ``chdir`` to the work directory and ``execve`` the interpreter with the
    given clean environment.
 
@@ -201,6 +203,8 @@ def _set_limits(limits: dict[str, int]) -> None:
 
 def _exec_program(cfg: dict[str, Any], status_fd: int) -> None:
     ns = cfg["namespaces"]
+    for fd in cfg.get("cgroup_fds", []):
+        os.write(fd, b"0")  # "0": the writing process; its children inherit the group
     _set_limits(cfg["limits"])
     uid = cfg.get("uid")
     if uid is not None:
@@ -249,6 +253,8 @@ def main() -> int:
         program_path = os.path.join(cfg["workdir"], cfg["program_name"])
         with open(program_path, "rb") as f:
             program = f.read()
+        # open now: after the mount namespace is set up, /sys/fs/cgroup is read-only (exec closes them)
+        cfg["cgroup_fds"] = [os.open(p, os.O_WRONLY | os.O_CLOEXEC) for p in cfg.get("cgroup_procs", [])]
         _enter_namespaces(cfg)
         if cfg["namespaces"].get("mount"):
             _isolate_filesystem(cfg, program)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from compiler.spec.rules import (
     ALL_FIELDS,
@@ -26,6 +26,7 @@ from compiler.spec.rules import (
     REQUIRED_FIELDS,
 )
 from plans.errors import UserError
+from plans.limits import MAX_DEPTH, InputError, open_regular, value_problem
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")  # a line holding nothing but whitespace
 _CHUNK = 1 << 16
@@ -249,7 +250,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _lines(f: BinaryIO, digest: Any) -> Iterator[tuple[int, bytes | None]]:
+def _lines(f: IO[bytes], digest: Any) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes without the newline), or None for a line over MAX_LINE_BYTES (skipped unread:
     memory stays bounded whatever the file holds)."""
     n = 0
@@ -291,7 +292,11 @@ def validate_file(path: str | Path) -> SpecReport:
             report.bad_lines.append(line)
 
     try:
-        with open(path, "rb") as f:
+        fh = open_regular(path, what="spec file")
+    except InputError as e:
+        raise SpecReadError(str(e)) from None
+    try:
+        with fh as f:
             for n, raw in _lines(f, digest):
                 report.n_lines = n
                 if raw is None:
@@ -310,11 +315,19 @@ def validate_file(path: str | Path) -> SpecReport:
                 except _DuplicateKey as e:
                     bad(n, "-", "duplicate_key", str(e), "a key appears twice in one object")
                     continue
-                except (ValueError, RecursionError) as e:
+                except RecursionError:
+                    bad(n, "-", "nesting_too_deep", "-", f"nested deeper than {MAX_DEPTH} levels")
+                    continue
+                except ValueError as e:
                     bad(n, "-", "invalid_json", "-", str(e).splitlines()[0][:200])
                     continue
                 if not isinstance(rec, dict):
                     bad(n, "-", "not_object", "-", f"got {_type_name(rec)}; each line is one JSON object")
+                    continue
+                # what a plan cannot carry (plans.limits): the compiler would refuse it, so validate does
+                beyond = value_problem(rec)
+                if beyond is not None:
+                    bad(n, _display_id(rec), beyond[0], "-", beyond[1])
                     continue
                 tid = _display_id(rec)
                 problems = check_record(rec)

@@ -66,6 +66,11 @@ BAD_EXPECTED = [
     (32, "wrong_type", "targets[1]"),
     (33, "wrong_type", "task_id"),
     (34, "post_process_not_allowed", "post_process"),  # code_exec with lower
+    # what no plan can carry (plans.limits): compile would refuse it, so validate does
+    (35, "integer_out_of_range", "-"),  # 2**64 in metadata
+    (36, "lone_surrogate", "-"),
+    (37, "nesting_too_deep", "-"),  # 990 deep: parses, beyond MAX_DEPTH
+    (38, "nesting_too_deep", "-"),  # 100,000 deep: beyond the JSON parser's recursion
 ]
 # rules that need a whole file of their own (tested below)
 FILE_RULES = {"empty_file", "line_too_long"}
@@ -238,7 +243,7 @@ def test_invalid_utf8_and_malformed_json_do_not_stop_the_file(tmp_path: Path) ->
         b"{",
         b"[1, 2]",
         b'"just a string"',
-        b"[" * 100000 + b"]" * 100000,  # nesting deeper than the decoder's recursion limit
+        b"[" * 100000 + b"]" * 100000,  # nesting deeper than the decoder's recursion limit (and MAX_DEPTH)
         ('{"n": ' + "9" * 5000 + "}").encode(),  # an integer too long to convert
         b'{"a": 1, "b": {"c": 1, "c": 2}}',
         json.dumps(_valid()).encode(),
@@ -249,7 +254,7 @@ def test_invalid_utf8_and_malformed_json_do_not_stop_the_file(tmp_path: Path) ->
         (2, "invalid_json"),
         (3, "not_object"),
         (4, "not_object"),
-        (5, "invalid_json"),
+        (5, "nesting_too_deep"),
         (6, "invalid_json"),
         (7, "duplicate_key"),
     ]
@@ -338,7 +343,7 @@ def test_bad_lines_refuse_to_load(tmp_path: Path) -> None:
         load_spec_task(str(path), allow_bad_tasks=False)
     assert isinstance(err.value, UserError)
     msg = str(err.value)
-    assert msg.startswith(f"{path}:11: -: invalid_json (-)") and "34 of 44 lines invalid" in msg
+    assert msg.startswith(f"{path}:11: -: invalid_json (-)") and "38 of 48 lines invalid" in msg
     assert "task.jsonl.allow_bad_tasks=true" in msg
     assert "\n" not in msg
 
@@ -348,8 +353,8 @@ def test_allow_bad_tasks_skips_and_lists_them(tmp_path: Path) -> None:
     path.write_bytes(BAD.read_bytes() + GOOD.read_bytes())
     task = load_spec_task(str(path), allow_bad_tasks=True)
     assert [d["task_id"] for d in task.docs] == [json.loads(x)["task_id"] for x in GOOD.read_text().splitlines()]
-    assert [d["line"] for d in task.docs] == list(range(35, 45))
-    assert len(task.bad_lines) == 34
+    assert [d["line"] for d in task.docs] == list(range(39, 49))
+    assert len(task.bad_lines) == 38
     assert task.bad_lines[10] == f"{path}:11: bad-missing: duplicate_task_id (task_id): first used on line 6"
 
 

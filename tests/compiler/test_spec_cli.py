@@ -27,13 +27,13 @@ def test_bad_file_prints_one_line_per_error_then_a_summary(capsys: pytest.Captur
     assert main(["validate", path]) == 1
     out = capsys.readouterr().out.splitlines()
     errors, summary = out[:-1], out[-1]
-    assert len(errors) == 34
+    assert len(errors) == 38
     for n, line in enumerate(errors, 1):
         m = ERROR_LINE.match(line)
         assert m, line
         assert (m["file"], int(m["line"])) == (path, n)
     assert errors[10].startswith(f"{path}:11: bad-missing: duplicate_task_id (task_id)")
-    assert summary == f"{path}: 34 lines, 0 valid, 34 invalid (34 errors)"
+    assert summary == f"{path}: 38 lines, 0 valid, 38 invalid (38 errors)"
 
 
 def test_empty_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from scorer import sandbox
+from scorer import sandbox, sandbox_cgroup
 from scorer.sandbox import ExecResult, check_many, check_program, pass_at_k, run_program
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"))
@@ -103,7 +103,10 @@ def test_fork_bomb_is_contained_and_cleaned_up() -> None:
     t0 = time.monotonic()
     res = run_program(code, timeout=3, max_processes=32, env={"LMEVAL_MARK": marker})
     assert time.monotonic() - t0 < 15
-    assert not res.passed and res.status in ("timeout", "failed"), res
+    if sandbox_cgroup.cgroup_root() is not None:
+        assert res.status == "process_limit" and "32" in res.reason, res  # stopped at the first refused fork
+    else:
+        assert not res.passed and res.status in ("process_limit", "timeout", "failed"), res
     deadline = time.monotonic() + 5
     while _marked_pids(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -125,9 +128,65 @@ def test_process_limit_stops_forking() -> None:
         "        break\n"
         "print(kids)\n"
     )
-    res = run_program(code, timeout=10, max_processes=8)
-    assert res.passed, res
-    assert 0 < int(res.stdout.split()[0]) < 8  # the limit counts the program itself
+    res = run_program(code, timeout=10, max_processes=8, allow_forks_without_cgroup=True)
+    if sandbox_cgroup.cgroup_root() is not None:
+        # the cgroup caps the tree at 8 processes and the sample is stopped when a fork is refused
+        assert res.status == "process_limit" and not res.passed, res
+    else:
+        assert res.passed, res
+        assert 0 < int(res.stdout.split()[0]) < 8  # the limit counts the program itself
+
+
+_FOUR_CHILDREN = (
+    "import os, time\n"
+    "kids = []\n"
+    "for _ in range(4):\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        b = bytearray(800 * 1024 * 1024)\n"
+    "        for j in range(0, len(b), 4096):\n"
+    "            b[j] = 1\n"
+    "        time.sleep(5)\n"
+    "        os._exit(0)\n"
+    "    kids.append(pid)\n"
+    "for k in kids:\n"
+    "    os.waitpid(k, 0)\n"
+    "print('all children done')\n"
+)
+
+
+def _sandbox_cgroups() -> list[str]:
+    root = sandbox_cgroup.cgroup_root()
+    assert root is not None
+    return [n for d in root[0].values() for n in os.listdir(d) if n.startswith("lmeval-sandbox-")]
+
+
+@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+def test_four_children_of_800_mb_under_1_gib_are_stopped_as_memory() -> None:
+    res = run_program(_FOUR_CHILDREN, timeout=30, memory_mb=1024)
+    assert not res.passed and res.status == "memory", res
+    assert "process tree" in res.reason and "1024 MB" in res.reason
+    assert "all children done" not in res.stdout
+    assert _sandbox_cgroups() == []  # removed after the sample
+    _assert_next_program_runs()
+
+
+@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+def test_cgroups_are_removed_after_every_sample() -> None:
+    results = check_many(["print(1)", "import os\nos.fork()\nraise SystemExit(3)", "while True: pass"],
+                         workers=2, timeout=2)  # fmt: skip
+    assert [r.status for r in results] == ["passed", "failed", "timeout"], results
+    assert _sandbox_cgroups() == []
+
+
+def test_without_cgroups_forking_is_refused_unless_opted_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "cgroup_root", lambda: None)
+    code = "import os\nif os.fork() == 0:\n    os._exit(0)\nos.wait()\nprint('forked')\n"
+    res = run_program(code, timeout=10)
+    assert not res.passed and res.status == "process_limit", res
+    assert "no cgroup" in res.reason
+    res = run_program(code, timeout=10, allow_forks_without_cgroup=True)
+    assert res.passed and res.stdout == "forked\n", res
 
 
 def test_background_children_die_with_the_program() -> None:
@@ -430,3 +489,40 @@ def test_pass_at_k_rejects_bad_counts() -> None:
     for n, c, k in [(5, 6, 1), (5, 1, 0), (5, 1, 6), (5, -1, 1)]:
         with pytest.raises(ValueError):
             pass_at_k(n, c, k)
+
+
+@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
+    from scorer.spec_scoring import score_spec_row
+
+    target = (
+        "import os, time\n"
+        "kids = []\n"
+        "for _ in range(3):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        b = bytearray(700 * 1024 * 1024)\n"
+        "        for j in range(0, len(b), 4096):\n"
+        "            b[j] = 1\n"
+        "        time.sleep(3)\n"
+        "        os._exit(0)\n"
+        "    kids.append(pid)\n"
+        "assert all(os.waitpid(k, 0)[1] == 0 for k in kids)\n"
+    )
+    doc = {"task_id": "fork3", "category": "code_exec", "prompt": "p", "targets": [target],
+           "metric_name": "code_exec", "post_process": "none"}  # fmt: skip
+    row = score_spec_row(doc, "def f():\n    return 1\n", timeout=30)
+    assert row["value"] == 0.0 and row["status"] == "memory", row
+
+
+@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+def test_groups_left_by_a_dead_process_are_removed_at_the_next_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = sandbox_cgroup.cgroup_root()
+    assert root is not None
+    dead = next(p for p in range(4_194_303, 1, -1) if not os.path.exists(f"/proc/{p}"))  # no such process
+    made = [os.path.join(d, f"lmeval-sandbox-{dead}-0") for d in root[0].values()]
+    for d in made:
+        os.mkdir(d)
+    monkeypatch.setattr(sandbox_cgroup, "_root_cache", [])
+    assert sandbox_cgroup.cgroup_root() == root
+    assert [d for d in made if os.path.exists(d)] == []
