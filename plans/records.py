@@ -15,7 +15,7 @@ import msgpack
 from plans.canonical import content_hash, normalize
 
 FORMAT = "lmeval-plan"
-VERSION = 1
+VERSION = 2
 
 RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
 REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")

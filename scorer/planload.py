@@ -11,7 +11,6 @@ Documents themselves (``DocRecord.doc``) are not indexed: the few scoring paths 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import polars as pl
 
 from plans.canonical import canonical_bytes
 from plans.errors import PlanError
-from plans.io import PlanReader, read_header
+from plans.io import PlanReader, read_header, unpack_stream
 from plans.records import DocRecord, PlanHeader
+from plans.storage import BackgroundHash, chunks, hashed, open_layout
 from scorer.errors import ScoreError
 
 INDEX_VERSION = 2
@@ -119,42 +118,42 @@ def load(path: str, index_dir: str | None = None) -> PlanData:
 
 
 def _read_plan(path: str, header: PlanHeader) -> PlanData:
-    with open(path, "rb") as f:
-        unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=True, max_buffer_size=0)
-        raw_header = unpacker.unpack()
-        start = unpacker.tell()
-        f.seek(start)
-        body = f.read()
-    h = hashlib.sha256(canonical_bytes({k: v for k, v in raw_header.items() if k != "plan_hash"}))
-    h.update(body)
-    if h.hexdigest() != header.plan_hash:
-        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
     cols: dict[str, dict[str, list[Any]]] = {
         t.name: {"doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": []} for t in header.tasks
     }
     n_docs = n_inst = 0
     try:
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, max_buffer_size=0)
-        unpacker.feed(body)
-        for obj in unpacker:
-            c = cols.get(obj["task"])
-            if c is None:
-                raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")
-            kind = obj["kind"]
-            if kind == "doc":
-                n_docs += 1
-                c["doc_id"].append(obj["doc_id"])
-                c["target"].append(obj["target"])
-                c["choices"].append(obj.get("choices"))
-                c["rec"].append(obj)
-            elif kind == "instance":
-                n_inst += 1
-                c["i_doc"].append(obj["doc_id"])
-                c["i_idx"].append(obj["idx"])
-            else:
-                raise ScoreError(f"{path}: unknown plan record kind {kind!r}")
-    except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
+        f, layout = open_layout(path)
+        with f:
+            h = BackgroundHash(canonical_bytes({k: v for k, v in layout.raw.items() if k != "plan_hash"}))
+            try:
+                # one streamed pass (compressed or not): hash every record byte, collect what scoring needs
+                for obj in unpack_stream(hashed(chunks(f, layout), h), path):
+                    c = cols.get(obj["task"])
+                    if c is None:
+                        raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")
+                    kind = obj["kind"]
+                    if kind == "doc":
+                        n_docs += 1
+                        c["doc_id"].append(obj["doc_id"])
+                        c["target"].append(obj["target"])
+                        c["choices"].append(obj.get("choices"))
+                        c["rec"].append(obj)
+                    elif kind == "instance":
+                        n_inst += 1
+                        c["i_doc"].append(obj["doc_id"])
+                        c["i_idx"].append(obj["idx"])
+                    else:
+                        raise ScoreError(f"{path}: unknown plan record kind {kind!r}")
+                digest = h.hexdigest()
+            finally:
+                h.close()
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
+    except (KeyError, TypeError, ValueError) as e:
         raise ScoreError(f"{path}: corrupt plan record stream ({type(e).__name__})") from None
+    if digest != header.plan_hash:
+        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
     if (n_docs, n_inst) != (header.n_docs, header.n_instances):
         raise ScoreError(
             f"{path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
