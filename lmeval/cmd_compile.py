@@ -18,6 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-m", "--multirun", action="store_true", help="sweep: one plan per combination (a=1,2)")
     p.add_argument("--out", default=None, help="output file (same as run.out=...)")
+    p.add_argument(
+        "--no-compress",
+        action="store_true",
+        help="store the records uncompressed (plain msgpack after the header); same plan_hash and task hashes",
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides")
     p.set_defaults(func=run)
 
@@ -52,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     for combo, (header, _, blobs) in compiled:
         for note in header.extra.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
-        path = write_sealed(plan_path(header, args.out), header, blobs)
+        path = write_sealed(plan_path(header, args.out), header, blobs, "none" if args.no_compress else "zstd")
         if args.multirun:
             print(f"[{' '.join(combo)}]")
         print(_summary(header))

@@ -250,3 +250,25 @@ def test_older_format_version_is_refused_with_the_usual_message(zplan: Path) -> 
     with pytest.raises(PlanError, match="plan format version 1, but this lmeval reads version"):
         read_header(p)
     assert "recompile the plan" in _cli_error(["show", str(p)], zplan.parent)
+
+
+def test_compile_cli_compressed_and_uncompressed_give_the_same_hashes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lmeval.cli import main
+
+    z, n = tmp_path / "z.msgpack", tmp_path / "n.msgpack"
+    assert main(["compile", "+task=arith", "--out", str(z)]) == 0
+    assert main(["compile", "+task=arith", "--no-compress", "--out", str(n)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(n)
+    hz, hn = read_header(z), read_header(n)
+    assert hz == hn and hz.plan_hash and hz.tasks[0].task_hash
+    with PlanReader(z) as rz, PlanReader(n) as rn:
+        assert (rz.codec, rn.codec) == ("zstd", "none")
+        assert list(rz) == list(rn)
+    assert z.stat().st_size < n.stat().st_size / 3
+    # and the released reference plan of the same task has the same identity (test_lock keeps it current)
+    from plans.lock import LOCK_PATH, load_lock
+
+    ref = read_header(LOCK_PATH.parent / load_lock().reference["plan"])
+    assert ref.plan_hash == hz.plan_hash
