@@ -106,12 +106,13 @@ README_METRICS = {
 }  # fmt: skip
 README_FILTERS = {
     "regex", "take_first", "take_first_k", "majority_vote", "lowercase", "uppercase", "map", "multi_choice_regex",
+    "remove_whitespace",
 }  # fmt: skip
 
 
 def test_goldens_cover_the_readme_metrics_and_filters() -> None:
     """Every metric and filter above has lm-eval-made per-sample values and aggregates in some golden (rouge,
-    remove_whitespace, custom and pass@k are not here: see tests/scorer/test_spec_scoring.py and the README)."""
+    custom and pass@k are not here: see the README)."""
     metrics: set[str] = set()
     filters: set[str] = set()
     for name in ("fake", "tiny", "metrics"):
@@ -140,6 +141,8 @@ def test_metrics_golden_exercises_its_filters() -> None:
         )
     assert {"no answer", "some answer"} <= set(by["mapped"])
     assert any(x.isupper() for x in by["upper"]) and all(x == x.lower() for x in by["lower"])
+    assert any(r.startswith(" ") for i in gen["instances"] for r in i["resps"])
+    assert not any(x.startswith(" ") for x in by["no-leading-space"])
     mc = t["golden_mc_gen"]
     got = {
         s["filtered_resps"][0] if isinstance(s["filtered_resps"], list) else s["filtered_resps"] for s in mc["samples"]
