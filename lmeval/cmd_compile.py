@@ -18,6 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-m", "--multirun", action="store_true", help="sweep: one plan per combination (a=1,2)")
     p.add_argument("--out", default=None, help="output file (same as run.out=...)")
+    p.add_argument(
+        "--no-compress",
+        action="store_true",
+        help="store the records uncompressed (plain msgpack after the header); same plan_hash and task hashes",
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides")
     p.set_defaults(func=run)
 
@@ -53,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         header = c.header
         for note in header.extra.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
-        path = write_sealed(plan_path(header, args.out or c.locations.get("run.out")), header, c.blobs)
+        codec = "none" if args.no_compress else "zstd"
+        path = write_sealed(plan_path(header, args.out or c.locations.get("run.out")), header, c.blobs, codec)
         if args.multirun:
             print(f"[{' '.join(combo)}]")
         print(_summary(header))

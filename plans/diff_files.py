@@ -1,24 +1,32 @@
-"""Opening plans for diff: raw header, byte layout checks, hash verification and per-task record streams.
+"""Opening plans for diff: raw header, layout checks, hash verification and per-task record streams.
 
-Diff reads plans at the byte level so that identical tasks are skipped without decoding a record: the header's
-``extra["spans"]`` locate each task's records, whose bytes can be compared or streamed on their own.
+Diff works per task so that identical tasks are skipped without decoding a record: the header's
+``extra["spans"]`` and the storage map (``plans/storage.py``) locate each task's frame, whose bytes can be
+compared or streamed on their own, compressed or not.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import IO, Any
-
-import msgpack
+from typing import Any
 
 from plans.canonical import canonical_bytes
 from plans.errors import PlanError
-from plans.io import expand_record
+from plans.io import expand_record, unpack_stream
 from plans.records import FORMAT, VERSION, PlanHeader
+from plans.storage import (
+    BackgroundHash,
+    Layout,
+    chunks,
+    decompress_frame,
+    frame_chunks,
+    open_layout,
+    read_raw_header,
+    stored_bytes,
+)
 
 _CHUNK = 1 << 22
 
@@ -28,41 +36,26 @@ class PlanFile:
     path: str
     raw: dict[str, Any]  # the header exactly as stored
     header: PlanHeader
-    records_start: int
-    size: int
-    spans: dict[str, tuple[int, int]]
+    layout: Layout
+    spans: dict[str, tuple[int, int]]  # task → (start, length) in the uncompressed record stream
 
 
-def _raw_header(path: str) -> tuple[Any, int, int]:
+def _peek_version(path: str) -> tuple[Any, dict[str, Any]]:
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as e:
         raise PlanError(f"{path}: cannot open plan ({e.strerror})") from None
     with f:
-        try:
-            size = os.fstat(f.fileno()).st_size
-            unpacker = msgpack.Unpacker(f, raw=False, read_size=1 << 20, strict_map_key=True)
-            obj = unpacker.unpack()
-        except msgpack.OutOfData:
-            raise PlanError(f"{path}: empty or truncated plan (no complete header)") from None
-        except OSError as e:
-            raise PlanError(f"{path}: cannot read plan ({e.strerror})") from None
-        except Exception:
-            raise PlanError(f"{path}: not an lmeval plan (cannot decode a msgpack header)") from None
-        return obj, unpacker.tell(), size
-
-
-def _version_of(obj: Any, path: str) -> Any:
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raw, _ = read_raw_header(f, path)
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise PlanError(f"{path}: not an lmeval plan (no '{FORMAT}' header)")
-    return obj.get("version")
+    return raw.get("version"), raw
 
 
 def open_pair(old: str, new: str) -> tuple[PlanFile, PlanFile]:
     """Open both plans; plans of different format versions get an explanation, not a crash."""
-    raw_old, start_old, size_old = _raw_header(old)
-    raw_new, start_new, size_new = _raw_header(new)
-    v_old, v_new = _version_of(raw_old, old), _version_of(raw_new, new)
+    v_old, raw_old = _peek_version(old)
+    v_new, raw_new = _peek_version(new)
     if v_old != v_new:
         stale = [p for p, v in ((old, v_old), (new, v_new)) if v != VERSION]
         lv_old, lv_new = raw_old.get("lmeval_version", "?"), raw_new.get("lmeval_version", "?")
@@ -72,126 +65,154 @@ def open_pair(old: str, new: str) -> tuple[PlanFile, PlanFile]:
             f"differently, so prompts cannot be compared. This lmeval reads version {VERSION}: recompile "
             f"{' and '.join(stale)} with it (the config is in the plan header) and diff again"
         )
-    return (
-        _finish(old, raw_old, start_old, size_old),
-        _finish(new, raw_new, start_new, size_new),
-    )
+    return open_plan(old), open_plan(new)
 
 
 def open_plan(path: str) -> PlanFile:
-    raw, start, size = _raw_header(path)
-    _version_of(raw, path)
-    return _finish(path, raw, start, size)
-
-
-def _finish(path: str, raw: dict[str, Any], start: int, size: int) -> PlanFile:
-    version = raw.get("version")
-    if version != VERSION:
-        raise PlanError(
-            f"{path}: plan format version {version!r}, but this lmeval reads version {VERSION}; "
-            f"recompile the plan with this lmeval or use the lmeval that wrote it"
-        )
+    f, layout = open_layout(path)
+    f.close()
+    raw = layout.raw
     try:
         header = PlanHeader.from_dict(raw)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise PlanError(f"{path}: malformed plan header ({type(e).__name__}: {e})") from None
-    spans_raw = header.extra.get("spans") if isinstance(header.extra, dict) else None
-    if not isinstance(spans_raw, dict):
-        raise PlanError(f"{path}: malformed plan header (no task spans in extra.spans)")
-    spans: dict[str, tuple[int, int]] = {}
-    for t in header.tasks:
-        span = spans_raw.get(t.name)
-        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) and x >= 0 for x in span)):
-            raise PlanError(f"{path}: malformed plan header (task {t.name!r} has no valid span)")
-        spans[t.name] = (span[0], span[1])
-    end = max((s + n for s, n in spans.values()), default=0)
-    if size - start != end:
-        what = "truncated" if size - start < end else "has trailing bytes after its records"
-        raise PlanError(f"{path}: {what}: the header promises {end} bytes of records, the file holds {size - start}")
-    return PlanFile(path=path, raw=raw, header=header, records_start=start, size=size, spans=spans)
+    return PlanFile(path=path, raw=raw, header=header, layout=layout, spans=layout.spans)
 
 
-def verify(plan: PlanFile) -> None:
-    """Check ``plan_hash`` over the header and every record byte (one sequential read)."""
-    h = hashlib.sha256(canonical_bytes({k: v for k, v in plan.raw.items() if k != "plan_hash"}))
+def _open(plan: PlanFile) -> Any:
     try:
-        with open(plan.path, "rb") as f:
-            f.seek(plan.records_start)
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
+        return open(plan.path, "rb")
     except OSError as e:
-        raise PlanError(f"{plan.path}: cannot read plan ({e.strerror})") from None
+        raise PlanError(f"{plan.path}: cannot open plan ({e.strerror})") from None
+
+
+def _header_hash(plan: PlanFile) -> BackgroundHash:
+    return BackgroundHash(canonical_bytes({k: v for k, v in plan.raw.items() if k != "plan_hash"}))
+
+
+def _check(plan: PlanFile, h: BackgroundHash) -> None:
     if h.hexdigest() != plan.header.plan_hash:
         raise PlanError(f"{plan.path}: plan hash mismatch: the file was modified or truncated")
 
 
+def verify(plan: PlanFile) -> None:
+    """Check ``plan_hash`` over the header and every (uncompressed) record byte, in one pass over the file."""
+    h = _header_hash(plan)
+    try:
+        with _open(plan) as f:
+            for chunk in chunks(f, plan.layout):
+                h.update(chunk)
+        _check(plan, h)
+    finally:
+        h.close()
+
+
+def _verify_pair(a: PlanFile, b: PlanFile) -> None:
+    """Check both plan hashes in one pass over both files. A frame stored identically in both plans (an
+    unchanged task, the common case in a diff) is decompressed once and its bytes hashed for both; the two
+    hashes run on worker threads while this thread reads and decompresses."""
+    fa, fb = a.layout.frames, b.layout.frames
+    tasks_a, tasks_b = {f.task for f in fa}, {f.task for f in fb}
+    ha, hb = _header_hash(a), _header_hash(b)
+    try:
+        with _open(a) as f1, _open(b) as f2:
+            i = j = 0
+            while i < len(fa) or j < len(fb):
+                x = fa[i] if i < len(fa) else None
+                y = fb[j] if j < len(fb) else None
+                if x is not None and y is not None and x.task == y.task:
+                    sx, sy = stored_bytes(f1, a.path, x), stored_bytes(f2, b.path, y)
+                    if a.layout.codec == b.layout.codec and sx == sy:
+                        data = sx if a.layout.codec == "none" else decompress_frame(sx, a.layout, x)
+                        ha.update(data)
+                        hb.update(data)
+                    else:
+                        ha.update(sx if a.layout.codec == "none" else decompress_frame(sx, a.layout, x))
+                        hb.update(sy if b.layout.codec == "none" else decompress_frame(sy, b.layout, y))
+                    i, j = i + 1, j + 1
+                elif x is not None and (y is None or x.task not in tasks_b or y.task in tasks_a):
+                    for chunk in frame_chunks(f1, a.layout, x):
+                        ha.update(chunk)
+                    i += 1
+                else:
+                    assert y is not None
+                    for chunk in frame_chunks(f2, b.layout, y):
+                        hb.update(chunk)
+                    j += 1
+        _check(a, ha)
+        _check(b, hb)
+    finally:
+        ha.close()
+        hb.close()
+
+
 def verify_all(*plans: PlanFile) -> None:
-    """Verify several plans at once (hashlib releases the GIL, so two files hash on two cores)."""
+    """Verify several plans (two plans together, see ``_verify_pair``; more, one thread each)."""
     unique: dict[tuple[int, int], PlanFile] = {}
     for p in plans:
         st = os.stat(p.path)
         unique.setdefault((st.st_dev, st.st_ino), p)
+    if len(unique) == 2:
+        _verify_pair(*unique.values())
+        return
     with ThreadPoolExecutor(max_workers=max(1, min(len(unique), os.cpu_count() or 1))) as pool:
         for fut in [pool.submit(verify, p) for p in unique.values()]:
             fut.result()
 
 
-class _Limited:
-    def __init__(self, f: IO[bytes], n: int) -> None:
-        self._f = f
-        self._left = n
-
-    def read(self, n: int = -1) -> bytes:
-        if self._left <= 0:
-            return b""
-        n = self._left if n < 0 else min(n, self._left)
-        b = self._f.read(n)
-        self._left -= len(b)
-        return b
+def _same_stream(a: Iterator[bytes], b: Iterator[bytes]) -> bool:
+    """Whether two chunked byte streams are equal (chunk boundaries may differ); stops at the first difference."""
+    ba = bb = memoryview(b"")
+    while True:
+        if not ba:
+            ba = memoryview(next(a, b""))
+        if not bb:
+            bb = memoryview(next(b, b""))
+        if not ba or not bb:
+            return not ba and not bb
+        n = min(len(ba), len(bb))
+        if ba[:n] != bb[:n]:
+            return False
+        ba, bb = ba[n:], bb[n:]
 
 
 def spans_equal(a: PlanFile, b: PlanFile, task: str) -> bool:
-    """Whether a task's record bytes are identical in both plans (chunked compare, no decoding)."""
-    sa, la = a.spans[task]
-    sb, lb = b.spans[task]
-    if la != lb:
+    """Whether a task's record bytes are identical in both plans: equal stored frames prove it without
+    decompressing; otherwise (different codecs, levels or content) the uncompressed streams are compared."""
+    fa, fb = a.layout.task_frames(task), b.layout.task_frames(task)
+    if sum(f.length for f in fa) != sum(f.length for f in fb):
         return False
-    with open(a.path, "rb") as fa, open(b.path, "rb") as fb:
-        fa.seek(a.records_start + sa)
-        fb.seek(b.records_start + sb)
-        left = la
-        while left > 0:
-            n = min(_CHUNK, left)
-            if fa.read(n) != fb.read(n):
+    with _open(a) as f1, _open(b) as f2:
+        same_shape = [(f.length, f.stored) for f in fa] == [(f.length, f.stored) for f in fb]
+        if a.layout.codec == b.layout.codec and same_shape:
+            if all(stored_bytes(f1, a.path, x) == stored_bytes(f2, b.path, y) for x, y in zip(fa, fb, strict=True)):
+                return True
+            if a.layout.codec == "none":
                 return False
-            left -= n
-    return True
+        return _same_stream(chunks(f1, a.layout, fa), chunks(f2, b.layout, fb))
 
 
 def task_records(plan: PlanFile, task: str) -> Iterator[dict[str, Any]]:
-    """The raw record maps of one task, streamed from its span (bounded memory)."""
-    start, length = plan.spans[task]
-    with open(plan.path, "rb") as f:
-        f.seek(plan.records_start + start)
-        unpacker = msgpack.Unpacker(_Limited(f, length), raw=False, read_size=1 << 20, strict_map_key=True)
+    """The raw record maps of one task, streamed frame by frame (bounded memory)."""
+    frames = plan.layout.task_frames(task)
+    with _open(plan) as f:
         prev: dict[str, Any] | None = None
+        where = f"{plan.path}: task {task!r}"
         try:
-            for obj in unpacker:
+            for obj in unpack_stream(chunks(f, plan.layout, frames), where):
                 if not isinstance(obj, dict) or obj.get("kind") not in ("doc", "instance"):
-                    raise PlanError(f"{plan.path}: task {task!r}: malformed plan record")
+                    raise PlanError(f"{where}: malformed plan record")
                 if obj["kind"] == "instance":
                     obj = prev = expand_record(obj, prev)
                 else:
                     prev = None
                 if obj.get("task") != task:
-                    raise PlanError(
-                        f"{plan.path}: task {task!r}: a record of task {obj.get('task')!r} lies in its span"
-                    )
+                    raise PlanError(f"{where}: a record of task {obj.get('task')!r} lies in its span")
                 yield obj
         except PlanError:
             raise
         except Exception as e:
-            raise PlanError(f"{plan.path}: task {task!r}: corrupt plan record stream ({type(e).__name__})") from None
+            raise PlanError(f"{where}: corrupt plan record stream ({type(e).__name__})") from None
 
 
 def doc_groups(plan: PlanFile, task: str) -> Iterator[tuple[int, dict[str, Any], dict[int, dict[str, Any]]]]:

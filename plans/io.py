@@ -1,4 +1,5 @@
-"""Write and read plan files: a canonical msgpack header map followed by one map per record.
+"""Write and read plan files: a canonical msgpack header map, then one map per record, stored per task as a
+zstd frame by default (``plans/storage.py``; FORMAT.md has the layout).
 
 Writing is atomic (temporary file, fsync, rename): a failed compile leaves nothing behind. Reading streams
 records with bounded memory and, by default, verifies ``plan_hash`` and the record counts when the stream
@@ -20,12 +21,10 @@ from plans.atomic import write_atomic
 from plans.canonical import canonical_bytes, normalize, pack_normalized
 from plans.errors import PlanError
 from plans.identity import locations_in
-from plans.limits import InputError, open_regular
-from plans.records import FORMAT, VERSION, DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
+from plans.records import DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
+from plans.storage import DEFAULT_CODEC, BackgroundHash, chunks, encode_body, hashed, open_layout, task_chunks
 
 Record = DocRecord | InstanceRecord
-
-_READ_CHUNK = 1 << 20
 
 
 def _header_hash_bytes(header: dict[str, Any]) -> bytes:
@@ -219,39 +218,37 @@ def task_hash(task: TaskSummary, span: list[int] | None, records: bytes) -> str:
     return h.hexdigest()
 
 
-def write_plan(path: str | os.PathLike[str], header: PlanHeader, records: Iterable[Record]) -> PlanHeader:
-    """Write a plan atomically to ``path`` and return its sealed header (with ``plan_hash``)."""
+def write_plan(
+    path: str | os.PathLike[str], header: PlanHeader, records: Iterable[Record], codec: str = DEFAULT_CODEC
+) -> PlanHeader:
+    """Write a plan atomically to ``path`` and return its sealed header (with ``plan_hash``). ``codec``:
+    ``"zstd"`` (default) or ``"none"``; the header and every hash are the same either way."""
     sealed, blobs = seal(header, records)
-    write_sealed(path, sealed, blobs)
+    write_sealed(path, sealed, blobs, codec)
     return sealed
 
 
-def write_sealed(path: str | os.PathLike[str], sealed: PlanHeader, blobs: list[bytes]) -> Path:
+def write_sealed(
+    path: str | os.PathLike[str], sealed: PlanHeader, blobs: list[bytes], codec: str = DEFAULT_CODEC
+) -> Path:
     """Write what ``seal`` returned, atomically (temporary file, fsync, rename); nothing is left on failure."""
+    head = canonical_bytes(sealed.to_dict())
+    storage, frames = encode_body(sealed.to_dict(), blobs, codec)
 
     def write(f: IO[bytes]) -> None:
-        f.write(canonical_bytes(sealed.to_dict()))
-        for b in blobs:
+        f.write(head)
+        f.write(storage)
+        for b in frames:
             f.write(b)
 
     return write_atomic(path, write)
 
 
-def plan_bytes(header: PlanHeader, records: Iterable[Record]) -> tuple[PlanHeader, bytes]:
+def plan_bytes(header: PlanHeader, records: Iterable[Record], codec: str = DEFAULT_CODEC) -> tuple[PlanHeader, bytes]:
     """The exact bytes ``write_plan`` would write (for tests and in-memory use)."""
     sealed, blobs = seal(header, records)
-    return sealed, canonical_bytes(sealed.to_dict()) + b"".join(blobs)
-
-
-class _HashingReader:
-    def __init__(self, f: IO[bytes], h: Any) -> None:
-        self._f = f
-        self._h = h
-
-    def read(self, n: int = -1) -> bytes:
-        b = self._f.read(n)
-        self._h.update(b)
-        return b
+    storage, frames = encode_body(sealed.to_dict(), blobs, codec)
+    return sealed, canonical_bytes(sealed.to_dict()) + storage + b"".join(frames)
 
 
 class _Expander:
@@ -289,47 +286,50 @@ def _decode_record(obj: Any, path: str) -> Record:
     raise PlanError(f"{path}: unknown plan record kind {kind!r}")
 
 
-def _check_header(obj: Any, path: str) -> PlanHeader:
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise PlanError(f"{path}: not an lmeval plan (no '{FORMAT}' header)")
-    version = obj.get("version")
-    if version != VERSION:
-        raise PlanError(
-            f"{path}: plan format version {version!r}, but this lmeval reads version {VERSION}; "
-            f"recompile the plan with this lmeval or use the lmeval that wrote it"
-        )
+def _parse_header(raw: dict[str, Any], path: str) -> PlanHeader:
     try:
-        return PlanHeader.from_dict(obj)
-    except (KeyError, TypeError) as e:
-        raise PlanError(f"{path}: malformed plan header ({e})") from None
+        return PlanHeader.from_dict(raw)
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise PlanError(f"{path}: malformed plan header ({type(e).__name__}: {e})") from None
+
+
+def unpack_stream(src: Iterable[bytes], path: str, what: str = "plan") -> Iterator[Any]:
+    """The msgpack objects of a record byte stream given in chunks (bounded memory: one chunk and one
+    record at a time). A record cut short at the end is an error, never silently dropped."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=True)
+    fed = 0
+    try:
+        for chunk in src:
+            unpacker.feed(chunk)
+            fed += len(chunk)
+            yield from unpacker
+    except PlanError:
+        raise
+    except Exception as e:
+        raise PlanError(f"{path}: corrupt {what} record stream ({type(e).__name__})") from None
+    if unpacker.tell() != fed:
+        raise PlanError(f"{path}: truncated or corrupt {what} record stream (its last record is cut short)")
 
 
 class PlanReader:
-    """Stream a plan: ``header`` at once, records on iteration, hash checked at the end of the stream."""
+    """Stream a plan: ``header`` at once, records on iteration, hash checked at the end of the stream.
+    Compressed and uncompressed plans read the same (``plans/storage.py``)."""
 
     def __init__(self, path: str | os.PathLike[str], verify: bool = True) -> None:
         self.path = str(path)
         self.verify = verify
+        self._f, self._layout = open_layout(self.path)
+        self._raw_header: dict[str, Any] = self._layout.raw
         try:
-            self._f: IO[bytes] = open_regular(self.path, what="plan")  # not /dev/zero, a FIFO, a directory
-        except InputError as e:
-            raise PlanError(str(e)) from None
-        except OSError as e:
-            raise PlanError(f"{self.path}: cannot open plan ({e.strerror})") from None
-        self._raw_header: dict[str, Any]
-        self.header, self._records_start = self._read_header()
+            self.header = _parse_header(self._raw_header, self.path)
+        except BaseException:
+            self._f.close()
+            raise
 
-    def _read_header(self) -> tuple[PlanHeader, int]:
-        unpacker = msgpack.Unpacker(self._f, raw=False, read_size=_READ_CHUNK, strict_map_key=True)
-        try:
-            obj = unpacker.unpack()
-        except msgpack.OutOfData:
-            raise PlanError(f"{self.path}: empty or truncated plan (no header)") from None
-        except Exception:
-            raise PlanError(f"{self.path}: not an lmeval plan (cannot decode a msgpack header)") from None
-        header = _check_header(obj, self.path)
-        self._raw_header = obj
-        return header, unpacker.tell()
+    @property
+    def codec(self) -> str:
+        """How the records are stored: ``"zstd"`` or ``"none"``."""
+        return self._layout.codec
 
     def close(self) -> None:
         self._f.close()
@@ -344,63 +344,58 @@ class PlanReader:
         return self.records()
 
     def records(self, task: str | None = None) -> Iterator[Record]:
-        """All records in file order, or only those of ``task`` (seeks to its span; no hash check then)."""
+        """All records in file order, or only those of ``task`` (its frame alone; no hash check then)."""
         if task is not None:
             yield from self._task_records(task)
             return
-        self._f.seek(self._records_start)
-        h = hashlib.sha256(_header_hash_bytes(self._raw_header))
-        src: Any = _HashingReader(self._f, h) if self.verify else self._f
-        unpacker = msgpack.Unpacker(src, raw=False, read_size=_READ_CHUNK, strict_map_key=True)
+        h = BackgroundHash(_header_hash_bytes(self._raw_header))
+        src: Iterable[bytes] = chunks(self._f, self._layout)
+        if self.verify:
+            src = hashed(src, h)
         n_docs = n_inst = 0
         expand = _Expander(self.path)
+        done = False
         try:
-            for obj in unpacker:
+            for obj in unpack_stream(src, self.path):
                 rec = _decode_record(expand(obj), self.path)
                 if isinstance(rec, DocRecord):
                     n_docs += 1
                 else:
                     n_inst += 1
                 yield rec
-        except PlanError:
-            raise
-        except Exception as e:
-            raise PlanError(f"{self.path}: corrupt plan record stream ({type(e).__name__})") from None
+            done = True
+        finally:
+            if not done:
+                h.close()
+        digest = h.hexdigest()
         if self.verify:
             if (n_docs, n_inst) != (self.header.n_docs, self.header.n_instances):
                 raise PlanError(
                     f"{self.path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
                     f"header says {self.header.n_docs} and {self.header.n_instances}"
                 )
-            if h.hexdigest() != self.header.plan_hash:
+            if digest != self.header.plan_hash:
                 raise PlanError(f"{self.path}: plan hash mismatch: the file was modified or truncated")
 
     def _task_records(self, task: str) -> Iterator[Record]:
-        spans = self.header.extra.get("spans", {})
-        if task not in spans:
-            raise PlanError(f"{self.path}: no task {task!r} in plan")
-        start, length = spans[task]
-        self._f.seek(self._records_start + start)
-        data = self._f.read(length)
-        if len(data) != length:
-            raise PlanError(f"{self.path}: truncated plan (task {task!r} is cut short)")
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True)
-        unpacker.feed(data)
         expand = _Expander(self.path)
-        try:
-            for obj in unpacker:
-                yield _decode_record(expand(obj), self.path)
-        except PlanError:
-            raise
-        except Exception as e:
-            raise PlanError(f"{self.path}: corrupt plan record stream ({type(e).__name__})") from None
+        for obj in unpack_stream(task_chunks(self._f, self._layout, task), self.path):
+            yield _decode_record(expand(obj), self.path)
 
     def task_bytes(self, task: str) -> bytes:
-        """The raw canonical bytes of one task's records (for fast equality checks in diff)."""
-        spans = self.header.extra.get("spans", {})
-        start, length = spans[task]
-        self._f.seek(self._records_start + start)
-        return self._f.read(length)
+        """The raw canonical (uncompressed) bytes of one task's records."""
+        return b"".join(task_chunks(self._f, self._layout, task))
+
+
+def recode_plan(src: str | os.PathLike[str], dst: str | os.PathLike[str], codec: str) -> PlanHeader:
+    """Rewrite a plan with another codec (``"zstd"`` or ``"none"``): same header, same hashes, hash-verified."""
+    with PlanReader(src) as r:
+        header, records = r.header, list(r)
+    sealed, blobs = seal(header, records)
+    if sealed.plan_hash != header.plan_hash:  # pragma: no cover - seal is deterministic
+        raise PlanError(f"{src}: re-sealing the plan gives another plan_hash")
+    write_sealed(dst, sealed, blobs, codec)
+    return sealed
 
 
 def read_header(path: str | os.PathLike[str]) -> PlanHeader:

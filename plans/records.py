@@ -16,7 +16,7 @@ from plans.canonical import content_hash, normalize
 from plans.tokenization import TokenRule
 
 FORMAT = "lmeval-plan"
-VERSION = 2  # 2: no machine paths in the header (plans/identity.py); ModelInfo has no path
+VERSION = 2  # 2: no machine paths in the header (plans/identity.py); zstd-framed records (plans/storage.py)
 
 RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
 REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")

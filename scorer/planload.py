@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import polars as pl
 
 from plans.atomic import os_error_of
 from plans.canonical import canonical_bytes
 from plans.errors import PlanError
-from plans.io import PlanReader, read_header
+from plans.io import PlanReader, read_header, unpack_stream
 from plans.records import DocRecord, PlanHeader
+from plans.storage import BackgroundHash, chunks, hashed, open_layout
 from scorer.errors import ScoreError
 
 INDEX_VERSION = 3
@@ -103,25 +103,17 @@ def _stamp(plan_hash: str, idx: Path) -> dict[str, Any]:
     return {"version": INDEX_VERSION, "plan_hash": plan_hash, "files": files}
 
 
-def _split(path: str) -> tuple[dict[str, Any], int]:
-    """The raw header map of the plan file and the offset where its records start."""
-    try:
-        with open(path, "rb") as f:
-            unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=True, max_buffer_size=0)
-            raw_header = unpacker.unpack()
-            return raw_header, unpacker.tell()
-    except (OSError, ValueError, msgpack.UnpackException) as e:
-        raise ScoreError(f"{path}: unreadable plan ({type(e).__name__})") from None
-
-
 def _check_content(path: str, header: PlanHeader) -> None:
-    """The plan file's content hashes to its header's ``plan_hash`` (streamed: no records decoded)."""
-    raw_header, start = _split(path)
-    h = hashlib.sha256(canonical_bytes({k: v for k, v in raw_header.items() if k != "plan_hash"}))
-    with open(path, "rb") as f:
-        f.seek(start)
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
+    """The plan file's content hashes to its header's ``plan_hash`` (streamed, compressed or not: the hash is
+    over the uncompressed records; no record is decoded)."""
+    try:
+        f, layout = open_layout(path)
+        with f:
+            h = hashlib.sha256(canonical_bytes({k: v for k, v in layout.raw.items() if k != "plan_hash"}))
+            for chunk in chunks(f, layout):
+                h.update(chunk)
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
     if h.hexdigest() != header.plan_hash:
         raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
 
@@ -144,16 +136,6 @@ def load(path: str, index_dir: str | None = None) -> PlanData:
 
 
 def _read_plan(path: str, header: PlanHeader) -> PlanData:
-    with open(path, "rb") as f:
-        unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=True, max_buffer_size=0)
-        raw_header = unpacker.unpack()
-        start = unpacker.tell()
-        f.seek(start)
-        body = f.read()
-    h = hashlib.sha256(canonical_bytes({k: v for k, v in raw_header.items() if k != "plan_hash"}))
-    h.update(body)
-    if h.hexdigest() != header.plan_hash:
-        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
     cols: dict[str, dict[str, list[Any]]] = {
         t.name: {
             "doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": [], "i_id": [], "i_rt": [],
@@ -163,30 +145,40 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
     }  # fmt: skip
     n_docs = n_inst = 0
     try:
-        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, max_buffer_size=0)
-        unpacker.feed(body)
-        for obj in unpacker:
-            c = cols.get(obj["task"])
-            if c is None:
-                raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")
-            kind = obj["kind"]
-            if kind == "doc":
-                n_docs += 1
-                c["doc_id"].append(obj["doc_id"])
-                c["target"].append(obj["target"])
-                c["choices"].append(obj.get("choices"))
-                c["rec"].append(obj)
-            elif kind == "instance":
-                n_inst += 1
-                c["i_doc"].append(obj["doc_id"])
-                c["i_idx"].append(obj["idx"])
-                c["i_id"].append(obj["instance_id"])
-                c["i_rt"].append(obj["request_type"])
-                c["i_rh"].append(obj["request_hash"])
-            else:
-                raise ScoreError(f"{path}: unknown plan record kind {kind!r}")
-    except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
+        f, layout = open_layout(path)
+        with f:
+            h = BackgroundHash(canonical_bytes({k: v for k, v in layout.raw.items() if k != "plan_hash"}))
+            try:
+                # one streamed pass (compressed or not): hash every record byte, collect what scoring needs
+                for obj in unpack_stream(hashed(chunks(f, layout), h), path):
+                    c = cols.get(obj["task"])
+                    if c is None:
+                        raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")
+                    kind = obj["kind"]
+                    if kind == "doc":
+                        n_docs += 1
+                        c["doc_id"].append(obj["doc_id"])
+                        c["target"].append(obj["target"])
+                        c["choices"].append(obj.get("choices"))
+                        c["rec"].append(obj)
+                    elif kind == "instance":
+                        n_inst += 1
+                        c["i_doc"].append(obj["doc_id"])
+                        c["i_idx"].append(obj["idx"])
+                        c["i_id"].append(obj["instance_id"])
+                        c["i_rt"].append(obj["request_type"])
+                        c["i_rh"].append(obj["request_hash"])
+                    else:
+                        raise ScoreError(f"{path}: unknown plan record kind {kind!r}")
+                digest = h.hexdigest()
+            finally:
+                h.close()
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
+    except (KeyError, TypeError, ValueError) as e:
         raise ScoreError(f"{path}: corrupt plan record stream ({type(e).__name__})") from None
+    if digest != header.plan_hash:
+        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
     if (n_docs, n_inst) != (header.n_docs, header.n_instances):
         raise ScoreError(
             f"{path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "

@@ -46,7 +46,11 @@ def test_show_jsonl_matches_plan_instances(arith_plan: Path, capsys: pytest.Capt
 
 
 def test_show_refuses_modified_plan(arith_plan: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = bytearray(arith_plan.read_bytes())
+    from plans.io import recode_plan
+
+    plain = tmp_path / "plain.msgpack"
+    recode_plan(arith_plan, plain, "none")  # records stored uncompressed, so the edit below is a text edit
+    data = bytearray(plain.read_bytes())
     i = data.rindex(b"Question")
     data[i] = ord("q")
     bad = tmp_path / "bad.msgpack"

@@ -208,9 +208,13 @@ def test_bad_inputs_exit_2_and_touch_nothing(mixed_plan: Path, tmp_path: Path, t
 
     truncated = tmp_path / "truncated.msgpack"
     truncated.write_bytes(data[: len(data) - 200])
+    from plans.io import recode_plan
+
     modified = tmp_path / "modified.msgpack"
-    i = data.rindex(b"Question:")
-    modified.write_bytes(data[:i] + b"Qvestion:" + data[i + 9 :])
+    recode_plan(mixed_plan, modified, "none")  # the same plan, records stored uncompressed, then edited
+    plain = modified.read_bytes()
+    i = plain.rindex(b"Question:")
+    modified.write_bytes(plain[:i] + b"Qvestion:" + plain[i + 9 :])
     from plans.canonical import canonical_bytes
 
     plan = read_plan(mixed_plan)

@@ -172,6 +172,7 @@ def build(
     run: dict[str, Any] | None = None,
     tokenizer_hash: str = "bytes-v1",
     reverse_docs: bool = False,
+    codec: str = "zstd",
 ) -> Path:
     summaries: list[TaskSummary] = []
     records: list[DocRecord | InstanceRecord] = []
@@ -197,7 +198,7 @@ def build(
         tasks=summaries,
         lmeval_version="0.1.0",
     )
-    write_plan(path, header, records)
+    write_plan(path, header, records, codec)
     return path
 
 

@@ -113,7 +113,7 @@ def test_same_content_same_bytes_in_other_process(tmp_path: Path) -> None:
 def test_modified_plan_is_refused(tmp_path: Path) -> None:
     header, records = _arc_records()
     p = tmp_path / "p.msgpack"
-    write_plan(p, header, records)
+    write_plan(p, header, records, codec="none")  # an edit to the records themselves (compressed: test_storage)
     data = bytearray(p.read_bytes())
     i = data.rindex(b"Answer:")
     data[i] = ord("a")
@@ -122,10 +122,11 @@ def test_modified_plan_is_refused(tmp_path: Path) -> None:
         read_plan(p)
 
 
-def test_truncated_plan_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", ["zstd", "none"])
+def test_truncated_plan_is_refused(tmp_path: Path, codec: str) -> None:
     header, records = _arc_records()
     p = tmp_path / "p.msgpack"
-    write_plan(p, header, records)
+    write_plan(p, header, records, codec)
     data = p.read_bytes()
     for cut in (len(data) - 1, len(data) - 200, len(data) // 2):
         p.write_bytes(data[:cut])
@@ -169,7 +170,7 @@ def test_instance_ids_and_shards_are_stable() -> None:
 def test_choices_of_a_doc_store_their_shared_context_once(tmp_path: Path) -> None:
     header, records = _arc_records(5)
     p = tmp_path / "p.msgpack"
-    write_plan(p, header, records)
+    write_plan(p, header, records, codec="none")
     raw = p.read_bytes()
     for rec in records:
         if isinstance(rec, DocRecord):
@@ -187,8 +188,19 @@ def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
     _, records = _arc_records(4)
     insts = [r for r in records if isinstance(r, InstanceRecord)]
     assert {f.name for f in dc_fields(InstanceRecord)} == {
-        "instance_id", "task", "doc_id", "idx", "request_type", "context", "continuation",
-        "generation_kwargs", "repeats", "context_ids", "continuation_ids", "request_hash", "kind",
+        "instance_id",
+        "task",
+        "doc_id",
+        "idx",
+        "request_type",
+        "context",
+        "continuation",
+        "generation_kwargs",
+        "repeats",
+        "context_ids",
+        "continuation_ids",
+        "request_hash",
+        "kind",
     }  # fmt: skip  (a new field must be added to encode_instance too)
     gen = InstanceRecord(
         instance_id="ab", task="t", doc_id=1, idx=0, request_type="generate_until", context="Q: 1+1\\nA:",
@@ -251,8 +263,14 @@ def test_canonical_bytes_refuse_what_has_no_canonical_form(bad: object) -> None:
     "args",
     [
         ("loglikelihood", "Question: 2+2?\nAnswer:", " 4", None, [5, 6, 7], [8]),
-        ("generate_until", "Q: x\nA:", None, {"until": ["\n\n", "Q:"], "max_gen_toks": 32, "do_sample": False},
-         [1, 2], None),  # fmt: skip
+        (
+            "generate_until",
+            "Q: x\nA:",
+            None,
+            {"until": ["\n\n", "Q:"], "max_gen_toks": 32, "do_sample": False},
+            [1, 2],
+            None,
+        ),  # fmt: skip
         ("loglikelihood_rolling", "some text", None, None, None, None),
         ("generate_until", "Q", None, {"temperature": 0.5, "b": {"z": 1, "a": [1.5]}}, (1, 2), None),  # tuple ids
         ("loglikelihood", "ctx", "cont", None, [1, True], [2]),  # a bool among the ids

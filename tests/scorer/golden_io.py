@@ -106,6 +106,7 @@ def build(
                         context=inst["context"],
                         continuation=inst.get("continuation"),
                         generation_kwargs=inst.get("generation_kwargs"),
+                        repeats=inst.get("repeats", 1),
                         request_hash=rh,
                     )
                 )

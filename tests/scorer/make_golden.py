@@ -1,6 +1,6 @@
 """Regenerate the lm-eval 0.4.13 golden fixtures the scorer parity tests compare against.
 
-    cd /work/main && .venv/bin/python tests/scorer/make_golden.py [--source fake|tiny|all]
+    cd /work/main && .venv/bin/python tests/scorer/make_golden.py [--source fake|tiny|metrics|all]
 
 Runs lm-eval itself (``lm_eval.evaluator.evaluate`` with ``log_samples=True``) on local data
 (``$LMEVAL_DATA_DIR``, default ``<repo>/../shared/data``; ``datasets.load_dataset`` is redirected to the
@@ -10,6 +10,11 @@ logged sample (filtered responses and per-sample metric values) and lm-eval's ag
 (results, groups, versions, n-shot, higher_is_better, n-samples), plus the group structure.
 
 Sources:
+- ``metrics``: the fake LM on the lm-eval task YAMLs in ``tests/scorer/golden_tasks/`` (loaded with
+  ``TaskManager(include_path=...)``), written for the metrics and filters no shipped task uses: acc_bytes,
+  acc_mutual_info, brier_score, f1, mcc, perplexity, word/byte perplexity, bits_per_byte, bleu, chrf, ter, and
+  the filters lowercase, uppercase, map, take_first_k, majority_vote (three varied repeats per doc) and
+  multi_choice_regex.
 - ``fake``: a deterministic stand-in LM: log-likelihoods from a hash of the request, rounded so that ties
   occur; generations built from the document's answer in a dozen shapes (right, wrong, commas, "$",
   trailing newline, non-ASCII, no number, ...) so that every filter branch is exercised.
@@ -42,6 +47,15 @@ TASKS: dict[str, int] = {
     "winogrande": 40,
     "mmlu": 3,
 }
+GOLDEN_TASKS = Path(__file__).resolve().parent / "golden_tasks"
+METRIC_TASKS: dict[str, int] = {
+    "golden_mc_metrics": 30,
+    "golden_mc_f1_mcc": 40,
+    "golden_loglikelihood": 30,
+    "golden_rolling": 20,
+    "golden_gen_metrics": 24,
+    "golden_mc_gen": 24,
+}
 TINY_TASKS: dict[str, int] = {
     "arc_challenge": 12,
     "gsm8k": 4,
@@ -65,6 +79,8 @@ def _files(path: str, name: str | None) -> dict[str, str] | None:
         return {s: str(d / "gsm8k" / f"{s}.jsonl") for s in ("train", "test")}
     if path == "EleutherAI/asdiv":
         return {"validation": str(d / "asdiv" / "validation.jsonl")}
+    if path == "google/boolq":
+        return {"validation": str(d / "boolq" / "validation.jsonl")}
     if path == "allenai/winogrande":
         v = str(d / "winogrande" / "validation.jsonl")
         return {"train": v, "validation": v}  # no train split locally; only few-shot pools read it
@@ -96,13 +112,33 @@ def _gsm_answer(doc: dict[str, Any]) -> str:
     return str(doc.get("answer", "")).split("####")[-1].strip()
 
 
-def fake_generation(ctx: str, doc: dict[str, Any]) -> str:
+def fake_mc_generation(ctx: str, doc: dict[str, Any], k: int) -> str:
+    """Answers to a lettered multiple-choice question, in the shapes multi_choice_regex has branches for."""
+    choices = [str(c) for c in doc["choices"]]
+    right = int(doc.get("answer", 0)) % len(choices)
+    pick = (right + (_h("mcpick", ctx, k) % 3 == 0)) % len(choices)
+    letter = "ABCD"[pick]
+    return [
+        f"The answer is ({letter}).",
+        f"({letter}) {choices[pick]}",
+        f"I think it is {choices[pick].upper()}!",
+        f"{choices[pick]}",
+        f"Between (A) and ({letter}), ({letter}).",
+        "None of these.",
+        f"answer: {letter}",
+    ][_h("mcgen", ctx, k) % 7]
+
+
+def fake_generation(ctx: str, doc: dict[str, Any], k: int = 0) -> str:
+    """``k``: which repeat of the request (0 for the first; the goldens made before repeats use only 0)."""
+    if isinstance(doc.get("choices"), list):
+        return fake_mc_generation(ctx, doc, k)
     ans = _gsm_answer(doc)
     try:
         n = int(ans.replace(",", ""))
     except ValueError:
         n = 7
-    k = _h("gen", ctx) % 12
+    k = (_h("gen", ctx) if k == 0 else _h("gen", ctx, k)) % 12
     return [
         f"Let me think step by step.\nSo {n - 1} + 1 = {n}.\n#### {n}",
         f"#### {n:,}",
@@ -136,7 +172,13 @@ def make_fake_lm() -> Any:
             return [-float(_h("roll", r.args[0]) % 10000) / 10.0 for r in requests]
 
         def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-            return [fake_generation(r.args[0], r.doc) for r in requests]
+            seen: dict[tuple[str, int], int] = {}
+            out = []
+            for r in requests:  # a request with repeats comes once per repeat: vary the answers
+                key = (r.args[0], id(r))
+                k = seen[key] = seen.get(key, -1) + 1
+                out.append(fake_generation(r.args[0], r.doc, k))
+            return out
 
     return FakeLM()
 
@@ -167,24 +209,33 @@ def _plain(x: Any) -> Any:
     return x
 
 
+# lm-eval bootstraps the stderr of corpus-level metrics (bleu, chrf, ter, f1, mcc, perplexity); 100,000 draws
+# of a corpus bleu take hours here, so the metrics golden uses fewer (recorded in the golden; the parity test
+# scores with the same number, and our bootstrap reproduces lm-eval's draws exactly).
+BOOTSTRAP_ITERS = {"fake": 100000, "tiny": 100000, "metrics": 1000}
+
+
 def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
     from lm_eval.api.group import Group
     from lm_eval.evaluator import evaluate
     from lm_eval.tasks import TaskManager
 
-    lm = make_fake_lm() if source == "fake" else make_tiny_lm()
+    lm = make_tiny_lm() if source == "tiny" else make_fake_lm()
+    iters = BOOTSTRAP_ITERS.get(source, 100000)
     out: dict[str, Any] = {"source": source, "tasks": {}, "groups": [], "lm_eval_version": None}
+    if iters != 100000:
+        out["bootstrap_iters"] = iters
     import lm_eval
 
     out["lm_eval_version"] = getattr(lm_eval, "__version__", None)
-    tm = TaskManager()
+    tm = TaskManager(include_path=str(GOLDEN_TASKS)) if source == "metrics" else TaskManager()
     for name, limit in tasks.items():
         loaded = tm.load([name])
         for t in loaded["tasks"].values():
             if t.get_config("num_fewshot") is None:
                 t.set_config(key="num_fewshot", value=0)
             t.set_fewshot_seed(seed=1234)
-        res = evaluate(lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=100000, log_samples=True)
+        res = evaluate(lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=iters, log_samples=True)
         assert res is not None
         for tname, task in loaded["tasks"].items():
             out["tasks"][tname] = _task_entry(tname, task, res)
@@ -211,6 +262,7 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
     cfg = task.config
     docs: dict[int, dict[str, Any]] = {}
     instances = []
+    position: dict[int, int] = {}
     for inst in task.instances:
         doc = inst.doc
         if inst.doc_id not in docs:
@@ -226,12 +278,17 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
                 "choices": _plain(choices),
             }
         args = list(inst.arguments)
+        # idx: the request's position within its doc (lm-eval numbers acc_mutual_info's unconditional
+        # requests 0..n-1 again; lmeval's plans number them n..2n-1, after the conditional ones)
+        pos = position[inst.doc_id] = position.get(inst.doc_id, -1) + 1
         entry: dict[str, Any] = {
             "doc_id": inst.doc_id,
-            "idx": inst.idx,
+            "idx": pos,
             "request_type": inst.request_type,
             "context": args[0],
         }
+        if inst.repeats != 1:
+            entry["repeats"] = inst.repeats
         if inst.request_type == "loglikelihood":
             entry["continuation"] = args[1]
         elif inst.request_type == "generate_until":
@@ -260,7 +317,7 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--source", choices=("fake", "tiny", "all"), default="all")
+    ap.add_argument("--source", choices=("fake", "tiny", "metrics", "all"), default="all")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -270,9 +327,9 @@ def main() -> int:
     os.chdir(scratch)  # lm-eval runs `git describe` in the working directory
     patch_datasets()
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    sources = ["fake", "tiny"] if args.source == "all" else [args.source]
+    sources = ["fake", "tiny", "metrics"] if args.source == "all" else [args.source]
     for src in sources:
-        data = run(src, TASKS if src == "fake" else TINY_TASKS)
+        data = run(src, {"fake": TASKS, "tiny": TINY_TASKS, "metrics": METRIC_TASKS}[src])
         target = GOLDEN / f"{src}.json.gz"
         raw = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=True).encode()
         with gzip.GzipFile(target, "wb", mtime=0) as f:
