@@ -61,6 +61,11 @@ class HFTokenizer:
         # stop detection happened on the engine side with them kept (a special token can be a stop string)
         return str(self._tok.decode(list(ids), skip_special_tokens=True))
 
+    def decode_with_special(self, ids: Sequence[int]) -> str:
+        """The text with special tokens kept: what stop strings are matched against (``<|im_end|>`` can be
+        one), as lm-eval's stop criteria and vLLM do."""
+        return str(self._tok.decode(list(ids), skip_special_tokens=False))
+
     def token_text(self, token_id: int) -> str:
         return str(self._tok.decode([token_id]))
 

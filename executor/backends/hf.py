@@ -110,7 +110,7 @@ class HFBackend:
                 if nxt in self._eos_ids:
                     finish = "stop"
                     break
-                text = self.tokenizer.decode(out_ids)
+                text = self.tokenizer.decode_with_special(out_ids)  # a special token can be a stop string
                 if any(s and s in text for s in p.stop):
                     finish = "stop"
                     break
