@@ -346,6 +346,35 @@ def test_reuse_refuses_another_model(tmp_path: Path) -> None:
     assert not (tmp_path / "r2").exists()
 
 
+@pytest.mark.parametrize("change", ["backend", "path", "tokenizer_hash"])
+def test_reuse_refuses_another_backend_model_path_or_tokenizer(
+    change: str, tmp_path: Path, tiny_model: Path
+) -> None:
+    """Answers are reused only from the same model: another backend, another model directory, or results
+    whose manifest records another tokenizer are each refused before anything is written."""
+    import json
+    import shutil
+
+    v1 = tmp_path / "v1.msgpack"
+    pt.build(v1, _ten_tasks(None))
+    execute(str(v1), out=str(tmp_path / "r1"), overrides=FAKE, progress=False)
+    overrides = list(FAKE)
+    if change == "backend":
+        overrides = ["model.backend=hf"]
+    elif change == "path":
+        copy = tmp_path / "tiny-copy"
+        shutil.copytree(tiny_model, copy)
+        overrides.append(f"model.path={copy}")
+    else:
+        m = tmp_path / "r1" / "manifest.json"
+        d = json.loads(m.read_text())
+        d["model"]["tokenizer_hash"] = "f" * 64
+        m.write_text(json.dumps(d))
+    with pytest.raises(ExecuteError, match=f"--reuse .*model {change}="):
+        execute(str(v1), out=str(tmp_path / "r2"), overrides=overrides, reuse=str(tmp_path / "r1"), progress=False)
+    assert not (tmp_path / "r2").exists()
+
+
 def test_equal_requests_run_once(tmp_path: Path) -> None:
     plan = tmp_path / "dup.msgpack"
     pt.build(plan, [pt.arc_easy(4, name="a"), pt.arc_easy(4, name="b")])
