@@ -187,3 +187,17 @@ def test_recorded_file_names_cannot_leave_the_folder(tmp_path: Path) -> None:
         ref = {"__function__": "utils.f", "file": rel, "sha256": h, "files": {rel: h}}
         with pytest.raises(ScoreError, match="malformed file list"):
             pyref.load_ref(ref, pyref.Trust((tmp_path,)), "task t: process_results")
+
+
+def test_lm_eval_catalog_hook_needs_no_include_path() -> None:
+    """lm-eval's own task folders are searched by default: wikitext's process_results is found by content."""
+    from plans.funcref import lm_eval_tasks_dir
+
+    tasks = lm_eval_tasks_dir()
+    assert tasks is not None and (tasks / "wikitext" / "preprocess_wikitext.py").is_file()
+    folder = tasks / "wikitext"
+    ref = score_ref_data(FunctionRef("preprocess_wikitext.process_results", str(folder), str(folder / "w.yaml")))
+    assert ref["file"] == "preprocess_wikitext.py" and str(tasks).encode() not in json.dumps(ref).encode()
+    fn = pyref.load_ref(ref, pyref.Trust(), "task wikitext: process_results")
+    out = fn({"page": "a b c"}, [-3.0])
+    assert set(out) == {"word_perplexity", "byte_perplexity", "bits_per_byte"}
