@@ -12,10 +12,11 @@ bytecode caches). A function whose body only returns a literal (lm-eval's ``list
 evaluated from the source without importing its module at all.
 
 Scoring hooks (``process_results``, metric and aggregation functions, filters) are never imported here:
-``score_ref_data`` records where they are and the sha256 of every Python file of their task folder, so a
-plan compiles where the scorer's extra packages are missing, and the scorer runs exactly those files (with
-the user's ``--trust-code``). lm-eval's humaneval/mbpp hooks, which load Hugging Face ``evaluate``'s
-unsandboxed ``code_eval``, are recorded as lmeval's sandboxed built-ins instead (``builtin_for``).
+``score_ref_data`` records the module file relative to its task folder and the sha256 of every Python file
+of that folder (no machine path: ``plans.funcref``), so a plan compiles where the scorer's extra packages
+are missing, and the scorer runs exactly those files (with the user's ``--trust-code``). lm-eval's
+humaneval/mbpp hooks, which load Hugging Face ``evaluate``'s unsandboxed ``code_eval``, are recorded
+as lmeval's sandboxed built-ins instead (``builtin_for``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from plans.funcref import (
     CodeRefused,
     hash_tree,
     is_inside,
+    lm_eval_tasks_dir,
     load_module,
     module_name_for,
     ref_data,
@@ -167,16 +169,6 @@ def resolve(ref: FunctionRef, *, task: str | None = None, field: str | None = No
     return fn  # type: ignore[no-any-return]
 
 
-def _lm_eval_tasks_dir() -> Path | None:
-    try:
-        spec = importlib.util.find_spec("lm_eval")
-    except Exception:  # noqa: BLE001
-        return None
-    if spec is None or not spec.origin:
-        return None
-    return Path(spec.origin).resolve().parent / "tasks"
-
-
 def builtin_for(ref: FunctionRef, loc: Location | None) -> str | None:
     """lmeval's sandboxed built-in standing in for ``ref``: ``lmeval_builtin.NAME`` names one directly;
     lm-eval's own humaneval/mbpp hooks (``code_eval``, run unsandboxed by Hugging Face ``evaluate``) map to
@@ -189,7 +181,7 @@ def builtin_for(ref: FunctionRef, loc: Location | None) -> str | None:
         return attr if attr in BUILTIN_HOOKS else None
     if loc is None or loc.root is None or loc.path.name != "utils.py":
         return None
-    tasks = _lm_eval_tasks_dir()
+    tasks = lm_eval_tasks_dir()
     if tasks is None or loc.root.parent != tasks:
         return None
     from plans.funcref import LM_EVAL_CODE_HOOKS

@@ -27,15 +27,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    import compiler
     import executor
     import scorer
+    from compiler.api import compile_located, plan_path
+    from plans.io import write_sealed
 
-    plan = compiler.compile_to_file(list(args.overrides), out=args.plan_out)
+    c = compile_located(list(args.overrides))
+    plan = write_sealed(plan_path(c.header, args.plan_out or c.locations.get("run.out")), c.header, c.blobs)
     print(f"plan: {plan}")
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
-    if not trust:
-        _refuse_user_code(plan)  # before the model runs, not after
+    # the plan records user scoring code by content only: scoring finds its task folder under this run's
+    # own run.include_path, as `lmeval score --include-path` would
+    include = c.locations.get("run.include_path")
+    _check_user_code(plan, trust, include)  # before the model runs, not after
     # the plan holds no locations (model.path among them): execute is given the model overrides again, and
     # this user's own trust_remote_code setting (execute never takes it from a plan)
     model = [o for o in args.overrides if o.lstrip("+").split("=", 1)[0].split(".", 1)[0] == "model"]
@@ -46,25 +50,27 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         verbose=args.verbose,
     )
-    scorer.score(str(results), plan_path=str(plan), trust_code=trust)
+    scorer.score(str(results), plan_path=str(plan), trust_code=trust, include_path=include)
     print(results)
     return 0
 
 
-def _refuse_user_code(plan: Path) -> None:
-    """``score``'s one-line refusal for the first user function the plan's scoring would import."""
+def _check_user_code(plan: Path, trusted: bool, include: Any) -> None:
+    """``score``'s one-line error for the first user function the plan's scoring would refuse: without
+    --trust-code, any; with it, one whose task folder is not found or has changed."""
     from plans.io import read_header
-    from scorer.pyref import load_ref
+    from scorer.pyref import Trust, locate_ref
 
+    trust = Trust.of(include) if trusted else None
     for t in read_header(plan).tasks:
         for field in ("process_results", "metric_list", "filter_list"):
             for ref in _refs(t.config.get(field)):
-                load_ref(ref, False, f"task {t.name}: {field}")
+                locate_ref(ref, trust, f"task {t.name}: {field}")
 
 
 def _refs(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, dict):
-        if "__function__" in value and value.get("path"):
+        if "__function__" in value and "builtin" not in value:
             yield value
         else:
             for v in value.values():

@@ -22,6 +22,15 @@ def register(subparsers: Any) -> None:
         help="allow importing the user Python the plan references (every file of its task folder is checked "
         "against the sha256 recorded at compile time); the only switch that grants trust",
     )
+    p.add_argument(
+        "--include-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --trust-code: a folder holding the task folders of that code (repeatable; as the "
+        "run.include_path=DIR the plan was compiled with, or the task's own folder). The plan records the "
+        "code by content, not location: the folder whose files match the recorded sha256 is used",
+    )
     p.add_argument("--allow-partial", action="store_true", help="exit 0 when instances are missing")
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="bootstrap resamples (lm-eval's default)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
@@ -43,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
 
     trust = bool(args.trust_code)
     out = score_run(
-        args.results, args.plan, console=not args.quiet, trust_code=trust, bootstrap_iters=args.bootstrap_iters
+        args.results,
+        args.plan,
+        console=not args.quiet,
+        trust_code=trust,
+        include_path=args.include_path,
+        bootstrap_iters=args.bootstrap_iters,
     )
     print(out.path)
     if out.partial and not args.allow_partial:

@@ -1,22 +1,28 @@
-"""User Python named by a task (``!function module.attr``): how a reference is recorded and how its code is
-loaded. One rule for the compiler (which records references and runs prompt-shaping functions) and the
-scorer (which runs scoring hooks only with the user's ``--trust-code``).
+"""User Python named by a task (``!function module.attr``): how a reference is recorded, found and loaded.
+One rule for the compiler (which records references and runs prompt-shaping functions) and the scorer
+(which runs scoring hooks only with the user's ``--trust-code``).
 
-A reference in a plan is data::
+A reference in a plan is data, and holds no machine path (plans are byte-identical wherever files live)::
 
     {"__function__": "utils.pass_at_k",          # the name as the YAML wrote it
-     "path": "/abs/task_dir/utils.py",           # the module file
+     "file": "utils.py",                         # the module file, relative to its task folder
      "sha256": "...",                            # its content hash at compile time
-     "root": "/abs/task_dir",                    # the task folder the module lives in
-     "files": {"utils.py": "...", "helpers/x.py": "..."}}   # every .py under root, hashed at compile
+     "files": {"utils.py": "...", "helpers/x.py": "..."}}   # every .py of the task folder, hashed at compile
 
-or, for a function of an importable installed module, ``{"__function__", "module", "path", "sha256"}``.
+(the task folder is the folder of the YAML that wrote the ``!function``), or, for a function of an importable
+installed module, ``{"__function__", "module", "sha256"}``.
 
-Loading (``load_module``) never reads bytecode caches: each module file under ``root`` is read as source,
-checked against its recorded hash, compiled and executed. Imports the code makes while loading (``import
-sibling``, ``from pkg.task_dir import helper``) that resolve to a file under ``root`` go through the same
-check, so a file that was not hashed at compile time, or changed since, is refused before it runs, and a
-planted ``__pycache__/*.pyc`` is never used.
+Finding the code again (``find_task_folder``): the scorer is given folders to search (``lmeval score
+--include-path DIR``; ``lmeval run`` passes its own ``run.include_path``), then lmeval's ``conf/task`` and
+lm-eval's installed task folders (``default_task_roots``). The task folder is a folder under one of them
+whose ``file`` has the recorded sha256 and whose every recorded file matches its hash: content, not place,
+identifies it. An installed module is found by importing its spec, and its file must match the sha256.
+
+Loading (``load_module``) never reads bytecode caches: each module file under the task folder is read as
+source, checked against its recorded hash, compiled and executed. Imports the code makes while loading
+(``import sibling``, ``from pkg.task_dir import helper``) that resolve to a file under the folder go through
+the same check, so a file that was not hashed at compile time, or changed since, is refused before it runs,
+and a planted ``__pycache__/*.pyc`` is never used.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import re
 import sys
 import threading
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -192,14 +199,132 @@ def module_name_for(path: Path, digest: str) -> str:
 
 
 def ref_data(spec: str, path: Path, root: Path | None, module: str | None) -> dict[str, Any]:
-    """The plan's record of a reference (see the module docstring)."""
-    out: dict[str, Any] = {"__function__": spec, "path": str(path), "sha256": sha256_file(path)}
+    """The plan's record of a reference (see the module docstring): ``path`` relative to ``root`` for a
+    task-folder module, the module name for an installed one; never an absolute path."""
+    out: dict[str, Any] = {"__function__": spec}
     if root is not None:
-        out["root"] = str(root)
-        out["files"] = hash_tree(root)
-    if module is not None:
+        root = root.resolve()
+        real = path.resolve()
+        if not is_inside(real, root):
+            raise CodeRefused(f"{path} is outside its task folder {root}")
+        files = hash_tree(root)
+        rel = real.relative_to(root).as_posix()
+        if rel not in files:
+            raise CodeRefused(f"{path} is not a Python source file of its task folder {root}")
+        out["file"] = rel
+        out["sha256"] = files[rel]
+        out["files"] = files
+    elif module is not None:
         out["module"] = module
+        out["sha256"] = sha256_file(path)
+    else:
+        raise CodeRefused(f"{path}: neither in a task folder nor an installed module")
     return out
+
+
+def valid_relpath(rel: object) -> bool:
+    """A recorded file name is a relative POSIX path inside its folder (no ``..``, not absolute, no
+    backslashes), so a plan can never make the scorer read outside a folder it searches."""
+    if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
+        return False
+    parts = rel.split("/")
+    return not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+
+
+def lm_eval_tasks_dir() -> Path | None:
+    """lm-eval's installed task folders (``.../lm_eval/tasks``), found without importing lm_eval."""
+    try:
+        spec = importlib.util.find_spec("lm_eval")
+    except Exception:  # noqa: BLE001
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).resolve().parent / "tasks"
+
+
+# lmeval's own task configs (compiler.config.CONF_DIR / "task"); plans may not import the compiler
+CONF_TASK_DIR = Path(__file__).resolve().parent.parent / "conf" / "task"
+
+
+def default_task_roots() -> list[Path]:
+    """Where task folders are looked for after the ones the user names: lmeval's conf/task and lm-eval's
+    installed tasks (the two catalogs a task name resolves in besides ``run.include_path``)."""
+    roots = [CONF_TASK_DIR]
+    lm = lm_eval_tasks_dir()
+    if lm is not None:
+        roots.append(lm)
+    return [r for r in roots if r.is_dir()]
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A file of a candidate task folder whose content is not the recorded one."""
+
+    path: Path
+    now: str  # its sha256 now ("" when it cannot be read)
+    want: str
+
+
+@dataclass(frozen=True)
+class FolderSearch:
+    folder: Path | None  # the task folder: every recorded file matches (None when there is none)
+    changed: Changed | None  # else the nearest candidate's first mismatch, when one is telling
+
+
+def _folders(root: Path) -> Iterator[Path]:
+    """``root`` and every folder under it, sorted, skipped as ``hash_tree`` skips them."""
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in _SKIP_DIRS and d not in _INSTALLED and not (Path(dirpath) / d / "pyvenv.cfg").exists()
+        )
+        yield Path(dirpath)
+
+
+def first_mismatch(folder: Path, files: Mapping[str, str]) -> Changed | None:
+    """The first recorded file (sorted) under ``folder`` that is missing or not its recorded content."""
+    for rel, want in sorted(files.items()):
+        f = folder / rel
+        try:
+            now = sha256_file(f)
+        except OSError:
+            return Changed(f, "", want)
+        if now != want:
+            return Changed(f, now, want)
+    return None
+
+
+def find_task_folder(rel: str, files: Mapping[str, str], roots: Sequence[Path],
+                     defaults: Sequence[Path] = ()) -> FolderSearch:  # fmt: skip
+    """The folder under ``roots`` (then ``defaults``) holding ``rel`` with every file of ``files`` as
+    recorded (the first in sorted walk order: all such folders hold the same code). When none does, the
+    mismatch to report: a folder whose ``rel`` matches but another file does not; else, under ``roots``
+    only, the one folder holding ``rel`` at all (the module itself changed)."""
+    want = files[rel]
+    module_match: Changed | None = None
+    for group, is_default in ((roots, False), (defaults, True)):
+        holding: list[Path] = []
+        for root in group:
+            if not root.is_dir():
+                continue
+            for d in _folders(root.resolve()):
+                f = d / rel
+                if not f.is_file() or not is_inside(f.resolve(), d):
+                    continue
+                holding.append(d)
+                try:
+                    if sha256_file(f) != want:
+                        continue
+                except OSError:
+                    continue
+                bad = first_mismatch(d, files)
+                if bad is None:
+                    return FolderSearch(d, None)
+                module_match = module_match or bad
+        if module_match is None and not is_default and len(holding) == 1:
+            module_match = first_mismatch(holding[0], files)
+    return FolderSearch(None, module_match)
 
 
 # lmeval's built-in scoring hooks (implemented by the scorer, run in its sandbox), named in task configs as

@@ -108,7 +108,7 @@ def apply_pipeline(
     resps: pl.Series | list[Any],
     docs: Callable[[], list[dict[str, Any]]],
     task: str,
-    trust: bool,
+    trust: pyref.Trust | None,
 ) -> FilterOutput:
     """Run ``pipe`` over the responses of all Instances (``resps``: a List(String) column or Python lists).
 
@@ -164,7 +164,7 @@ def _to_py(st: _State) -> list[Any]:
 
 
 def _step(
-    st: _State, step: dict[str, Any], docs: Callable[[], list[dict[str, Any]]], where: str, trust: bool
+    st: _State, step: dict[str, Any], docs: Callable[[], list[dict[str, Any]]], where: str, trust: pyref.Trust | None
 ) -> _State:
     fn = step["function"]
     kw = {k: v for k, v in step.items() if k != "function"}
@@ -226,7 +226,7 @@ def _py_step(
     resps: list[Any],
     docs: Callable[[], list[dict[str, Any]]],
     where: str,
-    trust: bool,
+    trust: pyref.Trust | None,
 ) -> list[Any]:
     if fn == "regex":
         rx = re.compile(kw.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"))

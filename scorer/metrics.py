@@ -78,7 +78,7 @@ class TaskMetrics:
 
 
 def resolve(
-    task: str, output_type: str, metric_list: list[dict[str, Any]], config: dict[str, Any], trust: bool
+    task: str, output_type: str, metric_list: list[dict[str, Any]], config: dict[str, Any], trust: pyref.Trust | None
 ) -> TaskMetrics:
     """Resolve a task's metrics, aggregations and directions; unknown names are errors here, not later."""
     pr_ref = config.get("process_results")

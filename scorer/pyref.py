@@ -4,11 +4,13 @@ The compiler records each hook as data, never as code (``plans/funcref.py`` has 
 
 - ``{"__function__", "builtin": NAME}``: one of lmeval's own hooks (``scorer/codehooks.py``: sandboxed
   pass@k and the humaneval/mbpp prediction builders). No user code runs; no consent needed.
-- a user module: imported only when the person scoring passes ``--trust-code`` (``trust=True``); that flag
-  is the one switch that grants trust (nothing in a plan, results directory or environment can). Before
-  anything runs, the module file and every other Python file of its task folder are checked against the
-  sha256 recorded at compile time; imports of files under that folder load only hashed source (bytecode
-  caches are never read). A reference without a sha256 is refused.
+- a user module: imported only when the person scoring passes ``--trust-code`` (a ``Trust``); that flag
+  is the one switch that grants trust (nothing in a plan, results directory or environment can). A plan
+  holds no machine path, so the task folder is found again by content: the folder under the user's
+  ``--include-path`` folders (then conf/task and lm-eval's tasks) whose module file and every other Python
+  file match the sha256 recorded at compile time. Imports of files under that folder load only hashed
+  source (bytecode caches are never read). A reference without a sha256 is refused. An installed module is
+  found by its import spec; its file must match the recorded sha256.
 
 A hook whose module needs a package that is not installed (lm-eval's ifeval needs ``langdetect``) fails
 with one line naming the package.
@@ -16,13 +18,25 @@ with one line naming the package.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-from collections.abc import Callable
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plans.funcref import CodeRefused, load_module, module_name_for, sha256_file, split_spec
+from plans.funcref import (
+    CodeRefused,
+    FolderSearch,
+    default_task_roots,
+    find_task_folder,
+    first_mismatch,
+    load_module,
+    module_name_for,
+    sha256_file,
+    split_spec,
+    valid_relpath,
+)
 from scorer.errors import ScoreError
 
 _LOADED: dict[tuple[str, str], Any] = {}
@@ -45,7 +59,126 @@ def _missing_package(e: ModuleNotFoundError, where: str, qual: str) -> ScoreErro
     )
 
 
-def load_ref(ref: dict[str, Any], trust: bool, where: str) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class Trust:
+    """The person scoring passed ``--trust-code``: user code the plan references may run once its hashes
+    check. ``include_paths``: folders to find task folders under (``lmeval score --include-path DIR``;
+    ``lmeval run`` passes its own ``run.include_path``)."""
+
+    include_paths: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, include_path: str | Path | Sequence[str | Path] | None) -> Trust:
+        if include_path is None:
+            return cls()
+        paths = [include_path] if isinstance(include_path, str | Path) else list(include_path)
+        return cls(tuple(Path(p) for p in paths))
+
+
+@dataclass(frozen=True)
+class Located:
+    path: Path  # the module file
+    root: Path | None  # its task folder (None for an installed module)
+    files: dict[str, str]
+    digest: str
+
+
+def _describe(ref: dict[str, Any]) -> str:
+    if isinstance(ref.get("module"), str):
+        return f"from installed module {ref['module']}"
+    if isinstance(ref.get("file"), str):
+        return f"from {ref['file']} of its task folder"
+    return "(no file recorded)"
+
+
+def locate_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Located | None:
+    """Where a user reference's code is now, every hash checked, nothing imported; None for a built-in.
+    A ScoreError (one line) without ``trust``, for a reference without a sha256, or when no folder holds
+    the recorded files."""
+    if ref.get("builtin") is not None:
+        return None
+    qual = str(ref.get("__function__", ""))
+    if trust is None:
+        raise ScoreError(
+            f"{where}: scoring needs user code {qual} {_describe(ref)}; rerun with --trust-code if you trust that code"
+        )
+    if split_spec(qual) is None:
+        raise ScoreError(f"{where}: function reference {qual!r} is not module.function")
+    want = ref.get("sha256")
+    module, rel = ref.get("module"), ref.get("file")
+    if not isinstance(want, str) or not want or not (isinstance(module, str) or isinstance(rel, str)):
+        raise ScoreError(f"{where}: function reference {qual} has no file and sha256; refusing it (recompile the plan)")
+    if isinstance(module, str):
+        return _locate_installed(module, want, where, qual)
+    files = ref.get("files")
+    if (
+        not isinstance(files, dict)
+        or not all(valid_relpath(k) and isinstance(v, str) for k, v in files.items())
+        or not valid_relpath(rel)
+        or files.get(rel) != want
+    ):
+        raise ScoreError(f"{where}: function reference {qual} has a malformed file list; recompile the plan")
+    assert isinstance(rel, str)
+    found = _find(rel, files, trust)
+    if found.folder is not None:
+        path = found.folder / rel
+        return Located(path, found.folder, dict(files), want)
+    if found.changed is not None:
+        c = found.changed
+        now = f"sha256 {c.now[:12]} != {c.want[:12]}" if c.now else "cannot be read"
+        raise ScoreError(f"{where}: {c.path} changed since the plan was compiled ({now}); recompile the plan")
+    if not trust.include_paths:
+        raise ScoreError(
+            f"{where}: {qual} lives in its task folder ({rel}, sha256 {want[:12]}), which the plan does not "
+            f"locate; pass the folder holding the task's YAML with --include-path DIR"
+        )
+    dirs = ", ".join(str(p) for p in trust.include_paths)
+    raise ScoreError(
+        f"{where}: no folder under {dirs} holds {rel} with sha256 {want[:12]} and the task folder's other "
+        f"files as compiled ({qual}); pass the folder holding the task's YAML with --include-path DIR"
+    )
+
+
+_FOUND: dict[tuple[str, tuple[tuple[str, str], ...], tuple[Path, ...]], Path] = {}
+
+
+def _find(rel: str, files: dict[str, str], trust: Trust) -> FolderSearch:
+    """``find_task_folder`` under the user's folders, then the default ones; a folder found before is
+    reused while its files still match."""
+    key = (rel, tuple(sorted(files.items())), trust.include_paths)
+    hit = _FOUND.get(key)
+    if hit is not None and first_mismatch(hit, files) is None:
+        return FolderSearch(hit, None)
+    found = find_task_folder(rel, files, trust.include_paths, default_task_roots())
+    if found.folder is not None:
+        _FOUND[key] = found.folder
+    return found
+
+
+def _locate_installed(module: str, want: str, where: str, qual: str) -> Located:
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError as e:
+        raise _missing_package(e, where, qual) from None
+    except Exception as e:  # noqa: BLE001 - a parent package that fails to import
+        raise ScoreError(f"{where}: finding module {module} failed: {type(e).__name__}: {e}") from None
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    if spec is None or not origin or not Path(origin).is_file():
+        raise ScoreError(f"{where}: {qual} needs the module {module!r}, which is not importable here")
+    path = Path(origin).resolve()
+    try:
+        digest = sha256_file(path)
+    except OSError as e:
+        raise ScoreError(f"{where}: cannot read {path} for {qual} ({e.strerror})") from None
+    if digest != want:
+        raise ScoreError(
+            f"{where}: {path} (module {module}) is not the file the plan was compiled with "
+            f"(sha256 {digest[:12]} != {want[:12]}); recompile the plan"
+        )
+    return Located(path, None, {}, digest)
+
+
+def load_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Callable[..., Any]:
     """The referenced function; ``where`` names task and field for error messages."""
     qual = str(ref.get("__function__", ""))
     builtin = ref.get("builtin")
@@ -56,64 +189,28 @@ def load_ref(ref: dict[str, Any], trust: bool, where: str) -> Callable[..., Any]
         if fn is None:
             raise ScoreError(f"{where}: unknown lmeval built-in {builtin!r} (known: {', '.join(sorted(HOOKS))})")
         return fn
-    path = ref.get("path")
-    if not trust:
-        raise ScoreError(
-            f"{where}: scoring needs user code {qual} from {path}; rerun with --trust-code if you trust that file"
-        )
+    loc = locate_ref(ref, trust, where)
+    assert loc is not None
     parts = split_spec(qual)
-    if parts is None:
-        raise ScoreError(f"{where}: function reference {qual!r} is not module.function")
-    want = ref.get("sha256")
-    if not path or not isinstance(want, str) or not want:
-        raise ScoreError(f"{where}: function reference {qual} has no file and sha256; refusing it (recompile the plan)")
-    p = Path(str(path))
-    try:
-        digest = sha256_file(p)
-    except OSError as e:
-        raise ScoreError(f"{where}: cannot read {p} for {qual} ({e.strerror})") from None
-    if digest != want:
-        raise ScoreError(
-            f"{where}: {p} changed since the plan was compiled (sha256 {digest[:12]} != {want[:12]}); "
-            f"recompile the plan"
-        )
-    root_s = ref.get("root")
-    files = ref.get("files")
-    if root_s is None:
-        if isinstance(ref.get("module"), str):
-            return _installed(ref, str(ref["module"]), parts[1], where, qual)
-        root, files = p.parent, {p.name: want}  # the file alone: any other file of its folder is refused
-    else:
-        root = Path(str(root_s))
-        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-            raise ScoreError(f"{where}: function reference {qual} has a malformed file list; recompile the plan")
-        for rel, h in sorted(files.items()):  # every file of the task folder, before anything runs
-            f = root / rel
-            try:
-                now = hashlib.sha256(f.read_bytes()).hexdigest()
-            except OSError as e:
-                raise ScoreError(f"{where}: cannot read {f} for {qual} ({e.strerror})") from None
-            if now != h:
-                raise ScoreError(
-                    f"{where}: {f} changed since the plan was compiled (sha256 {now[:12]} != {h[:12]}); "
-                    f"recompile the plan"
-                )
-    key = (str(p), digest)
+    assert parts is not None
+    if loc.root is None:
+        return _installed(str(ref["module"]), loc.path, parts[1], where, qual)
+    key = (str(loc.path), loc.digest)
     module = _LOADED.get(key)
     if module is None:
         try:
-            module = load_module(p, root, files, module_name_for(p, digest))
+            module = load_module(loc.path, loc.root, loc.files, module_name_for(loc.path, loc.digest))
         except CodeRefused as e:
             raise ScoreError(f"{where}: refusing {qual}: {e}") from None
         except ModuleNotFoundError as e:
             raise _missing_package(e, where, qual) from None
         except Exception as e:  # noqa: BLE001 - the user's module failed while loading
-            raise ScoreError(f"{where}: importing {p} failed: {type(e).__name__}: {e}") from None
+            raise ScoreError(f"{where}: importing {loc.path} failed: {type(e).__name__}: {e}") from None
         _LOADED[key] = module
-    return _attr(module, parts[1], where, p)
+    return _attr(module, parts[1], where, loc.path)
 
 
-def _installed(ref: dict[str, Any], module_name: str, attr: str, where: str, qual: str) -> Callable[..., Any]:
+def _installed(module_name: str, path: Path, attr: str, where: str, qual: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -121,9 +218,9 @@ def _installed(ref: dict[str, Any], module_name: str, attr: str, where: str, qua
     except Exception as e:  # noqa: BLE001
         raise ScoreError(f"{where}: importing {module_name} failed: {type(e).__name__}: {e}") from None
     origin = getattr(module, "__file__", None)
-    if not origin or Path(origin).resolve() != Path(str(ref["path"])).resolve():
-        raise ScoreError(f"{where}: module {module_name} now loads from {origin}, not {ref['path']}; recompile")
-    return _attr(module, attr, where, Path(origin))
+    if not origin or Path(origin).resolve() != path:
+        raise ScoreError(f"{where}: module {module_name} loaded from {origin}, not the checked {path}; recompile")
+    return _attr(module, attr, where, path)
 
 
 def _attr(module: Any, attr: str, where: str, p: Path) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from scorer import metrics as met
 from scorer.errors import ScoreError
 from scorer.filters import pipelines_of
 from scorer.planload import PlanData, TaskDocs, load
+from scorer.pyref import Trust
 from scorer.rows import COLUMNS as ROW_COLUMNS
 from scorer.rows import Rows, read_rows
 from scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
@@ -53,10 +55,12 @@ def score(
     console: bool = True,
     *,
     trust_code: bool | None = None,
+    include_path: str | Path | Sequence[str | Path] | None = None,
     bootstrap_iters: int = agg.BOOTSTRAP_ITERS,
 ) -> Path:
     """Score ``results_dir`` and return it (results.json and samples.parquet written into it)."""
-    return score_run(results_dir, plan_path, console, trust_code=trust_code, bootstrap_iters=bootstrap_iters).path
+    return score_run(results_dir, plan_path, console, trust_code=trust_code, include_path=include_path,
+                     bootstrap_iters=bootstrap_iters).path  # fmt: skip
 
 
 def score_run(
@@ -65,9 +69,13 @@ def score_run(
     console: bool = True,
     *,
     trust_code: bool | None = None,
+    include_path: str | Path | Sequence[str | Path] | None = None,
     bootstrap_iters: int = agg.BOOTSTRAP_ITERS,
 ) -> ScoreOutcome:
-    trust = bool(trust_code)  # only the caller's explicit --trust-code grants it (never the environment)
+    """``include_path``: folders holding the task folders of user scoring code (``--include-path``); the
+    plan records that code by content only (``plans.funcref``)."""
+    # only the caller's explicit --trust-code grants trust (never the environment)
+    trust = Trust.of(include_path) if trust_code else None
     try:
         manifest = read_manifest(results_dir)
     except PlanError as e:
@@ -119,7 +127,7 @@ def _score(
     plan: PlanData,
     results: dict[str, pl.DataFrame],
     manifest: dict[str, Any],
-    trust: bool,
+    trust: Trust | None,
     iters: int,
 ) -> ScoreOutcome:
     header = plan.header

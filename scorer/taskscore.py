@@ -21,6 +21,7 @@ from scorer.errors import ScoreError
 from scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from scorer.metrics import TaskMetrics
 from scorer.planload import TaskDocs
+from scorer.pyref import Trust
 
 _FAST_GEN = {"exact_match", "bleu", "chrf", "chrf++", "ter"}
 _FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "f1", "mcc"}
@@ -64,7 +65,7 @@ def _as_series_or_list(col: list[Any]) -> Any:
 
 
 def score_task(
-    ts: TaskSummary, td: TaskDocs, rows: pl.DataFrame, tm: TaskMetrics, pipelines: list[Pipeline], trust: bool
+    ts: TaskSummary, td: TaskDocs, rows: pl.DataFrame, tm: TaskMetrics, pipelines: list[Pipeline], trust: Trust | None
 ) -> list[FilterScores]:
     """``rows``: the task's result rows of complete documents only, sorted by doc_id, idx."""
     doc_ids = rows["doc_id"].unique().sort()

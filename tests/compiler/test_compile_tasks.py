@@ -139,8 +139,9 @@ def test_function_refs_recorded_as_data(tmp_path: Path, data: Path) -> None:
     )
     header, _ = compiler.compile_plan([f"run.include_path={tmp_path}", "run.tasks=[t]", "run.limit=2"])
     ref = header.task("t").config["process_results"]
-    assert ref["__function__"] == "utils.pr" and ref["path"] == str((tmp_path / "utils.py").resolve())
-    assert len(ref["sha256"]) == 64
+    assert ref["__function__"] == "utils.pr" and ref["file"] == "utils.py"
+    assert len(ref["sha256"]) == 64 and ref["files"]["utils.py"] == ref["sha256"]
+    assert "path" not in ref and "root" not in ref  # no machine path in the plan
 
 
 def test_subject_of_a_conf_group_by_name(data: Path) -> None:

@@ -69,7 +69,7 @@ def test_scoring_hook_recorded_without_import_and_every_file_hashed(tmp_path: Pa
     assert not canary.exists()  # compile did not run it
     assert set(ref["files"]) == {"helper.py", "utils.py"}
     assert ref["files"]["helper.py"] == hashlib.sha256((d / "helper.py").read_bytes()).hexdigest()
-    fn = pyref.load_ref(ref, True, "task t: process_results")
+    fn = pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert fn({}, []) == {"x": 2} and canary.exists()
 
 
@@ -81,7 +81,7 @@ def test_untrusted_needs_the_flag_and_the_environment_does_not_grant_it(
     canary = tmp_path / "ran"
     (d / "utils.py").write_text(_canary(canary) + (d / "utils.py").read_text())
     with pytest.raises(ScoreError, match="rerun with --trust-code"):
-        pyref.load_ref(_ref(d), False, "task t: process_results")
+        pyref.load_ref(_ref(d), None, "task t: process_results")
     assert not canary.exists()
 
 
@@ -91,7 +91,7 @@ def test_changed_imported_module_is_refused_before_anything_runs(tmp_path: Path)
     canary = tmp_path / "ran"
     (d / "helper.py").write_text(_canary(canary) + "FACTOR = 3\n")
     with pytest.raises(ScoreError, match="helper.py changed since the plan was compiled"):
-        pyref.load_ref(ref, True, "task t: process_results")
+        pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert not canary.exists()
 
 
@@ -103,7 +103,7 @@ def test_module_not_hashed_at_compile_is_refused(tmp_path: Path) -> None:
     (d / "late.py").write_text(_canary(canary))
     ref["files"].pop("helper.py")  # as if helper.py had appeared after compile
     with pytest.raises(ScoreError, match="was not hashed"):
-        pyref.load_ref(ref, True, "task t: process_results")
+        pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert not canary.exists()
 
 
@@ -122,7 +122,7 @@ def test_planted_bytecode_is_never_used(tmp_path: Path) -> None:
     py_compile.compile(str(evil), cfile=str(pyc), dfile=str(helper),
                        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
     _match_header(pyc, st)
-    fn = pyref.load_ref(ref, True, "task t: process_results")
+    fn = pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert fn({}, []) == {"x": 2}
     assert not canary.exists()
 
@@ -166,13 +166,16 @@ def test_reference_without_hash_is_refused(tmp_path: Path) -> None:
     d, utils = _task_folder(tmp_path)
     canary = tmp_path / "ran"
     utils.write_text(_canary(canary) + utils.read_text())
+    real = hashlib.sha256(utils.read_bytes()).hexdigest()
     for ref in (
-        {"__function__": "utils.score", "path": str(utils)},
-        {"__function__": "utils.score", "path": str(utils), "sha256": ""},
-        {"__function__": "utils.score", "path": str(utils), "sha256": None, "root": str(d), "files": {}},
+        {"__function__": "utils.score", "file": "utils.py"},
+        {"__function__": "utils.score", "file": "utils.py", "sha256": ""},
+        {"__function__": "utils.score", "file": "utils.py", "sha256": None, "files": {"utils.py": real}},
+        # the old form with a machine path: the path is never used
+        {"__function__": "utils.score", "path": str(utils), "sha256": real, "root": str(d)},
     ):
         with pytest.raises(ScoreError, match="no file and sha256"):
-            pyref.load_ref(ref, True, "task t: process_results")
+            pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert not canary.exists()
 
 
@@ -194,7 +197,7 @@ def test_environment_variable_no_longer_grants_trust(
     assert main(["score", str(rdir), "--quiet"]) == 2
     assert "--trust-code" in capsys.readouterr().err
     assert not canary.exists()
-    assert main(["score", str(rdir), "--quiet", "--trust-code"]) == 0
+    assert main(["score", str(rdir), "--quiet", "--trust-code", "--include-path", str(d)]) == 0
     assert canary.exists()
 
 
@@ -210,7 +213,7 @@ def test_a_virtualenv_inside_the_task_folder_is_not_task_code(tmp_path: Path) ->
     ref = _ref(d)
     assert set(ref["files"]) == {"helper.py", "utils.py"}
     try:
-        assert pyref.load_ref(ref, True, "task t: process_results")({}, []) == {"x": 5}
+        assert pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")({}, []) == {"x": 5}
     finally:
         sys.modules.pop("installedpkg", None)
         if str(site) in sys.path:

@@ -96,7 +96,7 @@ def test_unknown_filter_and_untrusted_code(golden: dict, tmp_path: Path, capsys:
     _, rdir = build(golden, tmp_path / "f", ["gsm8k"], patch={"gsm8k": {"filter_list": fl}})
     assert main(["score", str(rdir)]) == 2
     assert "unknown filter function 'no_such_filter'" in _err(capsys)
-    ref = {"__function__": "utils.process", "path": str(tmp_path / "utils.py"), "sha256": "0" * 64}
+    ref = {"__function__": "utils.process", "file": "utils.py", "sha256": "0" * 64, "files": {"utils.py": "0" * 64}}
     _, rdir2 = build(golden, tmp_path / "c", ["gsm8k"], patch={"gsm8k": {"config": {"process_results": ref}}})
     assert main(["score", str(rdir2)]) == 2
     assert "--trust-code" in _err(capsys)
@@ -107,16 +107,17 @@ def test_trusted_code_checked_against_sha256(golden: dict, tmp_path: Path) -> No
 
     src = tmp_path / "utils.py"
     src.write_text("def process(doc, results):\n    return {'nchars': float(len(results[0]))}\n")
-    ref = {"__function__": "utils.process", "path": str(src), "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    ref = {"__function__": "utils.process", "file": "utils.py", "sha256": digest, "files": {"utils.py": digest}}
     ml = [{"metric": "nchars", "aggregation": "mean", "higher_is_better": True}]
     _, rdir = build(
         golden, tmp_path / "t", ["gsm8k"], patch={"gsm8k": {"config": {"process_results": ref}, "metric_list": ml}}
     )
-    res = score_run(str(rdir), console=False, trust_code=True).results
+    res = score_run(str(rdir), console=False, trust_code=True, include_path=[tmp_path]).results
     assert res["results"]["gsm8k"]["nchars,strict-match"] > 0
     src.write_text(src.read_text() + "# changed\n")
     with pytest.raises(Exception, match="changed since the plan was compiled"):
-        score_run(str(rdir), console=False, trust_code=True)
+        score_run(str(rdir), console=False, trust_code=True, include_path=[tmp_path])
 
 
 def test_not_a_results_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

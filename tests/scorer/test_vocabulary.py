@@ -89,4 +89,4 @@ def test_every_filter_runs_with_the_arguments_the_contract_allows() -> None:
         kw = args.get(name, {})
         assert set(kw) == set(spec.options), name
         pipe = filters.Pipeline("f", [{"function": name, **kw}])
-        filters.apply_pipeline(pipe, [["4 (A)"]], lambda: docs, "t", False)
+        filters.apply_pipeline(pipe, [["4 (A)"]], lambda: docs, "t", None)
