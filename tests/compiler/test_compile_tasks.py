@@ -39,7 +39,7 @@ def test_arith_compiles_offline_through_cli(cli, tmp_path: Path, monkeypatch: py
     assert inst.generation_kwargs == {"until": ["\n", "Question:"], "do_sample": False, "temperature": 0.0,
                                       "max_gen_toks": 8}  # fmt: skip
     assert inst.context_ids and inst.continuation_ids is None
-    assert plan.header.model.name == "tiny" and "path" not in plan.header.model.to_dict()
+    assert plan.header.model.name == "tiny" and plan.header.model.path is None  # a Hub id only, never a directory
     assert plan.header.model.tokenizer_hash and len(plan.header.model.tokenizer_hash) == 64
 
 
