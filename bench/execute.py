@@ -56,15 +56,15 @@ def raw_vllm(plan_path: str) -> None:
 
     set_offline_env()
     from vllm import LLM, SamplingParams, TokensPrompt
-    from vllm.platforms import current_platform
 
-    from executor.backends.vllm_engine import engine_args, platform_defaults
+    from executor.backends.vllm_engine import engine_args
+    from executor.engineconf import detect_platform
     from executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
     from executor.run import load_instances
 
     header, instances = load_instances(plan_path, None)
     spec = model_spec(resolve_model_config(header, []))
-    args = platform_defaults(engine_args(spec, resolve_model_dir(spec)), current_platform.is_cpu())  # type: ignore[arg-type]
+    args = engine_args(spec, resolve_model_dir(spec), detect_platform())  # type: ignore[arg-type]
     t_load = time.monotonic()
     llm = LLM(**args)
     t_ready = time.monotonic()

@@ -10,7 +10,6 @@ plan's sampling settings.
 from __future__ import annotations
 
 import gc
-import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,9 +28,6 @@ from executor.errors import ExecuteError
 from executor.modelconf import ModelSpec
 from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
-DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
-CPU_BLOCK_SIZE = 32
-
 
 def engine_args(
     spec: ModelSpec, model_dir: Path, platform: Platform, known_keys: frozenset[str] | None = None
@@ -45,6 +41,7 @@ def engine_args(
         engine=spec.engine_args(),
         seed=spec.seed,
         trust_remote_code=spec.trust_remote_code,
+        seeded_sampling=spec.seeded_sampling,
     )
     return derive_engine_args(str(model_dir), model_facts(model_dir), platform, user, known_keys)
 
@@ -71,25 +68,6 @@ def engine_error(e: BaseException, args: dict[str, Any] | None = None) -> str:
     where = f"model.{loc}" if loc in top else f"model.engine.{loc}" if loc else "model.engine"
     value = f"={args[loc]}" if args and loc in args else ""
     return f"{where}{value}: vLLM rejects it ({msg})"
-
-
-def platform_defaults(args: dict[str, Any], cpu: bool, seeded_sampling: bool = False) -> dict[str, Any]:
-    """``args`` plus what the CPU engine needs unless the config says otherwise: an explicit KV-cache size
-    (vLLM would take most of the RAM) and 32-token cache blocks instead of its 128, so that contexts
-    shorter than 128 tokens (0-shot multiple choice) are shared through the prefix cache as well (32 is
-    the CPU attention's smallest block).
-
-    With seeded sampling on the CPU, no chunked prefill: vLLM rewinds a request's seeded generator after
-    each partial prefill, which CPU generators cannot do ("CPU Generator does not use offset"). It costs
-    scoring speed (measured 4x slower on arc_easy), so only runs that sample get it."""
-    out = dict(args)
-    if cpu:
-        if "kv_cache_memory_bytes" not in out and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-            out["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
-        out.setdefault("block_size", CPU_BLOCK_SIZE)
-        if seeded_sampling:
-            out.setdefault("enable_chunked_prefill", False)
-    return out
 
 
 def continuation_score(plp: Any, ids: Sequence[int], ctxlen: int) -> ScoreOutput:
@@ -153,7 +131,6 @@ class VLLMBackend:
     def __init__(self, spec: ModelSpec, model_dir: Path) -> None:
         set_offline_env()
         from vllm import LLM
-        from vllm.platforms import current_platform
 
         # vLLM's engine start runs several full garbage collections (and freezes the heap after it); moving
         # the million-odd objects its imports just made out of the collector's view keeps each of those
@@ -162,7 +139,6 @@ class VLLMBackend:
 
         self.platform = detect_platform()
         args = engine_args(spec, model_dir, self.platform, vllm_engine_keys())
-        args = platform_defaults(args, current_platform.is_cpu(), spec.seeded_sampling)
         self._args = args
         try:
             self.llm = LLM(**args)

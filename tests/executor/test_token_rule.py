@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from executor.backends.vllm_engine import platform_defaults
+from executor.engineconf import Platform, UserSettings, derive_engine_args, model_facts
 from executor.errors import ExecuteError
 from executor.modelconf import check_token_rule, model_spec
 from executor.requests import is_sampled, token_rule
@@ -38,12 +41,17 @@ def test_execute_uses_the_plans_rule_and_refuses_contradicting_overrides() -> No
     assert check_token_rule(old, model_spec({"backend": "fake"}), "p").token_rule is None
 
 
-def test_seeded_sampling_turns_chunked_prefill_off_on_cpu_only() -> None:
-    assert "enable_chunked_prefill" not in platform_defaults({}, cpu=True)
-    assert platform_defaults({}, cpu=True, seeded_sampling=True)["enable_chunked_prefill"] is False
-    assert "enable_chunked_prefill" not in platform_defaults({}, cpu=False, seeded_sampling=True)
-    given = {"enable_chunked_prefill": True}
-    assert platform_defaults(given, cpu=True, seeded_sampling=True)["enable_chunked_prefill"] is True
+def test_seeded_sampling_turns_chunked_prefill_off_on_cpu_only(tiny_model: Path) -> None:
+    facts = model_facts(tiny_model)
+
+    def args(kind: str, n: int, **user: Any) -> dict[str, Any]:
+        return derive_engine_args(str(tiny_model), facts, Platform(kind, n), UserSettings(**user), None, {})
+
+    assert "enable_chunked_prefill" not in args("cpu", 0)
+    assert args("cpu", 0, seeded_sampling=True)["enable_chunked_prefill"] is False
+    assert "enable_chunked_prefill" not in args("cuda", 1, seeded_sampling=True)
+    given = {"enable_chunked_prefill": True}  # the user's own setting wins
+    assert args("cpu", 0, seeded_sampling=True, engine=given)["enable_chunked_prefill"] is True
 
 
 def test_is_sampled_agrees_with_gen_params() -> None:
