@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from executor.errors import ExecuteError
+from executor.hardware import cpu_model
 
 DEFAULT_MAX_LEN = 2048  # vLLM's and lm-eval's fallback when the config names no length
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -230,25 +231,13 @@ def derive_engine_args(
 # ------------------------------------------------------------------------------------ platform facts
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine() or "cpu"
-
-
 def detect_platform(use_vllm: bool = True) -> Platform:
     """The platform vLLM (or, for the hf backend, torch) will run on."""
     if use_vllm:
         from vllm.platforms import current_platform
 
         if current_platform.is_cpu():
-            return Platform("cpu", 0, (_cpu_name(),))
+            return Platform("cpu", 0, (cpu_model(),))
         kind = str(getattr(current_platform, "device_name", None) or current_platform.device_type or "gpu")
         n = _device_count()
         names = tuple(str(current_platform.get_device_name(i)) for i in range(n))
@@ -258,7 +247,7 @@ def detect_platform(use_vllm: bool = True) -> Platform:
     if torch.cuda.is_available():
         n = torch.cuda.device_count()
         return Platform("cuda", n, tuple(torch.cuda.get_device_name(i) for i in range(n)))
-    return Platform("cpu", 0, (_cpu_name(),))
+    return Platform("cpu", 0, (cpu_model(),))
 
 
 def _device_count() -> int:

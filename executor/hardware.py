@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _memory_gib() -> float | None:
@@ -44,7 +45,7 @@ def describe() -> dict[str, Any]:
     out: dict[str, Any] = {
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpus": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "python": platform.python_version(),

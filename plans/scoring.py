@@ -139,6 +139,25 @@ def _hint(name: str, options: Iterable[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
+def _check_options(
+    given: dict[str, Any], options: dict[str, str], where: str, what: str, listing: str, context: str = ""
+) -> list[tuple[str, str]]:
+    """(field, problem) for each of ``given`` that is not in ``options`` ("unknown WHAT[ in CONTEXT]; LISTING:
+    ...") or not a value of its kind (the problem[, then `` (CONTEXT)``])."""
+    out: list[tuple[str, str]] = []
+    known = ", ".join(sorted(options)) or "none"
+    for key, value in given.items():
+        kind = options.get(key)
+        if kind is None:
+            out.append((f"{where}.{key}", f"unknown {what}{_hint(key, options)}{' in ' + context if context else ''}; "
+                                          f"{listing}: {known}"))  # fmt: skip
+            continue
+        err = check_value(kind, value)
+        if err is not None:
+            out.append((f"{where}.{key}", f"{err} ({context})" if context else err))
+    return out
+
+
 def check_value(kind: str, v: Any) -> str | None:
     """None when ``v`` is a valid value of an option of ``kind``, else what is wrong."""
     if kind == ANY:
@@ -224,18 +243,8 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
             out.append((f"{where}.metric", f"must be a metric name or a '!function', got {raw!r}"))
             continue
         if builtin is not None and not process_results and output_type in builtin.options_for:
-            for key, value in mc.items():
-                if key in METRIC_KEYS:
-                    continue
-                kind = builtin.options.get(key)
-                if kind is None:
-                    opts = ", ".join(sorted(builtin.options)) or "none"
-                    out.append((f"{where}.{key}", f"unknown option of metric {name!r}{_hint(key, builtin.options)}; "
-                                                  f"its options: {opts}"))  # fmt: skip
-                    continue
-                err = check_value(kind, value)
-                if err is not None:
-                    out.append((f"{where}.{key}", err))
+            given = {k: v for k, v in mc.items() if k not in METRIC_KEYS}
+            out += _check_options(given, builtin.options, where, f"option of metric {name!r}", "its options")
         if "aggregation" in mc:
             agg = mc["aggregation"]
             if isinstance(agg, str):
@@ -295,18 +304,9 @@ def check_filter_list(filter_list: Any) -> list[Problem]:
                 continue
             spec = FILTERS[fn]
             assert isinstance(st, dict)
-            for arg, value in st.items():
-                if arg == "function":
-                    continue
-                kind = spec.options.get(arg)
-                if kind is None:
-                    known = ", ".join(sorted(spec.options)) or "none"
-                    out.append((f"{sw}.{arg}", f"unknown argument of filter function {fn!r}{_hint(arg, spec.options)}"
-                                               f" in filter {name!r}; its arguments: {known}"))  # fmt: skip
-                    continue
-                err = check_value(kind, value)
-                if err is not None:
-                    out.append((f"{sw}.{arg}", f"{err} (filter {name!r})"))
+            args = {k: v for k, v in st.items() if k != "function"}
+            what = f"argument of filter function {fn!r}"
+            out += _check_options(args, spec.options, sw, what, "its arguments", f"filter {name!r}")
             for arg in spec.required:
                 if arg not in st:
                     out.append((f"{sw}.{arg}", f"filter function {fn!r} needs {arg!r} (filter {name!r})"))
