@@ -47,9 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_override(arg: str) -> bool:
+    return not arg.startswith("-") and "=" in arg
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    args, extra = parser.parse_known_args(list(argv) if argv is not None else None)
+    # KEY=VALUE overrides may also follow the options (`lmeval execute PLAN --out DIR model.path=M`)
+    if extra and isinstance(getattr(args, "overrides", None), list) and all(_is_override(x) for x in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         rc = args.func(args)
     except UserError as e:

@@ -104,3 +104,13 @@ def test_refused_merge_keeps_the_existing_output(scored: tuple[Path, Path, Path]
     rc, _, err = _cli("merge", str(work / "s0"), str(work / "x1"), "--out", str(merged))
     assert rc == 2 and str(work / "x1") in _one_line(err)
     assert _snapshot(merged) == before
+
+
+def test_overrides_may_follow_the_options(scored: tuple[Path, Path, Path]) -> None:
+    """`lmeval execute PLAN --out DIR model.backend=fake`: overrides after an option are still overrides."""
+    work, plan, _ = scored
+    rc, out, _ = _cli("execute", str(plan), "--out", str(work / "after"), "model.backend=fake")
+    assert rc == 0 and out.strip().splitlines()[-1] == str(work / "after")
+    with pytest.raises(SystemExit) as e:  # anything else after the options is still refused
+        _cli("execute", str(plan), "--out", str(work / "after2"), "--bogus")
+    assert e.value.code == 2
