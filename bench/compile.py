@@ -94,8 +94,8 @@ def ours_cli(overrides: list[str], out: Path) -> tuple[float, float]:
 
 
 def ours_inprocess(overrides: list[str], out: Path) -> tuple[float, float, int, int]:
-    from compiler import compile_to_file
-    from plans.io import PlanReader
+    from lmeval.compiler import compile_to_file
+    from lmeval.plans.io import PlanReader
 
     t0, c0 = time.perf_counter(), time.process_time()
     path = compile_to_file(overrides, str(out))
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "compile.md")
     args = ap.parse_args(argv)
 
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     model_path = str(ensure_tiny_model())
     data = (args.data_dir or default_data_dir()).resolve()

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
-from plans.canonical import content_hash  # noqa: E402
-from plans.diff import diff_plans  # noqa: E402
-from plans.io import write_plan  # noqa: E402
-from plans.records import (  # noqa: E402
+from lmeval.diff.core import diff_plans  # noqa: E402
+from lmeval.plans.canonical import content_hash  # noqa: E402
+from lmeval.plans.io import write_plan  # noqa: E402
+from lmeval.plans.records import (  # noqa: E402
     DocRecord,
     GroupSummary,
     InstanceRecord,
@@ -222,7 +222,7 @@ def main() -> int:
     data = Path(args.data_dir)
     from tokenizers import Tokenizer
 
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     tok = Tokenizer.from_file(str(ensure_tiny_model() / "tokenizer.json"))
     rows = []
@@ -279,7 +279,7 @@ def main() -> int:
 
 def compiled_rows(tmp: Path, data: Path) -> list[dict[str, Any]]:
     try:
-        from compiler import compile_plan
+        from lmeval.compiler import compile_plan
     except ImportError as e:
         return [{"pair": "compiled", "error": f"compiler not available ({e})"}]
     base = [*COMPILED_OVERRIDES, f"run.data_dir={data}"]

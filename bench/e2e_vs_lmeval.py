@@ -4,7 +4,7 @@
         [--gsm-fewshot 5] [--max-gen-toks 64] [--backends hf,vllm] [--fresh]
 
 Both sides evaluate arc_easy (0-shot: acc, acc_norm) and gsm8k (5-shot: exact_match with strict-match and
-flexible-extract) on the project's tiny model (``plans.tinymodel.ensure_tiny_model``), CPU, float32, the
+flexible-extract) on the project's tiny model (``lmeval.common.tinymodel.ensure_tiny_model``), CPU, float32, the
 first N documents of the local data (``$LMEVAL_DATA_DIR``, default ``<repo>/../shared/data``).
 lm-eval 0.4.13 runs offline from a scratch directory with its own task YAMLs pointed at the same JSONL files
 and ``num_fewshot`` written in explicitly (``tests/e2e/lmeval_ref.py``; cached by settings, ``--fresh``
@@ -175,7 +175,7 @@ def main() -> int:
         "",
         f"Machine: {started}. Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. lm-eval {lm_eval_version()}.",
         "",
-        f"Tiny model (`plans.tinymodel`, float32, CPU). arc_easy: first {limits['arc_easy']} test docs, "
+        f"Tiny model (`lmeval.common.tinymodel`, float32, CPU). arc_easy: first {limits['arc_easy']} test docs, "
         f"{fewshot['arc_easy']}-shot. gsm8k: first {limits['gsm8k']} test docs, {fewshot['gsm8k']}-shot, greedy, "
         f"max_gen_toks={a.max_gen_toks} on both sides. lm-eval: `--model hf --model_args "
         "pretrained=<tiny>,dtype=float32 --device cpu --batch_size 8`, its own task YAMLs pointed at the local "

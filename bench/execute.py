@@ -52,15 +52,15 @@ ENV = {
 def raw_vllm(plan_path: str) -> None:
     """Child process (a): prints a JSON line with its timings."""
     t0 = time.monotonic()
-    from executor.backends.base import set_offline_env
+    from lmeval.executor.backends.base import set_offline_env
 
     set_offline_env()
     from vllm import LLM, SamplingParams, TokensPrompt
 
-    from executor.backends.vllm_engine import engine_args
-    from executor.engineconf import detect_platform
-    from executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
-    from executor.run import load_instances
+    from lmeval.executor.backends.vllm_engine import engine_args
+    from lmeval.executor.engineconf import detect_platform
+    from lmeval.executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
+    from lmeval.executor.run import load_instances
 
     header, instances = load_instances(plan_path, None)
     spec = model_spec(resolve_model_config(header, []))
@@ -143,7 +143,7 @@ def combine(plans: list[Path], out: Path) -> Path:
     """One plan holding the tasks of several compiled plans (same model)."""
     from dataclasses import replace
 
-    from plans.io import read_plan, write_plan
+    from lmeval.plans.io import read_plan, write_plan
 
     header = None
     tasks = []
@@ -239,8 +239,8 @@ def main() -> None:
         raw_vllm(a.raw)
         return
 
-    from compiler import compile_to_file
-    from plans.results import read_manifest
+    from lmeval.compiler import compile_to_file
+    from lmeval.plans.results import read_manifest
 
     py = sys.executable
     scratch = Path(tempfile.mkdtemp(prefix="lmeval-bench-execute-"))
@@ -253,7 +253,7 @@ def main() -> None:
             ["+task=gsm8k", f"run.data_dir={DATA}", f"run.limit={a.gsm8k_limit}"], out=str(scratch / "gsm8k.msgpack")
         )
         plan = combine([Path(arc), Path(gsm)], scratch / "plan.msgpack")
-        from plans.io import read_plan
+        from lmeval.plans.io import read_plan
 
         p = read_plan(plan)
         n_ll = sum(i.request_type == "loglikelihood" for i in p.instances)

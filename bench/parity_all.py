@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "parity.md")
     args = ap.parse_args(argv)
 
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     cases = parity_cases(args.limit, str(ensure_tiny_model()))
     if args.only:

@@ -37,9 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
-from plans.io import write_plan  # noqa: E402
-from plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for  # noqa: E402
-from plans.results import RunManifest, polars_schema, write_manifest  # noqa: E402
+from lmeval.plans.io import write_plan  # noqa: E402
+from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for  # noqa: E402
+from lmeval.plans.results import RunManifest, polars_schema, write_manifest  # noqa: E402
 
 GSM_METRICS: list[dict[str, Any]] = [
     {
@@ -223,7 +223,7 @@ def lm_eval_loop(
     from lm_eval.filters import build_filter_ensemble
     from lm_eval.utils import handle_non_serializable, hash_string
 
-    from plans.io import PlanReader
+    from lmeval.plans.io import PlanReader
 
     df = pl.read_parquet(rdir / "part-00000.parquet")
     plan_path = next(rdir.parent.glob(f"{rdir.name.removesuffix('-results')}.msgpack"))
@@ -335,7 +335,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--lm-eval-sample", type=int, default=50_000, help="documents lm-eval scores (extrapolated)")
     args = ap.parse_args()
-    from scorer.score import score_run
+    from lmeval.scorer.score import score_run
 
     rows_md = []
     notes = []

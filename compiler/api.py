@@ -16,13 +16,13 @@ from typing import Any
 
 import msgpack
 
-from compiler.build import BuiltTask, RunOptions, TaskBuilder
-from compiler.catalog import QUALIFIER, catalog
-from compiler.config import CONF_DIR, RunConfig, compose, run_config
-from compiler.errors import CompileError, fail
-from compiler.functions import FunctionRef, as_data
-from compiler.scorecheck import check_groups, check_task
-from compiler.select import (
+from lmeval.compiler.build import BuiltTask, RunOptions, TaskBuilder
+from lmeval.compiler.catalog import QUALIFIER, catalog
+from lmeval.compiler.config import CONF_DIR, RunConfig, compose, run_config
+from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.functions import FunctionRef, as_data
+from lmeval.compiler.scorecheck import check_groups, check_task
+from lmeval.compiler.select import (
     Expander,
     Selection,
     chain_lookups,
@@ -32,13 +32,13 @@ from compiler.select import (
     index_lookup,
     unqualified,
 )
-from compiler.taskspec import DEFAULT_METRICS, TaskSpec
-from compiler.tokens import ModelTokenizer, sha256_text
-from plans.canonical import canonical_bytes
-from plans.identity import split_locations
-from plans.io import encode_doc, encode_instance, seal
-from plans.modelref import ModelRef, ModelRefError, model_name, resolve_model
-from plans.records import (
+from lmeval.compiler.taskspec import DEFAULT_METRICS, TaskSpec
+from lmeval.compiler.tokens import ModelTokenizer, sha256_text
+from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.identity import split_locations
+from lmeval.plans.io import encode_doc, encode_instance, seal
+from lmeval.plans.modelref import ModelRef, ModelRefError, model_name, resolve_model
+from lmeval.plans.records import (
     DocRecord,
     GroupSummary,
     InstanceRecord,
@@ -122,7 +122,7 @@ def _needs_catalog(cfg: dict[str, Any], run: RunConfig, index: Any, conf: Any) -
 
 def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: list[str]) -> list[str]:
     """A ``kind: jsonl_spec`` task node (compiler/spec): validated docs + a task config for the normal path."""
-    from compiler.spec import load_spec_task
+    from lmeval.compiler.spec import load_spec_task
 
     path = body.get("path")
     if not isinstance(path, str) or not path or path == "???":
@@ -539,7 +539,7 @@ def default_name(header: PlanHeader) -> str:
 
 def compile_to_file(overrides: list[str], out: str | None = None) -> Path:
     """Compile and write the plan to ``out``, ``run.out`` or ``plans/<name>-<hash12>.msgpack`` (cwd)."""
-    from plans.io import write_sealed
+    from lmeval.plans.io import write_sealed
 
     c = compile_located(overrides)
     return write_sealed(plan_path(c.header, out or c.locations.get("run.out")), c.header, c.blobs)

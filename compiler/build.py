@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compiler.data import DataSource, apply_process_docs
-from compiler.errors import fail
-from compiler.functions import FunctionRef, resolve
-from compiler.render import Renderer
-from compiler.taskspec import TaskSpec
+from lmeval.compiler.data import DataSource, apply_process_docs
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef, resolve
+from lmeval.compiler.render import Renderer
+from lmeval.compiler.taskspec import TaskSpec
 
 log = logging.getLogger("lmeval.compile")
 

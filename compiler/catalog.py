@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from compiler.lmyaml import QUALIFIER, Entry, Index, build_index
+from lmeval.compiler.lmyaml import QUALIFIER, Entry, Index, build_index
 
 INDEX_FORMAT = 2  # bump when what build_index records changes
 
@@ -160,7 +160,7 @@ class Listed:
 def listing(conf_task_dir: Path, include_index: Index | None = None) -> list[Listed]:
     """Everything that can be named in ``run.tasks``/``+task``, each name once, resolved in lookup order;
     a shadowed lm-eval entry stays listed under ``lm_eval:NAME``."""
-    from compiler.select import conf_entries
+    from lmeval.compiler.select import conf_entries
 
     out: dict[str, Listed] = {}
     if include_index is not None:

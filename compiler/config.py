@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.build import RunOptions
-from compiler.errors import CompileError, fail
-from plans.limits import value_problem
+from lmeval.compiler.build import RunOptions
+from lmeval.compiler.errors import CompileError, fail
+from lmeval.plans.limits import value_problem
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
@@ -81,7 +81,7 @@ def catalog_names(overrides: list[str]) -> list[str]:
             inner = val[1:-1] if val.startswith("[") and val.endswith("]") else val
             items = [x.strip().strip("'\"") for x in inner.split(",") if x.strip()]
             if items and all(_NAME.fullmatch(x) for x in items) and any(x not in conf_names for x in items):
-                from compiler.catalog import QUALIFIER, catalog
+                from lmeval.compiler.catalog import QUALIFIER, catalog
 
                 cat = catalog()
                 known = cat.index.entries if cat is not None else {}
@@ -110,7 +110,7 @@ _CHECKED: dict[Path, tuple[int, int]] = {}
 def check_conf_files(conf_dir: Path) -> None:
     """Every YAML under ``conf_dir`` within the input limits (``plans.limits``: a regular file, no alias
     bomb, 64-bit ints) before Hydra and OmegaConf, which expand aliases, read any of them."""
-    from compiler.lmyaml import load_yaml
+    from lmeval.compiler.lmyaml import load_yaml
 
     for path in sorted(conf_dir.glob("**/*.yaml")):
         try:

@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import fail
-from compiler.functions import FunctionRef, resolve
-from compiler.taskspec import TaskSpec
-from plans.limits import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef, resolve
+from lmeval.compiler.taskspec import TaskSpec
+from lmeval.plans.limits import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
 
 # (dataset_path, dataset_name) -> local directory; name None matches any name
 LOCAL_NAMES: dict[tuple[str, str | None], str] = {
@@ -248,7 +248,7 @@ def apply_process_docs(
     """Run a ``process_docs`` function. lm-eval passes a ``datasets.Dataset``; so do we for functions
     outside lmeval's own task library (which takes and returns plain lists)."""
     fn = resolve(fn_ref, task=task, field="process_docs")
-    own = getattr(fn, "__module__", "").startswith("compiler.tasklib")
+    own = getattr(fn, "__module__", "").startswith("lmeval.compiler.tasklib")
     try:
         if own:
             out = fn(rows)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import fail
-from plans.funcref import (
+from lmeval.compiler.errors import fail
+from lmeval.plans.funcref import (
     BUILTIN_HOOKS,
     BUILTIN_MODULE,
     CodeRefused,
@@ -72,6 +72,11 @@ def _bad_spec(ref: FunctionRef, task: str | None, field: str | None) -> Exceptio
     )
 
 
+# The shipped task configs name lmeval's own task functions ``compiler.tasklib.<module>.<fn>`` (the spelling is
+# part of their hashed config, so it stays); they live in the installed package as ``lmeval.compiler.tasklib``.
+SHIPPED_TASKLIB = "compiler.tasklib."
+
+
 def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = None) -> Location:
     """Where ``ref``'s module is, without running any of it (an installed package's parents may import)."""
     parts = split_spec(ref.spec)
@@ -88,6 +93,8 @@ def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = Non
                 raise fail(f"'!function {ref.spec}': {cand} resolves to {real}, outside the task folder {base}",
                            file=ref.source, task=task, field=field)  # fmt: skip
             return Location(real, base, None)
+    if mod.startswith(SHIPPED_TASKLIB):  # lmeval's own task library, as the shipped configs spell it
+        mod = "lmeval." + mod
     try:
         spec = importlib.util.find_spec(mod)
     except Exception as e:  # noqa: BLE001 - a parent package that fails to import
@@ -184,7 +191,7 @@ def builtin_for(ref: FunctionRef, loc: Location | None) -> str | None:
     tasks = lm_eval_tasks_dir()
     if tasks is None or loc.root.parent != tasks:
         return None
-    from plans.funcref import LM_EVAL_CODE_HOOKS
+    from lmeval.plans.funcref import LM_EVAL_CODE_HOOKS
 
     return LM_EVAL_CODE_HOOKS.get((loc.root.name, attr))
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from compiler.errors import fail
-from compiler.functions import FunctionRef
-from plans.limits import MAX_YAML_BYTES, InputError, open_regular, value_problem
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef
+from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular, value_problem
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}

@@ -15,8 +15,8 @@ from typing import Any
 import jinja2
 import jinja2.sandbox
 
-from compiler.errors import fail
-from compiler.functions import FunctionRef, resolve
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef, resolve
 
 
 def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.errors import fail
-from compiler.functions import FunctionRef
-from compiler.select import GroupInfo
-from compiler.taskspec import TaskSpec
-from plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.select import GroupInfo
+from lmeval.compiler.taskspec import TaskSpec
+from lmeval.plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
 
 
 def _data(value: Any) -> Any:

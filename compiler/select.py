@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import fail
-from compiler.functions import from_hydra_value
-from compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
-from compiler.taskspec import TaskSpec, build_spec
-from plans.limits import MAX_YAML_BYTES, InputError, open_regular
-from plans.scoring import check_group_metric
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import from_hydra_value
+from lmeval.compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
+from lmeval.compiler.taskspec import TaskSpec, build_spec
+from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular
+from lmeval.plans.scoring import check_group_metric
 
 GROUP_FIELDS = ("group", "group_alias", "task", "aggregate_metric_list", "metadata")
 

@@ -10,9 +10,9 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.errors import fail
-from compiler.functions import FunctionRef
-from plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef
+from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 
 OUTPUT_TYPES = ("loglikelihood", "multiple_choice", "loglikelihood_rolling", "generate_until")
 SAMPLERS = ("default", "first_n")

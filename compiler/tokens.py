@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import fail
-from plans.tokenization import (
+from lmeval.compiler.errors import fail
+from lmeval.plans.tokenization import (
     TokenRule,
     add_special_tokens,
     choose_prefix_token,

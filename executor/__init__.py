@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from executor.errors import ExecuteError
+from lmeval.executor.errors import ExecuteError
 
 __all__ = ["ExecuteError", "execute", "merge"]
 
@@ -44,11 +44,11 @@ def execute(
 
     Unless ``verbose``, the engine's own output goes to ``<results>/engine.log`` instead of the terminal.
     """
-    from executor.run import execute as _execute
+    from lmeval.executor.run import execute as _execute
 
     pool = None
     if ray is not None or (workers is not None and workers != 1):
-        from executor.distributed import PoolOptions
+        from lmeval.executor.distributed import PoolOptions
 
         if workers is not None and workers < 1:
             raise ExecuteError(f"--workers {workers}: must be at least 1")
@@ -62,6 +62,6 @@ def execute(
 def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
     """Combine the results directories of all shards of one plan into ``out``, after checking every row
     against the plan (``plan``, default: the one the manifests name)."""
-    from executor.merging import merge as _merge
+    from lmeval.executor.merging import merge as _merge
 
     return _merge(dirs, out, plan)

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from executor import faults
-from executor.errors import ExecuteError
-from executor.store import fsync_dir, rows_frame
-from plans.atomic import write_atomic
-from plans.records import InstanceRecord
-from plans.results import RESULT_COLUMNS, part_files
+from lmeval.common.atomic import write_atomic
+from lmeval.executor import faults
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.store import fsync_dir, rows_frame
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import RESULT_COLUMNS, part_files
 
 CHUNK_PART_RE = re.compile(r"part-c(\d+)-([0-9a-f]{12})-n(\d+)(?:-r\d+)?\.parquet$")
 

@@ -24,15 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from executor import faults
-from executor.chunks import Chunk, default_chunk_size, make_chunks
-from executor.chunkstore import check_chunk_parts, check_complete, check_rows, commit_chunk, rows_to_parquet
-from executor.errors import ExecuteError
-from executor.modelconf import ModelSpec
-from executor.progress import Progress
-from plans.errors import UserError
-from plans.records import InstanceRecord
-from plans.results import RunManifest
+from lmeval.executor import faults
+from lmeval.executor.chunks import Chunk, default_chunk_size, make_chunks
+from lmeval.executor.chunkstore import check_chunk_parts, check_complete, check_rows, commit_chunk, rows_to_parquet
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.progress import Progress
+from lmeval.plans.errors import UserError
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import RunManifest
 
 MAX_ATTEMPTS = 3  # a chunk is run at most this often before the run stops
 MAX_RESTARTS = 3  # Ray restarts a dead worker (reloading its engine) at most this often
@@ -76,7 +76,7 @@ class _Rows:
 def _content_identity(model_dir: Path | None) -> dict[str, Any]:
     import hashlib
 
-    from executor.modelconf import tokenizer_hash
+    from lmeval.executor.modelconf import tokenizer_hash
 
     cfg = model_dir / "config.json" if model_dir is not None else None
     return {
@@ -116,15 +116,15 @@ class EngineWorker:
             self.start_error = f"{type(e).__name__}: {_first_line(e)}"
 
     def _start(self) -> None:
-        from executor.backends import load_backend
-        from executor.modelconf import resolve_model_dir
+        from lmeval.executor.backends import load_backend
+        from lmeval.executor.modelconf import resolve_model_dir
 
         spec = self.spec
         tp = int(spec.engine.get("tensor_parallel_size") or 1) * int(spec.engine.get("pipeline_parallel_size") or 1)
         if spec.backend == "vllm" and tp > 1 and "distributed_executor_backend" not in spec.engine:
             # inside an actor, vLLM would otherwise plan its own Ray placement for the GPUs this actor holds
             self.spec = spec = replace(spec, engine={**spec.engine, "distributed_executor_backend": "mp"})
-        from executor.run import versions
+        from lmeval.executor.run import versions
 
         self.versions = versions(spec.backend)
         model_dir = resolve_model_dir(spec)
@@ -144,7 +144,7 @@ class EngineWorker:
 
     def run_chunk(self, index: int, instances: list[InstanceRecord]) -> dict[str, Any]:
         """The rows of one chunk as Parquet bytes, with stats; ``{"error": ...}`` for bad input (not retried)."""
-        from executor.run import RunStats, run_generation, run_scoring
+        from lmeval.executor.run import RunStats, run_generation, run_scoring
 
         where = {"node": self.node, "host": self.host, "pid": os.getpid()}
         if self.start_error is not None:

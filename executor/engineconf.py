@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ExecuteError
-from executor.hardware import cpu_model
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.hardware import cpu_model
 
 DEFAULT_MAX_LEN = 2048  # vLLM's and lm-eval's fallback when the config names no length
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9

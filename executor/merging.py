@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ExecuteError
-from executor.modelconf import REUSE_KEYS
-from executor.store import fsync_dir
-from plans.errors import PlanError
-from plans.records import InstanceRecord, shard_of
-from plans.results import RunManifest, part_files, plan_of, read_manifest, write_manifest
-from plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import REUSE_KEYS
+from lmeval.executor.store import fsync_dir
+from lmeval.plans.errors import PlanError
+from lmeval.plans.records import InstanceRecord, shard_of
+from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, write_manifest
+from lmeval.plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
 
 
 def _parse(shard: str | None, d: str) -> tuple[int, int]:
@@ -36,7 +36,7 @@ def _plan_instances(
 ) -> tuple[str, dict[int, list[InstanceRecord]]]:
     """The plan the shards came from (``plan`` or the first manifest's), checked against the manifests'
     plan hash, and its Instances by shard."""
-    from executor.run import load_instances
+    from lmeval.executor.run import load_instances
 
     try:
         path = plan_of(d0, m0, plan)

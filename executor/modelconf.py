@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from executor.engineconf import CODE_LOADING_ARGS
-from executor.errors import ExecuteError
-from plans.errors import UserError
-from plans.modelref import ModelRef, model_name, resolve_model
-from plans.records import PlanHeader
-from plans.tokenization import TokenRule
+from lmeval.executor.engineconf import CODE_LOADING_ARGS
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans.errors import UserError
+from lmeval.plans.modelref import ModelRef, model_name, resolve_model
+from lmeval.plans.records import PlanHeader
+from lmeval.plans.tokenization import TokenRule
 
 BACKENDS = ("vllm", "hf", "openai", "fake")
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "model"
@@ -200,7 +200,7 @@ def resolve_model_dir(spec: ModelSpec, header: PlanHeader | None = None) -> Path
 
 
 def tokenizer_hash(model_dir: Path | None) -> str | None:
-    """sha256 of ``tokenizer.json`` (as ``plans.tinymodel.tokenizer_hash``), None when there is none."""
+    """sha256 of ``tokenizer.json`` (as ``lmeval.common.tinymodel.tokenizer_hash``), None when there is none."""
     if model_dir is None:
         return None
     f = model_dir / "tokenizer.json"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from executor.errors import ExecuteError
-from executor.requests import gen_params
-from plans.records import InstanceRecord
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.requests import gen_params
+from lmeval.plans.records import InstanceRecord
 
 
 @dataclass

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from executor.errors import ExecuteError
-from plans.records import InstanceRecord
-from plans.tokenization import (
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.tokenization import (
     TokenRule,
     add_special_tokens,
     choose_prefix_token,

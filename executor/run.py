@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from executor import faults, hardware
-from executor.backends.base import Backend
-from executor.engineconf import model_facts
-from executor.errors import ExecuteError
-from executor.modelconf import (
+from lmeval.executor import faults, hardware
+from lmeval.executor.backends.base import Backend
+from lmeval.executor.engineconf import model_facts
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import (
     REUSE_KEYS,
     ModelSpec,
     check_token_rule,
@@ -32,10 +32,10 @@ from executor.modelconf import (
     resolve_model_config,
     resolve_model_ref,
 )
-from executor.preflight import preflight
-from executor.progress import Progress
-from executor.quiet import ENGINE_LOG, engine_output
-from executor.requests import (
+from lmeval.executor.preflight import preflight
+from lmeval.executor.progress import Progress
+from lmeval.executor.quiet import ENGINE_LOG, engine_output
+from lmeval.executor.requests import (
     GenJob,
     JobResult,
     ScoreJob,
@@ -46,16 +46,16 @@ from executor.requests import (
     score_result,
     token_rule,
 )
-from executor.store import ResultsDir
-from executor.vocab import check_token_ids, vocab_size
-from plans.errors import PlanError
-from plans.io import PlanReader
-from plans.records import InstanceRecord, PlanHeader, shard_of
-from plans.results import RunManifest, part_files, plan_of, read_manifest, read_results
-from plans.rowcheck import check_rows, plan_keys, read_row_keys
+from lmeval.executor.store import ResultsDir
+from lmeval.executor.vocab import check_token_ids, vocab_size
+from lmeval.plans.errors import PlanError
+from lmeval.plans.io import PlanReader
+from lmeval.plans.records import InstanceRecord, PlanHeader, shard_of
+from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, read_results
+from lmeval.plans.rowcheck import check_rows, plan_keys, read_row_keys
 
 if TYPE_CHECKING:
-    from executor.distributed import PoolOptions
+    from lmeval.executor.distributed import PoolOptions
 
 DEFAULT_PART_SIZE = 4096
 FLUSH_SECONDS = 30.0
@@ -459,7 +459,7 @@ def _execute_locked(
 
     session = None
     if pool is not None and todo:
-        from executor.distributed import PoolSession
+        from lmeval.executor.distributed import PoolSession
 
         session = PoolSession(pool, spec, out_dir, header.plan_hash)
     try:
@@ -561,7 +561,7 @@ def _ms_since(t: float) -> int:
 
 
 def _load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
-    from executor.backends import load_backend
+    from lmeval.executor.backends import load_backend
 
     return load_backend(spec, model_dir)
 

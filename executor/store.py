@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from executor import faults
-from executor.errors import ExecuteError
-from plans.atomic import os_error_of
-from plans.errors import PlanError
-from plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
-from plans.rowcheck import check_rows, read_row_keys
+from lmeval.common.atomic import os_error_of
+from lmeval.executor import faults
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans.errors import PlanError
+from lmeval.plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
+from lmeval.plans.rowcheck import check_rows, read_row_keys
 
 LOCK = ".lock"
 _PART_RE = re.compile(r"part-(\d+)(?:-.*)?\.parquet$")
@@ -162,7 +162,7 @@ class ResultsDir:
         self._lock = None
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        from plans.results import write_manifest
+        from lmeval.plans.results import write_manifest
 
         write_manifest(self.path, manifest)
         faults.point("manifest")

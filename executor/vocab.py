@@ -11,9 +11,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from executor.errors import ExecuteError
-from plans.limits import InputError, loads_json, open_regular
-from plans.records import InstanceRecord
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans.limits import InputError, loads_json, open_regular
+from lmeval.plans.records import InstanceRecord
 
 
 def vocab_size(model_dir: Path) -> int | None:

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from plans.errors import UserError
+from lmeval.plans.errors import UserError
 
 COMMAND_MODULES = (
     "lmeval.cmd_compile",

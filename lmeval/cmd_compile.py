@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _summary(header: object) -> str:
-    from plans.records import PlanHeader
+    from lmeval.plans.records import PlanHeader
 
     assert isinstance(header, PlanHeader)
     lines = []
@@ -42,13 +42,13 @@ def _summary(header: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compiler.api import compile_located, plan_path
-    from compiler.config import expand_sweep
-    from plans.io import write_sealed
+    from lmeval.compiler.api import compile_located, plan_path
+    from lmeval.compiler.config import expand_sweep
+    from lmeval.plans.io import write_sealed
 
     combos = expand_sweep(args.overrides) if args.multirun else [list(args.overrides)]
     if args.multirun and args.out and len(combos) > 1:
-        from compiler.errors import CompileError
+        from lmeval.compiler.errors import CompileError
 
         raise CompileError("--out names one file but -m gives several plans; use run.out or the default names")
     # compile everything first: nothing is written when any combination fails

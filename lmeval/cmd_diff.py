@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from plans.errors import UserError
+from lmeval.plans.errors import UserError
 
 USAGE = "lmeval diff [--json] [--show N] [--task T] [--no-verify] (OLD.msgpack NEW.msgpack | OVERRIDES -- OVERRIDES)"
 
@@ -89,8 +89,8 @@ def _materialize(side: list[str], tmp: str, label: str) -> str:
         return side[0]
     if not side:
         raise UserError(f"diff: the {label} side is empty (nothing before/after '--')")
-    from compiler import compile_plan  # lazy: plans-only diffs never import the compiler
-    from plans.io import write_plan
+    from lmeval.compiler import compile_plan  # lazy: plans-only diffs never import the compiler
+    from lmeval.plans.io import write_plan
 
     header, records = compile_plan(side)
     out = Path(tmp) / f"{label}.msgpack"
@@ -99,7 +99,7 @@ def _materialize(side: list[str], tmp: str, label: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from plans.diff import diff_plans
+    from lmeval.diff.core import diff_plans
 
     old_side, new_side = split_sides(_pick_options(args))
     with tempfile.TemporaryDirectory(prefix="lmeval-diff-") as tmp:

@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_execute(args: argparse.Namespace) -> int:
-    from executor import execute
+    from lmeval.executor import execute
 
     out = execute(
         args.plan,
@@ -80,7 +80,7 @@ def run_execute(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    from executor import merge
+    from lmeval.executor import merge
 
     print(merge(args.dirs, args.out, plan=args.plan))
     return 0

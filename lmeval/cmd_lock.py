@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from plans.errors import UserError
-from plans.lock import (
+from lmeval.lock.lockfile import (
     LOCK_PATH,
     REFERENCE_DIR,
     REFERENCE_TASK,
@@ -26,7 +25,8 @@ from plans.lock import (
     load_lock,
     write_lock,
 )
-from plans.records import VERSION
+from lmeval.plans.errors import UserError
+from lmeval.plans.records import VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_TASK = REPO / "conf" / "task"
@@ -61,8 +61,8 @@ def build_lock(
 ) -> Lock:
     """Compile every shipped task config and return the lock entries; the reference plan goes to
     ``reference_out``. ``extra``: overrides added to every compile (tests use it for deliberate changes)."""
-    from compiler import compile_plan
-    from plans.io import write_plan
+    from lmeval.compiler import compile_plan
+    from lmeval.plans.io import write_plan
 
     if not data_dir.is_dir():
         raise UserError(f"--data-dir {data_dir}: no such directory (the reference data, files <name>/<split>.jsonl)")
@@ -133,7 +133,7 @@ def check(
     lock_path: Path, data_dir: Path, extra: list[str] | None = None, log: Any = None, configs: list[str] | None = None
 ) -> tuple[int, str]:
     """Compile everything (or only ``configs``) with the lock's settings and compare: (exit status, summary)."""
-    from plans.diff import diff_plans
+    from lmeval.diff.core import diff_plans
 
     lock = load_lock(lock_path)
     limit = lock.settings.get("limit")

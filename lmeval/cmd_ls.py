@@ -43,9 +43,9 @@ def _match(name: str, pattern: str | None) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compiler.catalog import catalog, listing
-    from compiler.config import CONF_DIR
-    from compiler.select import include_index
+    from lmeval.compiler.catalog import catalog, listing
+    from lmeval.compiler.config import CONF_DIR
+    from lmeval.compiler.select import include_index
 
     inc = include_index(args.include_path) if args.include_path else None
     rows = [

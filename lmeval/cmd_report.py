@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from report import write_report
+    from lmeval.report import write_report
 
     path = write_report(list(args.results), args.out, baseline=args.baseline)
     print(path)

@@ -27,10 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    import executor
-    import scorer
-    from compiler.api import compile_located, plan_path
-    from plans.io import write_sealed
+    from lmeval import executor, scorer
+    from lmeval.compiler.api import compile_located, plan_path
+    from lmeval.plans.io import write_sealed
 
     c = compile_located(list(args.overrides))
     plan = write_sealed(plan_path(c.header, args.plan_out or c.locations.get("run.out")), c.header, c.blobs)
@@ -58,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_user_code(plan: Path, trusted: bool, include: Any) -> None:
     """``score``'s one-line error for the first user function the plan's scoring would refuse: without
     --trust-code, any; with it, one whose task folder is not found or has changed."""
-    from plans.io import read_header
-    from scorer.pyref import Trust, locate_ref
+    from lmeval.plans.io import read_header
+    from lmeval.scorer.pyref import Trust, locate_ref
 
     trust = Trust.of(include) if trusted else None
     for t in read_header(plan).tasks:
@@ -84,7 +83,7 @@ def user_model_trust(plan: object) -> list[str]:
     """``model.trust_remote_code=true`` for execute when this user's own compile overrides (or the model
     config they chose) set it: execute never takes it from a plan, but here the plan was made by this very
     command from this user's settings."""
-    from plans.io import read_header
+    from lmeval.plans.io import read_header
 
     model = read_header(str(plan)).config.get("model") or {}
     trusted = isinstance(model, dict) and model.get("trust_remote_code") is True

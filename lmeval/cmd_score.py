@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scorer.errors import PartialResultsError
-    from scorer.score import score_run
+    from lmeval.scorer.errors import PartialResultsError
+    from lmeval.scorer.score import score_run
 
     trust = bool(args.trust_code)
     out = score_run(
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from scorer.compare import compare, print_comparison
+    from lmeval.scorer.compare import compare, print_comparison
 
     print_comparison(compare(args.a, args.b), max_flips=args.max_flips)
     return 0

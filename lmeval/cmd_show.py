@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from plans import DocRecord, InstanceRecord, PlanHeader, PlanReader
+from lmeval.plans import DocRecord, InstanceRecord, PlanHeader, PlanReader
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -110,7 +110,7 @@ def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
 def run(args: argparse.Namespace) -> int:
     with PlanReader(args.plan) as reader:
         if args.task and args.task not in {t.name for t in reader.header.tasks}:
-            from plans.errors import UserError
+            from lmeval.plans.errors import UserError
 
             raise UserError(f"{args.plan}: no task {args.task!r} in plan")
         if args.jsonl:

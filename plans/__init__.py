@@ -1,12 +1,12 @@
-"""The contract between lmeval's stages: the plan format, the results schema, plan diff and the release lock.
+"""The contract between lmeval's stages: the plan format, canonical encoding, hashing and the results schema.
 
 Every stage imports this package and nothing else of lmeval's; see FORMAT.md for the design note.
 """
 
-from plans.canonical import canonical_bytes, sha256_hex
-from plans.errors import PlanError, UserError
-from plans.io import PlanReader, read_header, read_plan, write_plan
-from plans.records import (
+from lmeval.plans.canonical import canonical_bytes, sha256_hex
+from lmeval.plans.errors import PlanError, UserError
+from lmeval.plans.io import PlanReader, read_header, read_plan, write_plan
+from lmeval.plans.records import (
     FORMAT,
     VERSION,
     DocRecord,

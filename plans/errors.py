@@ -4,9 +4,9 @@ Every stage raises a subclass of ``UserError`` for bad input (configs, data, pla
 is a bug and keeps its traceback.
 """
 
+from lmeval.common.errors import UserError
 
-class UserError(Exception):
-    """Bad input from a user: a one-line message naming file, task, field and doc id where they apply."""
+__all__ = ["PlanError", "UserError"]
 
 
 class PlanError(UserError):

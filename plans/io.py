@@ -17,12 +17,12 @@ from typing import IO, Any
 
 import msgpack
 
-from plans.atomic import write_atomic
-from plans.canonical import canonical_bytes, normalize, pack_normalized
-from plans.errors import PlanError
-from plans.identity import locations_in
-from plans.records import DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
-from plans.storage import DEFAULT_CODEC, BackgroundHash, chunks, encode_body, hashed, open_layout, task_chunks
+from lmeval.common.atomic import write_atomic
+from lmeval.plans.canonical import canonical_bytes, normalize, pack_normalized
+from lmeval.plans.errors import PlanError
+from lmeval.plans.identity import locations_in
+from lmeval.plans.records import DocRecord, InstanceRecord, Plan, PlanHeader, TaskSummary
+from lmeval.plans.storage import DEFAULT_CODEC, BackgroundHash, chunks, encode_body, hashed, open_layout, task_chunks
 
 Record = DocRecord | InstanceRecord
 

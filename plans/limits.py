@@ -19,7 +19,9 @@ import re
 import stat
 from typing import IO, Any
 
-from plans.errors import UserError
+from lmeval.common.errors import InputError, UserError, file_kind
+
+__all__ = ["InputError", "UserError", "file_kind"]  # re-exported: the stages import them from here
 
 MAX_DEPTH = 64  # nesting of lists/objects in one value (a document row, a spec line, a manifest)
 UINT64_MAX = (1 << 64) - 1
@@ -32,24 +34,6 @@ MAX_MANIFEST_BYTES = 16 << 20  # a results directory's manifest.json
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTAINERS = (dict, list, tuple)
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-class InputError(UserError):
-    """An input file that breaks a limit: not a regular file, too large, a value beyond the rules."""
-
-
-def file_kind(mode: int) -> str:
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def open_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None, what: str = "file") -> IO[bytes]:

@@ -3,7 +3,7 @@
 ``model.path`` is a local Hugging Face model directory, or a Hub id ``org/name`` with an optional
 ``@revision`` (a branch, tag or commit sha; ``model.revision`` says the same). A Hub id resolves through
 ``huggingface_hub``'s cache (``HF_HOME``/``HF_HUB_CACHE``), offline when ``HF_HUB_OFFLINE=1``; the resolved
-revision is the snapshot's commit sha. ``null`` is the built-in tiny model (``plans.tinymodel``).
+revision is the snapshot's commit sha. ``null`` is the built-in tiny model (``lmeval.common.tinymodel``).
 
 What a plan may record about a model is its identity, never where it lies on this machine:
 ``ModelRef.hub_id``, ``ModelRef.revision`` and ``ModelRef.tokenizer_identity``.
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from plans.errors import UserError
+from lmeval.plans.errors import UserError
 
 HUB_ID = re.compile(
     r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*)(?:@(?P<rev>[A-Za-z0-9_.\-/]+))?"
@@ -42,7 +42,7 @@ class ModelRef:
         """A name for the tokenizer that holds no machine path: ``org/name@sha``, ``tiny-v1`` or the
         local directory's own name."""
         if self.builtin:
-            from plans.tinymodel import RECIPE
+            from lmeval.common.tinymodel import RECIPE
 
             return RECIPE
         if self.hub_id:
@@ -91,7 +91,7 @@ def resolve_model(path: object, revision: object = None, setting: str = "model.p
     files, ``need="all"`` (execute) the whole snapshot. The cache is used as is when it has what is needed
     or when ``HF_HUB_OFFLINE=1``; otherwise huggingface_hub fetches what is missing."""
     if path in (None, ""):
-        from plans.tinymodel import ensure_tiny_model
+        from lmeval.common.tinymodel import ensure_tiny_model
 
         return ModelRef(dir=Path(ensure_tiny_model()), builtin=True)
     text = str(path)

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import msgpack
 
-from plans.canonical import content_hash, normalize
-from plans.tokenization import TokenRule
+from lmeval.plans.canonical import content_hash, normalize
+from lmeval.plans.tokenization import TokenRule
 
 FORMAT = "lmeval-plan"
 VERSION = 2  # 2: no machine paths in the header (plans/identity.py); zstd-framed records (plans/storage.py)

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plans.atomic import write_atomic
-from plans.errors import PlanError
-from plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
+from lmeval.common.atomic import write_atomic
+from lmeval.plans.errors import PlanError
+from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 
 if TYPE_CHECKING:
     import polars as pl

@@ -16,8 +16,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from plans.errors import PlanError
-from plans.records import InstanceRecord
+from lmeval.plans.errors import PlanError
+from lmeval.plans.records import InstanceRecord
 
 if TYPE_CHECKING:
     import polars as pl

@@ -26,9 +26,9 @@ from typing import IO, Any, TypeVar
 import msgpack
 import zstandard
 
-from plans.canonical import canonical_bytes
-from plans.errors import PlanError
-from plans.records import FORMAT, VERSION
+from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.errors import PlanError
+from lmeval.plans.records import FORMAT, VERSION
 
 CODECS = ("zstd", "none")
 DEFAULT_CODEC = "zstd"
@@ -188,7 +188,7 @@ def read_layout(f: IO[bytes], path: str) -> Layout:
 
 def open_layout(path: str) -> tuple[IO[bytes], Layout]:
     """Open a plan file and read its layout; the caller closes the returned file."""
-    from plans.limits import InputError, open_regular
+    from lmeval.plans.limits import InputError, open_regular
 
     try:
         f = open_regular(path, what="plan")  # not /dev/zero, a FIFO, a directory; returned to the caller

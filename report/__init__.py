@@ -2,7 +2,7 @@
 comparison with a baseline, sample browser, plan diff, diagnostics). A tool built on the contract: it reads
 results directories and plans (``plans/``) and reuses the scorer's comparison; no stage imports it."""
 
-from report.build import build_report, write_report
-from report.errors import ReportError
+from lmeval.report.build import build_report, write_report
+from lmeval.report.errors import ReportError
 
 __all__ = ["ReportError", "build_report", "write_report"]

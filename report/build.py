@@ -8,18 +8,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from plans.atomic import write_atomic
-from plans.errors import PlanError
-from report.diagnostics import LABELS, Finding, run_findings
-from report.errors import ReportError
-from report.html import esc, json_script
-from report.inputs import PlanView, Run, label_runs, load_run
-from report.plansection import plans_section
-from report.provenance import provenance_table
-from report.samples import LL_DIGITS, task_order, task_payload
-from report.tables import charts, comparison_matrix, results_table
-from scorer.compare import Comparison, compare
-from scorer.errors import ScoreError
+from lmeval.common.atomic import write_atomic
+from lmeval.plans.errors import PlanError
+from lmeval.report.diagnostics import LABELS, Finding, run_findings
+from lmeval.report.errors import ReportError
+from lmeval.report.html import esc, json_script
+from lmeval.report.inputs import PlanView, Run, label_runs, load_run
+from lmeval.report.plansection import plans_section
+from lmeval.report.provenance import provenance_table
+from lmeval.report.samples import LL_DIGITS, task_order, task_payload
+from lmeval.report.tables import charts, comparison_matrix, results_table
+from lmeval.scorer.compare import Comparison, compare
+from lmeval.scorer.errors import ScoreError
 
 GENERATOR = "lmeval report"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from report.html import esc, fmt, raw
+from lmeval.report.html import esc, fmt, raw
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 BAR = 18

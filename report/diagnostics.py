@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from report.html import mapping
-from report.inputs import Run
+from lmeval.report.html import mapping
+from lmeval.report.inputs import Run
 
 EXAMPLES = 8
 DEFAULT_MAX_GEN_TOKS = 256  # the model config's default (conf/model/*.yaml, executor/modelconf.py)

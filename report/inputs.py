@@ -17,12 +17,12 @@ from typing import Any
 
 import polars as pl
 
-from plans.errors import PlanError
-from plans.io import PlanReader, read_header
-from plans.records import DocRecord, InstanceRecord, PlanHeader
-from plans.results import MANIFEST, read_results
-from report.errors import ReportError
-from scorer.score import RESULTS_JSON, SAMPLES_PARQUET
+from lmeval.plans.errors import PlanError
+from lmeval.plans.io import PlanReader, read_header
+from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
+from lmeval.plans.results import MANIFEST, read_results
+from lmeval.report.errors import ReportError
+from lmeval.scorer.score import RESULTS_JSON, SAMPLES_PARQUET
 
 
 @dataclass

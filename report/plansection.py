@@ -3,11 +3,11 @@ the ``lmeval diff`` report (summary, config changes, per-task counts and causes,
 
 from __future__ import annotations
 
-from plans.diff import diff_plans
-from plans.diff_render import short
-from plans.diff_report import Change, DiffReport
-from report.html import esc
-from report.inputs import Run
+from lmeval.diff.core import diff_plans
+from lmeval.diff.render import short
+from lmeval.diff.report import Change, DiffReport
+from lmeval.report.html import esc
+from lmeval.report.inputs import Run
 
 SHOW_PROMPTS = 5
 

@@ -8,8 +8,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from report.html import esc, mapping
-from report.inputs import Run
+from lmeval.report.html import esc, mapping
+from lmeval.report.inputs import Run
 
 _KNOWN = {
     "plan_hash", "plan_path", "model", "backend", "engine_args", "versions", "shard", "n_instances",

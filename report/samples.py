@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from report.inputs import DocView, Run
+from lmeval.report.inputs import DocView, Run
 
 LL_DIGITS = 6  # log-likelihoods as shown in the page (and stored): 6 decimals
 

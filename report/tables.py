@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from report.charts import Bar, Group, task_chart
-from report.html import esc, fmt, is_num, raw
-from report.inputs import Run
-from scorer.compare import Comparison, MetricDelta
-from scorer.report import _depths as depths  # lm-eval's table order: groups, then their subtasks, indented
+from lmeval.report.charts import Bar, Group, task_chart
+from lmeval.report.html import esc, fmt, is_num, raw
+from lmeval.report.inputs import Run
+from lmeval.scorer.compare import Comparison, MetricDelta
+from lmeval.scorer.report import _depths as depths  # lm-eval's table order: groups, then their subtasks, indented
 
 _DROP = ("alias", "name", "sample_len", "sample_count")
 ARROWS = {True: "↑", False: "↓"}

@@ -1,7 +1,7 @@
 """Scorer: results Parquet + plan -> lm-eval-compatible metrics, stderr and group aggregates (polars)."""
 
-from scorer.compare import compare
-from scorer.errors import ScoreError
-from scorer.score import score
+from lmeval.scorer.compare import compare
+from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.score import score
 
 __all__ = ["ScoreError", "compare", "score"]

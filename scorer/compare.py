@@ -24,8 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from scorer.errors import ScoreError
-from scorer.score import RESULTS_JSON, SAMPLES_PARQUET
+from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.score import RESULTS_JSON, SAMPLES_PARQUET
 
 _KEYS = ("task", "filter", "doc_id")
 

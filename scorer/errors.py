@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plans.errors import UserError
+from lmeval.plans.errors import UserError
 
 
 class ScoreError(UserError):

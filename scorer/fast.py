@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from scorer import pyregex
-from scorer.process import exact_match_np
+from lmeval.scorer import pyregex
+from lmeval.scorer.process import exact_match_np
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"
 

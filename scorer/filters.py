@@ -18,8 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from scorer import pyref, pyregex
-from scorer.errors import ScoreError
+from lmeval.scorer import pyref, pyregex
+from lmeval.scorer.errors import ScoreError
 
 BUILTIN_FILTERS = (
     "regex",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from plans.records import GroupSummary
-from scorer import aggregate as agg
-from scorer.errors import ScoreError
+from lmeval.plans.records import GroupSummary
+from lmeval.scorer import aggregate as agg
+from lmeval.scorer.errors import ScoreError
 
 
 def _by_name(groups: list[GroupSummary]) -> dict[str, GroupSummary]:

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorer import pyref
-from scorer.aggregate import AGGREGATIONS
-from scorer.errors import ScoreError
+from lmeval.scorer import pyref
+from lmeval.scorer.aggregate import AGGREGATIONS
+from lmeval.scorer.errors import ScoreError
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from typing import Any
 
 import polars as pl
 
-from plans.atomic import os_error_of
-from plans.canonical import canonical_bytes
-from plans.errors import PlanError
-from plans.io import PlanReader, read_header, unpack_stream
-from plans.records import DocRecord, PlanHeader
-from plans.storage import BackgroundHash, chunks, hashed, open_layout
-from scorer.errors import ScoreError
+from lmeval.common.atomic import os_error_of
+from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.errors import PlanError
+from lmeval.plans.io import PlanReader, read_header, unpack_stream
+from lmeval.plans.records import DocRecord, PlanHeader
+from lmeval.plans.storage import BackgroundHash, chunks, hashed, open_layout
+from lmeval.scorer.errors import ScoreError
 
 INDEX_VERSION = 3
 DOC_SCHEMA: dict[str, Any] = {

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from scorer.errors import ScoreError
-from scorer.metrics import TaskMetrics
+from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.metrics import TaskMetrics
 
 
 def exact_match_np(
@@ -66,7 +66,7 @@ def pass_at_k(
     references: list[str], predictions: list[list[str]], k: Any = None, timeout: float = 3.0
 ) -> dict[str, float]:
     """HF code_eval's unbiased pass@k over one or more problems, running programs in ``scorer.sandbox``."""
-    from scorer import sandbox  # type: ignore[attr-defined]
+    from lmeval.scorer import sandbox  # type: ignore[attr-defined]
 
     ks = [k] if isinstance(k, int) else list(k or [1])
     totals, corrects = [], []
@@ -106,7 +106,7 @@ def _call_gen_metric(
     if spec_builtin == "pass_at_k":
         return pass_at_k([gold], [result], **kwargs)
     if spec_builtin == "jsonl_spec":
-        from scorer import spec_scoring  # type: ignore[attr-defined]
+        from lmeval.scorer import spec_scoring  # type: ignore[attr-defined]
 
         return dict(spec_scoring.score_spec_doc(doc, result))
     if fn is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plans.funcref import (
+from lmeval.plans.funcref import (
     CodeRefused,
     FolderSearch,
     default_task_roots,
@@ -37,7 +37,7 @@ from plans.funcref import (
     split_spec,
     valid_relpath,
 )
-from scorer.errors import ScoreError
+from lmeval.scorer.errors import ScoreError
 
 _LOADED: dict[tuple[str, str], Any] = {}
 
@@ -183,7 +183,7 @@ def load_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Callable[.
     qual = str(ref.get("__function__", ""))
     builtin = ref.get("builtin")
     if builtin is not None:
-        from scorer.codehooks import HOOKS
+        from lmeval.scorer.codehooks import HOOKS
 
         fn = HOOKS.get(str(builtin))
         if fn is None:

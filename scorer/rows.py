@@ -13,9 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from plans.results import part_files, polars_schema
-from plans.rowcheck import KEY_COLUMNS, PART
-from scorer.errors import ScoreError
+from lmeval.plans.results import part_files, polars_schema
+from lmeval.plans.rowcheck import KEY_COLUMNS, PART
+from lmeval.scorer.errors import ScoreError
 
 COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses")
 

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plans.errors import UserError
-from scorer.sandbox_cgroup import SampleCgroup, cgroup_root
+from lmeval.plans.errors import UserError
+from lmeval.scorer.sandbox_cgroup import SampleCgroup, cgroup_root
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 PROGRAM_NAME = "main.py"

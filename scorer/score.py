@@ -17,21 +17,21 @@ from typing import Any
 
 import polars as pl
 
-from plans.atomic import write_atomic
-from plans.errors import PlanError
-from plans.records import instance_id_for
-from plans.results import plan_of, polars_schema, read_manifest, write_json_atomic
-from plans.rowcheck import KEY_COLUMNS, check_rows
-from scorer import aggregate as agg
-from scorer import groups as grp
-from scorer import metrics as met
-from scorer.errors import ScoreError
-from scorer.filters import pipelines_of
-from scorer.planload import PlanData, TaskDocs, load
-from scorer.pyref import Trust
-from scorer.rows import COLUMNS as ROW_COLUMNS
-from scorer.rows import Rows, read_rows
-from scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
+from lmeval.common.atomic import write_atomic
+from lmeval.plans.errors import PlanError
+from lmeval.plans.records import instance_id_for
+from lmeval.plans.results import plan_of, polars_schema, read_manifest, write_json_atomic
+from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows
+from lmeval.scorer import aggregate as agg
+from lmeval.scorer import groups as grp
+from lmeval.scorer import metrics as met
+from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.filters import pipelines_of
+from lmeval.scorer.planload import PlanData, TaskDocs, load
+from lmeval.scorer.pyref import Trust
+from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
+from lmeval.scorer.rows import Rows, read_rows
+from lmeval.scorer.taskscore import MISSING, FilterScores, _json, describe_missing, score_task
 
 RESULTS_JSON = "results.json"
 SAMPLES_PARQUET = "samples.parquet"
@@ -96,7 +96,7 @@ def score_run(
     out_dir = Path(results_dir)
     write_json_atomic(out_dir / RESULTS_JSON, outcome.results)
     if console:
-        from scorer.report import print_tables
+        from lmeval.scorer.report import print_tables
 
         print_tables(outcome.results)
         for task, agg in (outcome.results.get("spec") or {}).items():
@@ -327,7 +327,7 @@ def _jsonable(x: Any) -> Any:
 
 def _spec_breakdown(td: TaskDocs, rows: pl.DataFrame) -> dict[str, Any]:
     """A JSONL-spec task per category and overall (corpus BLEU for bleu_4, means otherwise)."""
-    from scorer import spec_scoring
+    from lmeval.scorer import spec_scoring
 
     first = rows.filter(pl.col("idx") == 0)
     doc_ids = first["doc_id"].to_list()

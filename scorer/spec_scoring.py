@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from plans.errors import UserError
+from lmeval.plans.errors import UserError
 
 RULES = (
     "none",
@@ -239,7 +239,7 @@ def score_spec_rows(
             row["value"] = _text_value(row["metric_name"], row["prediction"], row["targets"])
         rows.append(row)
     if programs:
-        from scorer.sandbox import check_many
+        from lmeval.scorer.sandbox import check_many
 
         results = check_many(
             [p for _, p in programs], workers=workers, timeout=timeout, allow_network=allow_network

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from plans.records import DocRecord, TaskSummary, instance_id_for
-from scorer import fast, process
-from scorer.errors import ScoreError
-from scorer.filters import FilterOutput, Pipeline, apply_pipeline
-from scorer.metrics import TaskMetrics
-from scorer.planload import TaskDocs
-from scorer.pyref import Trust
+from lmeval.plans.records import DocRecord, TaskSummary, instance_id_for
+from lmeval.scorer import fast, process
+from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
+from lmeval.scorer.metrics import TaskMetrics
+from lmeval.scorer.planload import TaskDocs
+from lmeval.scorer.pyref import Trust
 
 _FAST_GEN = {"exact_match", "bleu", "chrf", "chrf++", "ter"}
 _FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "f1", "mcc"}
@@ -146,7 +146,7 @@ def _score_python(
 
 def _runs_programs(tm: TaskMetrics) -> bool:
     """Whether the task's metrics execute generated code (lmeval's sandboxed pass@k built-ins)."""
-    from scorer import codehooks
+    from lmeval.scorer import codehooks
 
     hooks = set(codehooks.HOOKS.values())
     return tm.process_results is None and any(m.builtin == "pass_at_k" or m.fn in hooks for m in tm.metrics)

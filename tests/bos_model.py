@@ -4,7 +4,7 @@ Like Llama 3's (and unlike the tiny model's, which adds no special tokens), its 
 post-processor is ``Sequence[ByteLevel, TemplateProcessing("<s> $A")]`` and its ``tokenizer_config.json``
 has no ``add_bos_token`` key, so ``add_special_tokens`` (on by default) prepends BOS. The BOS token (id 0)
 is renamed ``<s>``; the chat template starts with ``{{ bos_token }}``, so chat-templated prompts begin with
-the BOS text. Built from ``plans.tinymodel`` by rewriting JSON files: deterministic, no network.
+the BOS text. Built from ``lmeval.common.tinymodel`` by rewriting JSON files: deterministic, no network.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from plans.tinymodel import BOS, CHAT_TEMPLATE, ensure_tiny_model
+from lmeval.common.tinymodel import BOS, CHAT_TEMPLATE, ensure_tiny_model
 
 LLAMA_BOS = "<s>"
 

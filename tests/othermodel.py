@@ -1,6 +1,6 @@
 """A second checkpoint, independent of ``model=tiny``, for testing what the tiny model hides.
 
-Where ``plans.tinymodel`` builds a float32 Llama with 16384 positions and a 4096-token vocabulary, this
+Where ``lmeval.common.tinymodel`` builds a float32 Llama with 16384 positions and a 4096-token vocabulary, this
 builds a Qwen2 (biased q/k/v projections, grouped-query attention with 2 KV heads, tied embeddings, 3 layers)
 with ``max_position_embeddings`` 2048, **bfloat16** weights, and its own 1536-token byte-level BPE
 vocabulary trained on a differently seeded corpus with other special tokens (``<s>``, ``</s>``, ``<pad>``).
@@ -30,7 +30,7 @@ HUB_ID = "lmeval-test/qwenlet-2k"
 def _tokenizer_json() -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-    from plans.tinymodel import corpus_texts
+    from lmeval.common.tinymodel import corpus_texts
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)

@@ -1,9 +1,14 @@
-"""The stage boundary: compiler, executor and scorer share only plans/, and stay light to import. Tools built
-on the contract (report/) may import plans/ and scorer/, and no stage imports them."""
+"""The layout rules (#14): one ``lmeval.*`` namespace, packages in layers, stages that never import each other and
+stay light to import, no import circles, no module over ~400 lines without a stated reason.
+
+The design card's top-level folders (compiler/, executor/, scorer/, plans/, conf/, ...) are linked into lmeval/
+(``lmeval/compiler -> ../compiler``), so the checkout, an editable install and the wheel import the same names.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,58 +17,168 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("compiler", "executor", "scorer")
-TOOLS = ("report",)
+# what each package of the namespace may import of lmeval's own (itself always); the CLI (lmeval/) may import all
+LAYERS: dict[str, set[str]] = {
+    "common": set(),  # shared plumbing that is not contract: atomic writes, the tiny model
+    "plans": {"common"},  # the contract
+    "compiler": {"plans", "common"},
+    "executor": {"plans", "common"},
+    "scorer": {"plans", "common"},
+    "diff": {"plans", "common"},  # tools built on the contract
+    "lock": {"plans", "common", "diff", "compiler"},
+    "report": {"plans", "common", "scorer", "diff"},
+}
+OLD_TOP_LEVEL = {"plans", "compiler", "executor", "scorer", "report", "diff", "lock", "common"}
+LONG_MODULE = 400  # lines; a longer module says why in its first lines: "# size: <reason>"
 
 
-def _imported_top_levels(pkg: str) -> set[str]:
-    names: set[str] = set()
-    for path in (ROOT / pkg).rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module.split(".")[0])
-    return names
+def _py_files(pkg: str) -> list[Path]:
+    return sorted((ROOT / pkg).rglob("*.py"))
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_stages_never_import_each_other(stage: str) -> None:
-    others = set(STAGES) - {stage} | {"lmeval"} | set(TOOLS)
-    assert _imported_top_levels(stage) & others == set()
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(module, at_top) for every absolute import in the file; at_top is False inside a function (lazy)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    lazy: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            lazy.update(id(n) for n in ast.walk(fn))
+    out: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) not in lazy) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "lmeval":  # from lmeval import compiler
+                out += [(f"lmeval.{a.name}", id(node) not in lazy) for a in node.names]
+            else:
+                out.append((node.module, id(node) not in lazy))
+    return out
 
 
-def test_plans_imports_no_stage() -> None:
-    assert _imported_top_levels("plans") & (set(STAGES) | {"lmeval"} | set(TOOLS)) == set()
+def _lmeval_packages_imported(pkg: str) -> set[str]:
+    return {m.split(".")[1] for p in _py_files(pkg) for m, _ in _imports(p) if m.startswith("lmeval.")}
 
 
-def test_report_imports_only_the_contract_and_the_scorer() -> None:
-    assert _imported_top_levels("report") & {"compiler", "executor", "lmeval"} == set()
-    assert {"plans", "scorer"} <= _imported_top_levels("report")
+def test_the_namespace_links_every_folder() -> None:
+    for pkg in [*LAYERS, "conf"]:
+        link = ROOT / "lmeval" / pkg
+        assert link.is_symlink() and link.resolve() == (ROOT / pkg).resolve(), pkg
+
+
+@pytest.mark.parametrize("pkg", sorted(LAYERS))
+def test_each_package_imports_only_its_layers(pkg: str) -> None:
+    assert _lmeval_packages_imported(pkg) - {pkg} <= LAYERS[pkg]
+
+
+def test_stages_never_import_each_other() -> None:
+    for stage in STAGES:
+        assert _lmeval_packages_imported(stage) & (set(STAGES) - {stage}) == set(), stage
+
+
+def test_nothing_imports_the_old_top_level_names() -> None:
+    """``import plans`` would load a second copy of a module (or the user's own plans/ output folder)."""
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in {".venv", "lmeval.egg-info", "build", "dist"} or path.is_symlink():
+            continue
+        if rel.parts[0] == "lmeval" and len(rel.parts) > 1 and (ROOT / "lmeval" / rel.parts[1]).is_symlink():
+            continue
+        bad += [f"{rel}: {m}" for m, _ in _imports(path) if m.split(".")[0] in OLD_TOP_LEVEL]
+    assert bad == [], bad
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["lmeval", *parts]) if parts[0] != "lmeval" else ".".join(parts)
+
+
+def test_no_import_circles_between_modules() -> None:
+    """Module-level imports (lazy ones too: a circle broken only by laziness is still a circle) form no cycle,
+    package ``__init__`` re-exports aside."""
+    files = [p for pkg in LAYERS for p in _py_files(pkg)]
+    files += [p for p in (ROOT / "lmeval").glob("*.py")]
+    names = {_module_name(p): p for p in files}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        if path.name == "__init__.py":
+            continue
+        deps = set()
+        for m, _ in _imports(path):
+            while m and m not in names:
+                m = m.rpartition(".")[0]
+            if m and m != name and names[m].name != "__init__.py":
+                deps.add(m)
+        graph[name] = deps
+    seen: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(n: str, stack: list[str]) -> None:
+        seen[n] = 1
+        for d in sorted(graph.get(n, ())):
+            if seen.get(d) == 1:
+                cycles.append(stack[stack.index(d):] + [d])
+            elif d not in seen:
+                visit(d, [*stack, d])
+        seen[n] = 2
+
+    for n in sorted(graph):
+        if n not in seen:
+            visit(n, [n])
+    assert cycles == [], cycles
+
+
+def test_long_modules_say_why() -> None:
+    long = []
+    for path in [p for pkg in [*LAYERS, "lmeval"] for p in _py_files(pkg)]:
+        if (ROOT / "lmeval" / path.parent.name).is_symlink() and path.parent.parent.name == "lmeval":
+            continue
+        text = path.read_text(encoding="utf-8")
+        n = text.count("\n")
+        if n > LONG_MODULE and not re.search(r"^# size: \S.*", "\n".join(text.splitlines()[:40]), re.M):
+            long.append(f"{path.relative_to(ROOT)} ({n} lines)")
+    assert long == [], long
+
+
+def test_cli_package_holds_only_the_command_line() -> None:
+    """lmeval/ is argument parsing and printing: no dataclasses, no classes of its own."""
+    for path in (ROOT / "lmeval").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        assert classes == [], f"{path.name}: {classes}"
 
 
 @pytest.mark.parametrize(
-    ("stage", "forbidden"),
+    ("pkg", "forbidden"),
     [
         ("executor", ["jinja2", "datasets", "hydra"]),
         ("compiler", ["torch", "vllm"]),
         ("scorer", ["torch", "vllm", "jinja2", "hydra", "datasets"]),
         ("plans", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers"]),
-        ("report", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers", "compiler", "executor"]),
+        ("common", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers"]),
+        ("diff", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers"]),
+        ("report", ["torch", "vllm", "jinja2", "hydra", "datasets", "transformers", "lmeval.compiler"]),
     ],
 )
-def test_import_does_not_pull_heavy_modules(stage: str, forbidden: list[str]) -> None:
-    """Not just the package's ``__init__``: every module of the stage (the compile, execute and score paths,
-    each backend module) is imported; the heavy libraries may only be imported lazily, inside functions."""
+def test_import_does_not_pull_heavy_modules(pkg: str, forbidden: list[str], tmp_path: Path) -> None:
+    """Not just the package's ``__init__``: every module of the package (the compile, execute and score paths,
+    each backend module) is imported, from a folder that holds lmeval's own output folders (plans/, results/);
+    the heavy libraries may only be imported lazily, inside functions."""
     code = (
-        f"import importlib, pkgutil, sys, {stage}\n"
-        f"mods = [m.name for m in pkgutil.walk_packages({stage}.__path__, '{stage}.')]\n"
+        f"import importlib, pkgutil, sys, lmeval.{pkg} as p\n"
+        f"mods = [m.name for m in pkgutil.walk_packages(p.__path__, 'lmeval.{pkg}.')]\n"
         "for m in mods:\n"
         "    importlib.import_module(m)\n"
         f"bad = [m for m in {forbidden!r} if m in sys.modules]\n"
         "print(len(mods), ','.join(bad))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    for out_dir in ("plans", "results", "compiler", "scorer"):  # what `lmeval run` writes, and lookalikes
+        (tmp_path / out_dir).mkdir()
+        (tmp_path / out_dir / "__init__.py").write_text("raise ImportError('the working folder was imported')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     n, bad = out.stdout.split(" ", 1)
-    assert int(n) >= 10, out.stdout  # the walk really found the stage's modules
+    assert int(n) >= 2, out.stdout  # the walk really found the package's modules
     assert bad.strip() == ""

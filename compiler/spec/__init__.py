@@ -46,9 +46,9 @@ non-object) and an empty file are reported with their line number like any other
 reported on the later line.
 """
 
-from compiler.spec.load import SPEC_VERSION, SpecError, SpecTask, load_spec_task, render_prompt, spec_doc
-from compiler.spec.rules import CATEGORIES, GENERATION_KWARGS, LEGAL, METRICS, POST_PROCESS, RULES
-from compiler.spec.validate import SpecIssue, SpecReadError, SpecReport, check_record, validate_file
+from lmeval.compiler.spec.load import SPEC_VERSION, SpecError, SpecTask, load_spec_task, render_prompt, spec_doc
+from lmeval.compiler.spec.rules import CATEGORIES, GENERATION_KWARGS, LEGAL, METRICS, POST_PROCESS, RULES
+from lmeval.compiler.spec.validate import SpecIssue, SpecReadError, SpecReport, check_record, validate_file
 
 __all__ = [
     "CATEGORIES",

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import CompileError
-from compiler.spec.rules import DEFAULT_GENERATION_KWARGS, EXAMPLE_JOIN, EXAMPLE_SEPARATOR, GENERATION_KWARGS
-from compiler.spec.validate import SpecReport, validate_file
+from lmeval.compiler.errors import CompileError
+from lmeval.compiler.spec.rules import DEFAULT_GENERATION_KWARGS, EXAMPLE_JOIN, EXAMPLE_SEPARATOR, GENERATION_KWARGS
+from lmeval.compiler.spec.validate import SpecReport, validate_file
 
 SPEC_VERSION = 1
 TASK_NAME = "jsonl"

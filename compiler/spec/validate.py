@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from compiler.spec.rules import (
+from lmeval.compiler.spec.rules import (
     ALL_FIELDS,
     CATEGORIES,
     EXAMPLE_FIELDS,
@@ -25,8 +25,8 @@ from compiler.spec.rules import (
     POST_PROCESS,
     REQUIRED_FIELDS,
 )
-from plans.errors import UserError
-from plans.limits import MAX_DEPTH, InputError, open_regular, value_problem
+from lmeval.plans.errors import UserError
+from lmeval.plans.limits import MAX_DEPTH, InputError, open_regular, value_problem
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")  # a line holding nothing but whitespace
 _CHUNK = 1 << 16

@@ -7,24 +7,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from executor.backends.base import Backend
-from executor.modelconf import ModelSpec
+from lmeval.executor.backends.base import Backend
+from lmeval.executor.modelconf import ModelSpec
 
 
 def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
     if spec.backend == "fake":
-        from executor.backends.fake import FakeBackend
+        from lmeval.executor.backends.fake import FakeBackend
 
         return FakeBackend(spec, model_dir)
     if spec.backend == "openai":
-        from executor.backends.openai_api import OpenAIBackend
+        from lmeval.executor.backends.openai_api import OpenAIBackend
 
         return OpenAIBackend(spec, model_dir)
     assert model_dir is not None
     if spec.backend == "hf":
-        from executor.backends.hf import HFBackend
+        from lmeval.executor.backends.hf import HFBackend
 
         return HFBackend(spec, model_dir)
-    from executor.backends.vllm_engine import VLLMBackend
+    from lmeval.executor.backends.vllm_engine import VLLMBackend
 
     return VLLMBackend(spec, model_dir)

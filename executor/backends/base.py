@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from executor.requests import GenInput, GenOutput, GenParams, ScoreInput, ScoreOutput, Tokenizer
+from lmeval.executor.requests import GenInput, GenOutput, GenParams, ScoreInput, ScoreOutput, Tokenizer
 
 
 class Backend(Protocol):

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from executor.modelconf import ModelSpec
-from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput, fake_seed
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput, fake_seed
 
 BATCH = 8
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from executor.backends.base import load_hf_tokenizer, samples_to_run, set_offline_env
-from executor.engineconf import detect_platform, model_facts
-from executor.errors import ExecuteError
-from executor.modelconf import ModelSpec
-from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
+from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run, set_offline_env
+from lmeval.executor.engineconf import detect_platform, model_facts
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
 DEFAULT_BATCH_SIZE = 16
 _DTYPES = {

@@ -21,10 +21,10 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from executor.backends.base import load_hf_tokenizer, samples_to_run
-from executor.errors import ExecuteError
-from executor.modelconf import ModelSpec
-from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
+from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
 
 class OpenAIBackend:

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from executor.backends.base import HFTokenizer, samples_to_run, set_offline_env
-from executor.engineconf import (
+from lmeval.executor.backends.base import HFTokenizer, samples_to_run, set_offline_env
+from lmeval.executor.engineconf import (
     Platform,
     UserSettings,
     derive_engine_args,
@@ -24,9 +24,9 @@ from executor.engineconf import (
     model_facts,
     vllm_engine_keys,
 )
-from executor.errors import ExecuteError
-from executor.modelconf import ModelSpec
-from executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
 
 def engine_args(

@@ -19,9 +19,9 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
-from plans.io import PlanReader, read_header
-from plans.records import InstanceRecord
-from plans.results import part_files, read_manifest, read_results
+from lmeval.plans.io import PlanReader, read_header
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import part_files, read_manifest, read_results
 
 pytestmark = pytest.mark.vllm
 
@@ -77,7 +77,7 @@ def test_results_json_has_arith_exact_match_and_stderr(run: dict[str, Any]) -> N
     from lm_eval.api.metrics import exact_match_hf_evaluate, mean_stderr
     from lm_eval.filters.extraction import WhitespaceFilter
 
-    from plans.io import read_plan
+    from lmeval.plans.io import read_plan
 
     targets = {d.doc_id: d.target for d in read_plan(run["plan"]).docs}
     raw = dict(read_results(run["out"]).select(["doc_id", "response"]).iter_rows())
@@ -133,8 +133,7 @@ def _snapshot(out: Path) -> dict[str, bytes]:
 
 
 def test_execute_on_a_finished_dir_recomputes_nothing(run: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    import executor.run
-
+    from lmeval import executor
     monkeypatch.setattr(executor.run, "_load_backend", _no_engine)
     parts, manifest = _snapshot(run["out"]), (run["out"] / "manifest.json").read_bytes()
     assert read_manifest(run["out"]).stats["executed"] == LIMIT
@@ -148,8 +147,7 @@ def test_execute_resumes_an_interrupted_run_without_recomputing(
     run: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A run killed after its last part was written but before the manifest said finished."""
-    import executor.run
-
+    from lmeval import executor
     monkeypatch.setattr(executor.run, "_load_backend", _no_engine)
     out = tmp_path / "copy"
     shutil.copytree(run["out"], out)

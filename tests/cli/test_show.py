@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.cli import main
-from plans import read_plan
+from lmeval.plans import read_plan
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_show_jsonl_matches_plan_instances(arith_plan: Path, capsys: pytest.Capt
 
 
 def test_show_refuses_modified_plan(arith_plan: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from plans.io import recode_plan
+    from lmeval.plans.io import recode_plan
 
     plain = tmp_path / "plain.msgpack"
     recode_plan(arith_plan, plain, "none")  # records stored uncompressed, so the edit below is a text edit

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from compiler.tokens import ModelTokenizer
+from lmeval.compiler.tokens import ModelTokenizer
 from tests.bos_model import LLAMA_BOS, build_bos_model
 
 pytestmark = pytest.mark.lmeval_parity
@@ -91,7 +91,7 @@ def test_ids_equal_hflm(model_dir: Path, add_bos: bool | None) -> None:
 
 def test_tiny_model_rule_adds_nothing() -> None:
     """The project's own tiny tokenizer adds no special tokens: unset and false give the same ids."""
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     d = ensure_tiny_model()
     unset, off = ModelTokenizer(d, None, "tiny"), ModelTokenizer(d, False, "tiny")
@@ -102,8 +102,7 @@ def test_tiny_model_rule_adds_nothing() -> None:
 
 def test_chat_templated_prompts_get_one_bos(model_dir: Path) -> None:
     """The checkpoint's chat template emits ``<s>``: compiled chat prompts start with exactly one BOS."""
-    import compiler
-
+    from lmeval import compiler
     _, records = compiler.compile_plan(
         ["+task=arith", "run.limit=3", f"model.path={model_dir}", "model.name=llama-style",
          "run.apply_chat_template=true"]  # fmt: skip
@@ -117,8 +116,8 @@ def test_chat_templated_prompts_get_one_bos(model_dir: Path) -> None:
 
 @pytest.mark.parametrize("value", ["-3", "x", "true"])
 def test_bad_prefix_token_id_is_a_one_line_error(value: str) -> None:
-    import compiler
-    from compiler.errors import CompileError
+    from lmeval import compiler
+    from lmeval.compiler.errors import CompileError
 
     with pytest.raises(CompileError, match="model.prefix_token_id") as e:
         compiler.compile_plan(["+task=arith", "run.limit=1", f"model.prefix_token_id={value}"])
@@ -126,8 +125,7 @@ def test_bad_prefix_token_id_is_a_one_line_error(value: str) -> None:
 
 
 def test_prefix_token_override_is_recorded() -> None:
-    import compiler
-
+    from lmeval import compiler
     header, _ = compiler.compile_plan(["+task=arith", "run.limit=1", "model.prefix_token_id=1"])
     rule = header.model.token_rule
     assert rule is not None and (rule.prefix_token_id, rule.prefix_token_source) == (1, "override")

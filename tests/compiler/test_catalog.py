@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.catalog import catalog, listing
-from compiler.config import CONF_DIR, catalog_names
+from lmeval.compiler.catalog import catalog, listing
+from lmeval.compiler.config import CONF_DIR, catalog_names
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_compile_by_catalog_name(tmp_path: Path, cli) -> None:
     rc, _, err = cli("compile", "+task=[lm_eval:winogrande,arc_easy]", f"run.data_dir={data_dir()}",
                      "run.limit=2", f"--out={out}")  # fmt: skip
     assert rc == 0, err
-    from plans import read_plan
+    from lmeval.plans import read_plan
 
     tasks = {t.name: t for t in read_plan(out).header.tasks}
     assert set(tasks) == {"winogrande", "arc_easy"}
@@ -84,7 +84,7 @@ def test_listing_marks_unsupported_python_tasks() -> None:
 
 
 def test_index_cache_is_reused_and_rebuilt_when_a_yaml_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import compiler.catalog as cat_mod
+    import lmeval.compiler.catalog as cat_mod
 
     root = tmp_path / "tasks"
     (root / "a").mkdir(parents=True)
@@ -126,8 +126,8 @@ def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> N
 def test_catalog_tag_members_are_lmevals_not_conf_tasks() -> None:
     """lm-eval's tag ai2_arc names arc_easy and arc_challenge, which conf/task also defines: inside a catalog
     group or tag, members resolve in the catalog (as in lm-eval's own index); by name alone, conf/task wins."""
-    from compiler.api import select_tasks
-    from compiler.config import compose, run_config
+    from lmeval.compiler.api import select_tasks
+    from lmeval.compiler.config import compose, run_config
     from tests.compiler.conftest import data_dir
 
     cfg = compose(["run.tasks=[ai2_arc]", f"run.data_dir={data_dir()}"])

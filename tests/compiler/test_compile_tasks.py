@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import compiler
-from compiler.config import CONF_DIR
-from plans.io import read_plan
-from plans.records import DocRecord, InstanceRecord
+from lmeval import compiler
+from lmeval.compiler.config import CONF_DIR
+from lmeval.plans.io import read_plan
+from lmeval.plans.records import DocRecord, InstanceRecord
 
 LMEVAL_TASKS = Path(__import__("importlib").util.find_spec("lm_eval").origin).parent / "tasks"  # type: ignore[arg-type]
 
@@ -152,7 +152,7 @@ def test_subject_of_a_conf_group_by_name(data: Path) -> None:
 
 
 def test_single_task_key_shorthand() -> None:
-    from compiler.config import shorthand
+    from lmeval.compiler.config import shorthand
 
     assert shorthand(["+task=jsonl", "task.path=t.jsonl"]) == ["+task=jsonl", "task.jsonl.path=t.jsonl"]
     assert shorthand(["+task=[a,b]", "task.a.x=1"]) == ["+task=[a,b]", "task.a.x=1"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.errors import CompileError
-from compiler.functions import FunctionRef, resolve, score_ref_data
-from scorer import pyref
-from scorer.errors import ScoreError
+from lmeval.compiler.errors import CompileError
+from lmeval.compiler.functions import FunctionRef, resolve, score_ref_data
+from lmeval.scorer import pyref
+from lmeval.scorer.errors import ScoreError
 
 
 def _canary(path: Path) -> str:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compiler.config import CONF_DIR
+from lmeval.compiler.config import CONF_DIR
 
 REPO = CONF_DIR.parent
 
@@ -29,8 +29,8 @@ def test_byte_identical_across_processes(tmp_path: Path, data: Path) -> None:
 def test_cli_file_equals_plans_writer_bytes(tmp_path: Path, data: Path) -> None:
     """The CLI writes the sealed record bytes directly (doc records from the compiler's own doc bytes);
     they equal what plans.io writes when it encodes every record itself."""
-    from compiler.api import compile_sealed
-    from plans.io import plan_bytes, write_sealed
+    from lmeval.compiler.api import compile_sealed
+    from lmeval.plans.io import plan_bytes, write_sealed
 
     header, records, blobs = compile_sealed(["+task=[arith,arc_easy,winogrande,gsm8k]", f"run.data_dir={data}",
                                              "run.limit=5", "run.num_fewshot=2"])  # fmt: skip
@@ -66,8 +66,8 @@ def _spec_request_hash(r: object) -> str:
 
 
 def test_request_hashes_follow_the_format_spec(data: Path) -> None:
-    import compiler
-    from plans.records import InstanceRecord
+    from lmeval import compiler
+    from lmeval.plans.records import InstanceRecord
 
     for ov in (["+task=arc_easy", "run.num_fewshot=2"], ["+task=gsm8k"], ["+task=winogrande"]):
         _, records = compiler.compile_plan([*ov, f"run.data_dir={data}", "run.limit=4"])

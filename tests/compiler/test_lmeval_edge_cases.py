@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-import compiler
+from lmeval import compiler
 
 pytestmark = pytest.mark.lmeval_parity
 
@@ -48,7 +48,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     # the chat side of the oracle is lm-eval's own HFLM.apply_chat_template on the tiny model (not lmeval's)
     from lm_eval.models.huggingface import HFLM
 
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     logging.disable(logging.WARNING)
     try:

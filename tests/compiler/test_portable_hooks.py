@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.functions import FunctionRef, score_ref_data
 from lmeval.cli import main
-from plans.io import read_header
-from scorer import pyref
-from scorer.errors import ScoreError
+from lmeval.compiler.functions import FunctionRef, score_ref_data
+from lmeval.plans.io import read_header
+from lmeval.scorer import pyref
+from lmeval.scorer.errors import ScoreError
 from tests.executor.plantools import data_dir
 
 TASK_YAML = """\
@@ -191,7 +191,7 @@ def test_recorded_file_names_cannot_leave_the_folder(tmp_path: Path) -> None:
 
 def test_lm_eval_catalog_hook_needs_no_include_path() -> None:
     """lm-eval's own task folders are searched by default: wikitext's process_results is found by content."""
-    from plans.funcref import lm_eval_tasks_dir
+    from lmeval.plans.funcref import lm_eval_tasks_dir
 
     tasks = lm_eval_tasks_dir()
     assert tasks is not None and (tasks / "wikitext" / "preprocess_wikitext.py").is_file()

@@ -10,8 +10,8 @@ from typing import Any
 import jinja2
 import pytest
 
-from compiler.errors import CompileError
-from compiler.render import Renderer, direct_string, field_ref
+from lmeval.compiler.errors import CompileError
+from lmeval.compiler.render import Renderer, direct_string, field_ref
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import compiler
-from plans.records import DocRecord, InstanceRecord
+from lmeval import compiler
+from lmeval.plans.records import DocRecord, InstanceRecord
 
 
 def _docs(records: list) -> list[DocRecord]:
@@ -23,7 +23,7 @@ def _insts(records: list) -> list[InstanceRecord]:
 def tok():
     from transformers import PreTrainedTokenizerFast
 
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     return PreTrainedTokenizerFast.from_pretrained(str(ensure_tiny_model()))
 

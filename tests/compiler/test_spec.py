@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.spec import (
+from lmeval.compiler.spec import (
     CATEGORIES,
     GENERATION_KWARGS,
     LEGAL,
@@ -23,8 +23,8 @@ from compiler.spec import (
     render_prompt,
     validate_file,
 )
-from compiler.spec.rules import MAX_LINE_BYTES
-from plans.errors import UserError
+from lmeval.compiler.spec.rules import MAX_LINE_BYTES
+from lmeval.plans.errors import UserError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "spec"
 GOOD = FIXTURES / "tasks.jsonl"
@@ -314,7 +314,7 @@ def test_load_spec_task_docs_and_config() -> None:
 
 
 def test_task_config_goes_through_the_compilers_task_checks() -> None:
-    from compiler.taskspec import build_spec
+    from lmeval.compiler.taskspec import build_spec
 
     cfg = load_spec_task(str(GOOD), allow_bad_tasks=False).task_config
     spec = build_spec(cfg, source=str(GOOD))
@@ -324,8 +324,8 @@ def test_task_config_goes_through_the_compilers_task_checks() -> None:
 
 def test_doc_to_text_renders_prompt_verbatim(tmp_path: Path) -> None:
     """A prompt that looks like Jinja reaches the plan's context unchanged (doc_to_text is a field name)."""
-    from compiler import compile_plan
-    from plans import InstanceRecord
+    from lmeval.compiler import compile_plan
+    from lmeval.plans import InstanceRecord
 
     rec = dict(_valid(), prompt="Fill in: {{ name }} and {% raw %}")
     path = tmp_path / "jinja.jsonl"
@@ -370,8 +370,8 @@ def test_nothing_valid_is_an_error_even_when_bad_tasks_are_allowed(tmp_path: Pat
 
 
 def test_compile_plan_from_spec(tmp_path: Path) -> None:
-    from compiler import compile_plan
-    from plans.records import DocRecord, InstanceRecord
+    from lmeval.compiler import compile_plan
+    from lmeval.plans.records import DocRecord, InstanceRecord
 
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(GOOD.read_bytes() + b"{not json\n")

@@ -104,14 +104,14 @@ def aggregate_rows(ours: dict[str, Any], ref: dict[str, Any]) -> list[AggRow]:
 
 
 def _our_instances(results_dir: Path, task: str) -> pl.DataFrame:
-    from plans.results import read_results
+    from lmeval.plans.results import read_results
 
     return read_results(results_dir).filter(pl.col("task") == task).sort(["doc_id", "idx"])
 
 
 def _plan_instances(plan: Path, task: str) -> dict[tuple[int, int], Any]:
-    from plans.io import PlanReader
-    from plans.records import InstanceRecord
+    from lmeval.plans.io import PlanReader
+    from lmeval.plans.records import InstanceRecord
 
     out = {}
     with PlanReader(plan) as r:
@@ -122,8 +122,8 @@ def _plan_instances(plan: Path, task: str) -> dict[tuple[int, int], Any]:
 
 
 def _plan_choices(plan: Path, task: str) -> dict[int, list[str]]:
-    from plans.io import PlanReader
-    from plans.records import DocRecord
+    from lmeval.plans.io import PlanReader
+    from lmeval.plans.records import DocRecord
 
     out = {}
     with PlanReader(plan) as r:
@@ -227,7 +227,7 @@ def compare_task(task: str, results_dir: Path, plan: Path, ref_samples: list[dic
 
 
 def strip_special(text: str) -> str:
-    from plans.tinymodel import SPECIAL_TOKENS
+    from lmeval.common.tinymodel import SPECIAL_TOKENS
 
     for t in SPECIAL_TOKENS:
         text = text.replace(t, "")

@@ -83,7 +83,7 @@ def make_spec(
     """``tasks``: name -> {"limit": N, "num_fewshot": K}."""
     if model is None:
         sys.path.insert(0, str(REPO))
-        from plans.tinymodel import ensure_tiny_model
+        from lmeval.common.tinymodel import ensure_tiny_model
 
         model = str(ensure_tiny_model())
     unknown = sorted(set(tasks) - set(TASK_SOURCES))

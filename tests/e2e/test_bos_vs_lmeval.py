@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from plans.io import read_header
+from lmeval.plans.io import read_header
 from tests.bos_model import build_bos_model
 from tests.e2e import bos_ref
 
@@ -70,7 +70,7 @@ def _lmeval_run(
 
 
 def _our_rows(out: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
-    from plans.results import read_results
+    from lmeval.plans.results import read_results
 
     return {(r["task"], r["doc_id"], r["idx"]): r for r in read_results(out).iter_rows(named=True)}
 
@@ -184,8 +184,8 @@ def test_bos_changes_the_numbers(setup: dict[str, Any]) -> None:
 
 
 def _plan_rows(plan: Path) -> list[tuple[str, str, list[int]]]:
-    from plans.io import PlanReader
-    from plans.records import InstanceRecord
+    from lmeval.plans.io import PlanReader
+    from lmeval.plans.records import InstanceRecord
 
     with PlanReader(plan) as r:
         return [(x.task, x.context, list(x.context_ids or [])) for x in r if isinstance(x, InstanceRecord)]

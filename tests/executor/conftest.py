@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plans.results import read_results
+from lmeval.plans.results import read_results
 from tests.executor import plantools as pt
 
 REPO = Path(__file__).resolve().parents[2]
@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     return ensure_tiny_model()
 

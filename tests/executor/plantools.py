@@ -15,8 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from plans.io import write_plan
-from plans.records import (
+from lmeval.common.tinymodel import ensure_tiny_model, tokenizer_hash
+from lmeval.plans.io import write_plan
+from lmeval.plans.records import (
     DocRecord,
     InstanceRecord,
     ModelInfo,
@@ -25,7 +26,6 @@ from plans.records import (
     instance_id_for,
     request_hash_of,
 )
-from plans.tinymodel import ensure_tiny_model, tokenizer_hash
 
 REPO = Path(__file__).resolve().parents[2]
 CONF_MODEL = REPO / "conf" / "model"
@@ -207,7 +207,7 @@ def build(
 
 def compiled(out: str | os.PathLike[str], *overrides: str) -> Path:
     """A plan from the real compiler (``lmeval compile``'s API) on the local data."""
-    from compiler import compile_to_file
+    from lmeval.compiler import compile_to_file
 
     return Path(compile_to_file([*overrides, f"run.data_dir={data_dir()}"], out=str(out)))
 
@@ -216,7 +216,7 @@ def extend(plan_path: str | os.PathLike[str], out: str | os.PathLike[str], tasks
     """A copy of a (compiled) plan with more tasks appended, resealed."""
     from dataclasses import replace
 
-    from plans.io import read_plan
+    from lmeval.plans.io import read_plan
 
     plan = read_plan(plan_path)
     records: list[DocRecord | InstanceRecord] = []

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.chunks import default_chunk_size, make_chunks
-from executor.chunkstore import (
+from lmeval.executor.chunks import default_chunk_size, make_chunks
+from lmeval.executor.chunkstore import (
     check_chunk_parts,
     check_complete,
     check_rows,
@@ -15,8 +15,8 @@ from executor.chunkstore import (
     commit_chunk,
     rows_to_parquet,
 )
-from executor.errors import ExecuteError
-from plans.io import read_plan
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans.io import read_plan
 from tests.executor import plantools as pt
 
 

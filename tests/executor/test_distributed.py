@@ -17,10 +17,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from executor import execute, merge
-from executor.chunkstore import CHUNK_PART_RE
-from executor.errors import ExecuteError
-from plans.results import part_files, read_manifest
+from lmeval.executor import execute, merge
+from lmeval.executor.chunkstore import CHUNK_PART_RE
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans.results import part_files, read_manifest
 from tests.executor.conftest import frame, run_cli
 
 FAKE = ["model.backend=fake"]
@@ -227,8 +227,7 @@ def test_a_worker_with_other_versions_is_refused(
 ) -> None:
     """Rows are comparable only from the same code: a node whose lmeval (or vLLM, torch, transformers)
     differs from the driver's is refused before any of its rows are committed."""
-    import executor.run
-
+    from lmeval import executor
     real = executor.run.versions
     monkeypatch.setattr(executor.run, "versions", lambda backend: {**real(backend), "lmeval": "0.0.0-driver"})
     out = tmp_path / "r"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.engineconf import (
+from lmeval.executor.engineconf import (
     CPU_BLOCK_SIZE,
     DEFAULT_CPU_KV_CACHE_BYTES,
     ModelFacts,
@@ -18,7 +18,7 @@ from executor.engineconf import (
     max_len_from_config,
     model_facts,
 )
-from executor.errors import ExecuteError
+from lmeval.executor.errors import ExecuteError
 
 FACTS = ModelFacts(max_model_len=4096, length_key="max_position_embeddings", checkpoint_dtype="bfloat16")
 # a fixed stand-in for vLLM's EngineArgs field names, so this module never imports vLLM
@@ -160,7 +160,7 @@ def test_tiny_model_derives_its_old_fixed_settings_on_cpu(tiny_model: Path) -> N
 def test_vllm_argument_errors_become_one_line_naming_the_setting() -> None:
     import pydantic
 
-    from executor.backends.vllm_engine import engine_error
+    from lmeval.executor.backends.vllm_engine import engine_error
 
     args = {"model": "/m", "max_model_len": 4096, "dtype": "float32", "gpu_memory_utilization": 1.5}
     e = ValueError(

@@ -15,13 +15,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-from executor import execute, merge
-from executor.backends.fake import FakeBackend
-from executor.errors import ExecuteError
-from executor.run import execute as run_execute
-from plans.io import read_plan
-from plans.records import shard_of
-from plans.results import RESULT_COLUMNS, part_files, read_manifest
+from lmeval.executor import execute, merge
+from lmeval.executor.backends.fake import FakeBackend
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.run import execute as run_execute
+from lmeval.plans.io import read_plan
+from lmeval.plans.records import shard_of
+from lmeval.plans.results import RESULT_COLUMNS, part_files, read_manifest
 from tests.executor import plantools as pt
 from tests.executor.conftest import REPO, frame, run_cli, snapshot
 
@@ -208,14 +208,14 @@ def test_bad_inputs_exit_2_and_touch_nothing(mixed_plan: Path, tmp_path: Path, t
 
     truncated = tmp_path / "truncated.msgpack"
     truncated.write_bytes(data[: len(data) - 200])
-    from plans.io import recode_plan
+    from lmeval.plans.io import recode_plan
 
     modified = tmp_path / "modified.msgpack"
     recode_plan(mixed_plan, modified, "none")  # the same plan, records stored uncompressed, then edited
     plain = modified.read_bytes()
     i = plain.rindex(b"Question:")
     modified.write_bytes(plain[:i] + b"Qvestion:" + plain[i + 9 :])
-    from plans.canonical import canonical_bytes
+    from lmeval.plans.canonical import canonical_bytes
 
     plan = read_plan(mixed_plan)
     hdr = plan.header.to_dict() | {"version": 99}

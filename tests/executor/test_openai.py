@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from executor import execute
-from plans.results import read_manifest
+from lmeval.executor import execute
+from lmeval.plans.results import read_manifest
 from tests.executor import plantools as pt
 from tests.executor.conftest import frame
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from plans.io import read_plan
-from plans.results import read_manifest, read_results
+from lmeval.plans.io import read_plan
+from lmeval.plans.results import read_manifest, read_results
 from tests.executor.conftest import run_cli
 from tests.executor.plantools import data_dir
 from tests.othermodel import HUB_ID, MAX_POSITIONS, build_other_model, lay_out_hub_cache

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from executor.errors import ExecuteError
-from executor.preflight import preflight
-from plans.io import read_plan
-from plans.records import InstanceRecord
-from plans.results import read_manifest, read_results
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.preflight import preflight
+from lmeval.plans.io import read_plan
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import read_manifest, read_results
 from tests.executor import plantools as pt
 from tests.executor.conftest import run_cli
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from executor.backends.fake import FakeBackend
-from executor.run import execute
-from plans.results import read_results
+from lmeval.executor.backends.fake import FakeBackend
+from lmeval.executor.run import execute
+from lmeval.plans.results import read_results
 
 
 def noisy(spec: Any, model_dir: Path | None) -> FakeBackend:

@@ -11,10 +11,10 @@ import lm_eval.models.utils as lm_model_utils
 import lm_eval.utils as lm_utils
 import pytest
 
-from executor.backends.fake import ByteTokenizer
-from executor.errors import ExecuteError
-from executor.modelconf import model_spec, resolve_model_config
-from executor.requests import (
+from lmeval.executor.backends.fake import ByteTokenizer
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import model_spec, resolve_model_config
+from lmeval.executor.requests import (
     _disjoint,
     cut_at_stop,
     encode_pair,
@@ -24,7 +24,7 @@ from executor.requests import (
     truncate_for_generation,
     truncate_for_scoring,
 )
-from plans.records import ModelInfo, PlanHeader
+from lmeval.plans.records import ModelInfo, PlanHeader
 
 
 @pytest.mark.parametrize("n_tokens,max_len", [(1, 8), (7, 8), (8, 8), (9, 8), (50, 8), (100, 17), (33, 3), (5, 1)])
@@ -108,7 +108,7 @@ def test_cut_at_stop_matches_postprocess() -> None:
 
 
 def test_encode_pair_moves_trailing_space_and_handles_empty_context(tiny_model) -> None:  # type: ignore[no-untyped-def]
-    from executor.backends.base import load_hf_tokenizer
+    from lmeval.executor.backends.base import load_hf_tokenizer
 
     tok = load_hf_tokenizer(tiny_model)
     off = token_rule(None, False, None, tok)
@@ -149,9 +149,9 @@ def test_generated_text_drops_special_tokens_as_lm_eval_does() -> None:
     """lm-eval decodes the final generation with skip_special_tokens=True, then cuts at ``until``."""
     from transformers import AutoTokenizer
 
-    from executor.backends.base import HFTokenizer
-    from executor.requests import GenInput, GenJob, GenOutput, GenParams, Sample, gen_result
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
+    from lmeval.executor.backends.base import HFTokenizer
+    from lmeval.executor.requests import GenInput, GenJob, GenOutput, GenParams, Sample, gen_result
 
     tok = HFTokenizer(AutoTokenizer.from_pretrained(str(ensure_tiny_model())))
     words = tok.encode(" forty two", add_special_tokens=False)

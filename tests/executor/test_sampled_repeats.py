@@ -19,8 +19,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from plans.io import PlanReader
-from plans.records import InstanceRecord
+from lmeval.plans.io import PlanReader
+from lmeval.plans.records import InstanceRecord
 
 pytestmark = pytest.mark.vllm
 
@@ -82,7 +82,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _responses(out: Path) -> dict[tuple[int, int], list[str]]:
-    from plans.results import read_results
+    from lmeval.plans.results import read_results
 
     df = read_results(out).sort(["doc_id", "idx"])
     return {(d, i): list(r) for d, i, r in df.select(["doc_id", "idx", "responses"]).iter_rows()}

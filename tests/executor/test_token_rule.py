@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from executor.engineconf import Platform, UserSettings, derive_engine_args, model_facts
-from executor.errors import ExecuteError
-from executor.modelconf import check_token_rule, model_spec
-from executor.requests import is_sampled, token_rule
-from plans.records import ModelInfo, PlanHeader
-from plans.tokenization import TokenRule
+from lmeval.executor.engineconf import Platform, UserSettings, derive_engine_args, model_facts
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import check_token_rule, model_spec
+from lmeval.executor.requests import is_sampled, token_rule
+from lmeval.plans.records import ModelInfo, PlanHeader
+from lmeval.plans.tokenization import TokenRule
 
 
 def test_model_config_add_bos_token_and_prefix_token_id() -> None:
@@ -55,7 +55,7 @@ def test_seeded_sampling_turns_chunked_prefill_off_on_cpu_only(tiny_model: Path)
 
 
 def test_is_sampled_agrees_with_gen_params() -> None:
-    from executor.requests import gen_params
+    from lmeval.executor.requests import gen_params
 
     for kw in [None, {}, {"temperature": 0}, {"temperature": 0.7}, {"do_sample": True, "temperature": 1.0},
                {"do_sample": False, "temperature": 0.7}, {"temperature": None}]:  # fmt: skip

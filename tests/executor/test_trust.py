@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from executor.modelconf import model_spec, resolve_model_config
-from plans.records import ModelInfo, PlanHeader
+from lmeval.executor.modelconf import model_spec, resolve_model_config
+from lmeval.plans.records import ModelInfo, PlanHeader
 from tests.executor.conftest import run_cli
 
 
@@ -79,7 +79,7 @@ def test_execute_never_imports_model_code_the_plan_trusts(tiny_model: Path, tmp_
 
 def test_lmeval_run_passes_on_only_its_own_users_setting(tmp_path: Path) -> None:
     """``lmeval run`` compiles from this user's settings, so execute gets their ``trust_remote_code``."""
-    import compiler
+    from lmeval import compiler
     from lmeval.cmd_run import user_model_trust
 
     for flag, want in (([], []), (["model.trust_remote_code=true"], ["model.trust_remote_code=true"])):

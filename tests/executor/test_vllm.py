@@ -12,13 +12,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-from executor import execute
-from executor.backends.vllm_engine import VLLMBackend
-from executor.modelconf import ModelSpec, model_spec, resolve_model_config
-from executor.run import execute as run_execute
-from plans.io import read_header
-from plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
-from plans.results import part_files, read_manifest
+from lmeval.executor import execute
+from lmeval.executor.backends.vllm_engine import VLLMBackend
+from lmeval.executor.modelconf import ModelSpec, model_spec, resolve_model_config
+from lmeval.executor.run import execute as run_execute
+from lmeval.plans.io import read_header
+from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
+from lmeval.plans.results import part_files, read_manifest
 from tests.executor import plantools as pt
 from tests.executor.conftest import frame, run_cli
 
@@ -106,7 +106,7 @@ def parity_plan(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> P
         d / "rest.msgpack", "+task=[gsm8k,winogrande]", "run.limit=6", "run.gen_kwargs={max_gen_toks:96}"
     )
     pt.extend(rest, d / "rest_plus.msgpack", [pt.rolling(4), _greedy_task(tiny_model, 8)])
-    from plans.io import read_plan
+    from lmeval.plans.io import read_plan
 
     arc_plan = read_plan(arc)
     arc_task = (
@@ -192,8 +192,8 @@ def test_kill_and_resume_on_vllm(parity_plan: Path, vllm_results: Path, tmp_path
 def test_engine_args_come_from_config_and_overrides(parity_plan: Path, tiny_model: Path) -> None:
     header = read_header(parity_plan)
     spec = model_spec(resolve_model_config(header, ["model.engine.max_num_seqs=7", "model.dtype=float32"]))
-    from executor.backends.vllm_engine import engine_args
-    from executor.engineconf import Platform, vllm_engine_keys
+    from lmeval.executor.backends.vllm_engine import engine_args
+    from lmeval.executor.engineconf import Platform, vllm_engine_keys
 
     args = engine_args(spec, tiny_model, Platform("cpu"), vllm_engine_keys())
     assert args["max_num_seqs"] == 7 and args["kv_cache_memory_bytes"] == 1 << 30
@@ -203,10 +203,10 @@ def test_engine_args_come_from_config_and_overrides(parity_plan: Path, tiny_mode
 def test_prefix_cache_reuse_scores_equal_a_full_recompute(parity_plan: Path, engine: SharedEngine) -> None:
     """Requests sharing a context read it from the prefix cache; one whose cache hit reaches into its
     continuation is scored again without it. Every score equals a recompute of the whole prompt, bit for bit."""
-    from executor.backends.vllm_engine import continuation_score
-    from executor.modelconf import resolve_model_dir
-    from executor.requests import ScoreInput
-    from plans.io import read_plan
+    from lmeval.executor.backends.vllm_engine import continuation_score
+    from lmeval.executor.modelconf import resolve_model_dir
+    from lmeval.executor.requests import ScoreInput
+    from lmeval.plans.io import read_plan
 
     spec = model_spec(resolve_model_config(read_header(parity_plan), []))
     engine(spec, resolve_model_dir(spec))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from executor.backends.vllm_engine import continuation_score, reuse_order
-from executor.requests import ScoreInput
+from lmeval.executor.backends.vllm_engine import continuation_score, reuse_order
+from lmeval.executor.requests import ScoreInput
 
 
 def _containers(ids: list[int], seed: int, extra: int) -> tuple[list, object]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler import config
-from compiler.errors import CompileError
-from plans.limits import INT64_MIN, MAX_DEPTH, MAX_NODES, UINT64_MAX, InputError, open_regular, value_problem
+from lmeval.compiler import config
+from lmeval.compiler.errors import CompileError
+from lmeval.plans.limits import INT64_MIN, MAX_DEPTH, MAX_NODES, UINT64_MAX, InputError, open_regular, value_problem
 
 
 def _nest(depth: int) -> object:

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from plans import (
+from lmeval.plans import (
     DocRecord,
     InstanceRecord,
     ModelInfo,
@@ -25,7 +25,7 @@ from plans import (
     read_plan,
     write_plan,
 )
-from plans.records import request_hash_of, shard_of
+from lmeval.plans.records import request_hash_of, shard_of
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
 
@@ -183,7 +183,7 @@ def test_choices_of_a_doc_store_their_shared_context_once(tmp_path: Path) -> Non
 def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
     from dataclasses import fields as dc_fields
 
-    from plans.io import encode_instance, record_map
+    from lmeval.plans.io import encode_instance, record_map
 
     _, records = _arc_records(4)
     insts = [r for r in records if isinstance(r, InstanceRecord)]
@@ -222,7 +222,7 @@ def test_to_dict_names_every_field() -> None:
 
 
 def test_spliced_doc_encoding_equals_the_generic_canonical_encoding() -> None:
-    from plans.io import encode_doc, encode_records, record_map
+    from lmeval.plans.io import encode_doc, encode_records, record_map
 
     _, records = _arc_records(6)
     docs = [r for r in records if isinstance(r, DocRecord)]
@@ -277,7 +277,7 @@ def test_canonical_bytes_refuse_what_has_no_canonical_form(bad: object) -> None:
     ],
 )
 def test_request_hash_one_pack_equals_the_canonical_hash(args: tuple) -> None:
-    from plans.canonical import content_hash
+    from lmeval.plans.canonical import content_hash
 
     rt, ctx, cont, gk, c_ids, cont_ids = args
     want = content_hash({"request_type": rt, "context": ctx, "continuation": cont, "generation_kwargs": gk,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plans.modelref import ModelRefError, model_name, parse_hub_id, resolve_model
+from lmeval.plans.modelref import ModelRefError, model_name, parse_hub_id, resolve_model
 from tests.othermodel import HUB_ID, build_other_model, lay_out_hub_cache
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from executor import execute
 from lmeval.cli import main
-from plans.results import MANIFEST, part_files, read_manifest, read_results
-from plans.rowcheck import RowMismatchError, check_rows, plan_keys, read_row_keys
+from lmeval.executor import execute
+from lmeval.plans.results import MANIFEST, part_files, read_manifest, read_results
+from lmeval.plans.rowcheck import RowMismatchError, check_rows, plan_keys, read_row_keys
 from tests.executor.conftest import snapshot
 from tests.executor.plantools import compiled
 
@@ -197,7 +197,7 @@ def test_an_edited_plan_with_its_mtime_restored_is_caught(
 
 
 def test_check_rows_unit() -> None:
-    from plans.records import InstanceRecord
+    from lmeval.plans.records import InstanceRecord
 
     insts = [
         InstanceRecord(f"{i:016x}", "t", i, 0, "loglikelihood", "c", " x", request_hash=f"{i:064x}") for i in range(3)

@@ -12,12 +12,12 @@ import msgpack
 import pytest
 import zstandard
 
-from plans import PlanError, PlanReader, read_header, read_plan, write_plan
-from plans.canonical import canonical_bytes
-from plans.diff import diff_plans
-from plans.io import plan_bytes, recode_plan, seal
-from plans.storage import FRAME_TARGET, encode_body, open_layout
-from tests.plans.diff_builders import build, spec
+from lmeval.diff.core import diff_plans
+from lmeval.plans import PlanError, PlanReader, read_header, read_plan, write_plan
+from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.io import plan_bytes, recode_plan, seal
+from lmeval.plans.storage import FRAME_TARGET, encode_body, open_layout
+from tests.diff.diff_builders import build, spec
 from tests.plans.test_io import _arc_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_frames_are_per_task_and_bounded(tmp_path: Path) -> None:
 
 
 def test_large_task_is_split_into_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import plans.storage as storage
+    import lmeval.plans.storage as storage
 
     monkeypatch.setattr(storage, "FRAME_TARGET", 2000)
     header, records = _arc_records(20)
@@ -268,7 +268,7 @@ def test_compile_cli_compressed_and_uncompressed_give_the_same_hashes(
         assert list(rz) == list(rn)
     assert z.stat().st_size < n.stat().st_size / 3
     # and the released reference plan of the same task has the same identity (test_lock keeps it current)
-    from plans.lock import LOCK_PATH, load_lock
+    from lmeval.lock.lockfile import LOCK_PATH, load_lock
 
     ref = read_header(LOCK_PATH.parent / load_lock().reference["plan"])
     assert ref.plan_hash == hz.plan_hash

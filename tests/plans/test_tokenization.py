@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from plans.records import ModelInfo, PlanHeader
-from plans.tokenization import (
+from lmeval.plans.records import ModelInfo, PlanHeader
+from lmeval.plans.tokenization import (
     TokenRule,
     add_special_tokens,
     choose_prefix_token,

@@ -53,7 +53,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def report_html(two_runs: dict[str, Any]) -> Path:
-    from report import write_report
+    from lmeval.report import write_report
 
     return write_report([str(two_runs["a"]), str(two_runs["b"])], two_runs["base"] / "report.html")
 

@@ -13,12 +13,12 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from plans.diff_render import visible_lines
-from plans.io import PlanReader
-from plans.records import InstanceRecord
-from plans.results import read_results
-from report.html import fmt
-from scorer.compare import compare
+from lmeval.diff.render import visible_lines
+from lmeval.plans.io import PlanReader
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import read_results
+from lmeval.report.html import fmt
+from lmeval.scorer.compare import compare
 
 PAGE_SIZE = 20
 

@@ -14,11 +14,11 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
-from plans.io import PlanReader
-from plans.records import InstanceRecord
-from plans.results import read_results
-from report import build_report
-from report.html import json_text
+from lmeval.plans.io import PlanReader
+from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import read_results
+from lmeval.report import build_report
+from lmeval.report.html import json_text
 from tests.report.conftest import pipeline
 
 

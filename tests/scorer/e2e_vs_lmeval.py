@@ -3,7 +3,7 @@
     cd /work/main && .venv/bin/python tests/scorer/e2e_vs_lmeval.py [--limit-arc 20] [--limit-gsm 3]
 
 Both sides evaluate arc_easy (0-shot) and gsm8k (5-shot, strict-match and flexible-extract) on the project's
-tiny model (``plans.tinymodel.ensure_tiny_model``) on CPU; the script prints every aggregate side by side and
+tiny model (``lmeval.common.tinymodel.ensure_tiny_model``) on CPU; the script prints every aggregate side by side and
 exits 1 if any differs by more than ``--tol`` (default 1e-6: both sides run the same HF weights, but batch
 composition can move log-likelihoods by ~1e-5, which can flip a near-tie; see docs/lm-eval-parity.md). It
 takes a few minutes (two model loads, gsm8k generation).

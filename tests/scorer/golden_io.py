@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from plans.io import write_plan
-from plans.records import (
+from lmeval.plans.io import write_plan
+from lmeval.plans.records import (
     DocRecord,
     GroupSummary,
     InstanceRecord,
@@ -25,7 +25,7 @@ from plans.records import (
     instance_id_for,
     request_hash_of,
 )
-from plans.results import RunManifest, polars_schema, write_manifest
+from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 

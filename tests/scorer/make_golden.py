@@ -18,7 +18,7 @@ Sources:
 - ``fake``: a deterministic stand-in LM: log-likelihoods from a hash of the request, rounded so that ties
   occur; generations built from the document's answer in a dozen shapes (right, wrong, commas, "$",
   trailing newline, non-ASCII, no number, ...) so that every filter branch is exercised.
-- ``tiny``: the project's tiny model (``plans.tinymodel.ensure_tiny_model``) through ``--model hf``
+- ``tiny``: the project's tiny model (``lmeval.common.tinymodel.ensure_tiny_model``) through ``--model hf``
   (``HFLM``) on CPU.
 
 It runs from a scratch directory with HF offline settings and a scratch HF_HOME. Takes ~1-3 minutes.
@@ -187,7 +187,7 @@ def make_tiny_lm() -> Any:
     sys.path.insert(0, str(REPO))
     from lm_eval.models.huggingface import HFLM
 
-    from plans.tinymodel import ensure_tiny_model
+    from lmeval.common.tinymodel import ensure_tiny_model
 
     path = ensure_tiny_model()
     return HFLM(pretrained=str(path), device="cpu", batch_size=8, max_length=2048)

@@ -7,7 +7,7 @@ import random
 import lm_eval.api.metrics as lm_metrics  # noqa: E402
 import pytest
 
-from scorer import aggregate as agg
+from lmeval.scorer import aggregate as agg
 
 
 @pytest.fixture(autouse=True)

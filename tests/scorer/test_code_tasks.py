@@ -12,11 +12,11 @@ from typing import Any
 import polars as pl
 import pytest
 
-import compiler
+from lmeval import compiler
 from lmeval.cli import main
-from plans import read_plan
-from plans.results import RunManifest, polars_schema, write_manifest
-from scorer.score import score_run
+from lmeval.plans import read_plan
+from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from lmeval.scorer.score import score_run
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -51,7 +51,7 @@ def _compile(tmp_path: Path, name: str, *extra: str) -> Path:
 def _patient_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """code_eval's 3 s wall clock per program flakes on a loaded 2-core CI machine; the verdicts tested here
     do not depend on it."""
-    monkeypatch.setattr("scorer.codehooks.TIMEOUT_S", 30.0)
+    monkeypatch.setattr("lmeval.scorer.codehooks.TIMEOUT_S", 30.0)
 
 
 @pytest.mark.parametrize(("name", "limit"), [("humaneval", None), ("lm_eval:humaneval", 12)])
@@ -93,7 +93,7 @@ def _independent_pass_at_k(n: int, c: int, k: int) -> float:
 def test_pass_at_k_is_code_evals_estimator(n: int, c: int, ks: list[int]) -> None:
     """The built-in pass_at_k (what lm-eval's humaneval gets instead of code_eval) on n programs of which c
     pass equals the estimator computed independently; code_eval's own formula is the same."""
-    from scorer.codehooks import pass_at_k
+    from lmeval.scorer.codehooks import pass_at_k
 
     test = "assert add(2, 3) == 5"
     good, bad = "def add(a, b):\n    return a + b", "def add(a, b):\n    return a * b"
@@ -103,7 +103,7 @@ def test_pass_at_k_is_code_evals_estimator(n: int, c: int, ks: list[int]) -> Non
 
 def test_sandboxed_hook_refuses_network_and_files(tmp_path: Path) -> None:
     """Generated code runs in the sandbox, not in the scorer's process: it cannot write outside it."""
-    from scorer.codehooks import pass_at_1
+    from lmeval.scorer.codehooks import pass_at_1
 
     target = tmp_path / "pwned"
     prog = f"open({str(target)!r}, 'w').write('x')\ndef add(a, b):\n    return a + b"

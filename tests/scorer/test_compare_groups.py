@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from scorer.compare import compare
+from lmeval.scorer.compare import compare
 
 SIZES = {"t1": 40, "t2": 90, "t3": 25}
 

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
-from scorer.score import score_run
+from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 
 TASKS = ["gsm8k", "arc_challenge"]
@@ -142,7 +142,7 @@ def test_samples_parquet_and_compare(golden: dict, tmp_path: Path, capsys: pytes
     df.write_parquet(part)
     assert main(["score", str(rb), "--quiet"]) == 0
     capsys.readouterr()
-    from scorer.compare import compare
+    from lmeval.scorer.compare import compare
 
     c = compare(str(ra), str(rb))
     acc = next(d for d in c.deltas if d.task == "arc_challenge" and d.metric == "acc")
@@ -151,7 +151,7 @@ def test_samples_parquet_and_compare(golden: dict, tmp_path: Path, capsys: pytes
     import math
     import statistics
 
-    from plans.io import read_plan
+    from lmeval.plans.io import read_plan
 
     plan_b = read_plan(tmp_path / "cb" / "plan.msgpack")
     gold = {d.doc_id: d.target for d in plan_b.docs if d.task == "arc_challenge"}

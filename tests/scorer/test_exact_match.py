@@ -8,7 +8,7 @@ import lm_eval.api.metrics as lm_metrics  # noqa: E402
 import polars as pl
 import pytest
 
-from scorer import fast
+from lmeval.scorer import fast
 
 PIECES = [
     "#### ",

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from plans.io import read_header
-from scorer.score import score_run
+from lmeval.plans.io import read_header
+from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 
 

@@ -14,10 +14,10 @@ import lm_eval.api.task as lm_task  # noqa: E402
 import polars as pl
 import pytest
 
-from plans.io import write_plan
-from plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for
-from plans.results import RunManifest, polars_schema, write_manifest
-from scorer.score import score_run
+from lmeval.plans.io import write_plan
+from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for
+from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from lmeval.scorer.score import score_run
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from scorer.score import score_run
+from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 
 TOL = 1e-9

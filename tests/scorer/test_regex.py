@@ -11,8 +11,8 @@ import zlib
 import polars as pl
 import pytest
 
-from scorer import pyregex
-from scorer.regex_compat import translate
+from lmeval.scorer import pyregex
+from lmeval.scorer.regex_compat import translate
 
 PATTERNS = [
     (r"#### (\-?[0-9\.\,]+)", 0),

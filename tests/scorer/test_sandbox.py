@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from scorer import sandbox, sandbox_cgroup
-from scorer.sandbox import ExecResult, check_many, check_program, pass_at_k, run_program
+from lmeval.scorer import sandbox, sandbox_cgroup
+from lmeval.scorer.sandbox import ExecResult, check_many, check_program, pass_at_k, run_program
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"))
 HUMANEVAL = DATA / "humaneval" / "test.jsonl"
@@ -493,7 +493,7 @@ def test_pass_at_k_rejects_bad_counts() -> None:
 
 @pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
 def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
-    from scorer.spec_scoring import score_spec_row
+    from lmeval.scorer.spec_scoring import score_spec_row
 
     target = (
         "import os, time\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scorer import sandbox
-from scorer.sandbox import run_program
+from lmeval.scorer import sandbox
+from lmeval.scorer.sandbox import run_program
 
 
 def _observe(code: str, **kwargs: object) -> dict[str, object]:

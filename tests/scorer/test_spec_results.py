@@ -8,10 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import compiler
-import scorer
-from plans import read_plan
-from plans.results import RunManifest, polars_schema, write_manifest
+from lmeval import compiler, scorer
+from lmeval.plans import read_plan
+from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spec" / "tasks.jsonl"
 

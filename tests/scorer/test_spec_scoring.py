@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scorer.spec_scoring import (
+from lmeval.scorer.spec_scoring import (
     SpecScoringError,
     aggregate_spec,
     corpus_bleu,

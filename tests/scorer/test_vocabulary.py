@@ -8,9 +8,9 @@ import inspect
 
 import pytest
 
-from plans import scoring
-from scorer import aggregate, filters, metrics, process
-from scorer.errors import ScoreError
+from lmeval.plans import scoring
+from lmeval.scorer import aggregate, filters, metrics, process
+from lmeval.scorer.errors import ScoreError
 
 
 def test_metric_registry_equals_the_contract() -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from lmeval.cmd_lock import SKIP, check, shipped_configs
-from plans.errors import UserError
-from plans.io import read_header
-from plans.lock import LOCK_PATH, REFERENCE_TASK, Lock, compare, load_lock
+from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, compare, load_lock
+from lmeval.plans.errors import UserError
+from lmeval.plans.io import read_header
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
 ONE_CHAR = 'task.arith.doc_to_text="Question: What is {{a}} {{op}} {{b}}?\nAnswer: "'  # one trailing space added

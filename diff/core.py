@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from plans.diff_files import PlanFile, doc_groups, open_pair, spans_equal, verify_all
-from plans.diff_render import short_pair, unified
-from plans.diff_report import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
-from plans.errors import UserError
-from plans.records import TaskSummary
+from lmeval.diff.files import PlanFile, doc_groups, open_pair, spans_equal, verify_all
+from lmeval.diff.render import short_pair, unified
+from lmeval.diff.report import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
+from lmeval.plans.errors import UserError
+from lmeval.plans.records import TaskSummary
 
 __all__ = ["DiffReport", "diff_plans", "dict_changes"]
 

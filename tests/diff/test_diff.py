@@ -1,4 +1,4 @@
-"""plans.diff on minimal pairs of plans built from real MMLU rows: one change class per test."""
+"""lmeval.diff.core on minimal pairs of plans built from real MMLU rows: one change class per test."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from plans.diff import cause_of_path, dict_changes, diff_plans
-from plans.diff_render import visible_inline, visible_line
-from plans.errors import PlanError, UserError
-from plans.records import VERSION
-from tests.plans.diff_builders import build, spec, with_
+from lmeval.diff.core import cause_of_path, dict_changes, diff_plans
+from lmeval.diff.render import visible_inline, visible_line
+from lmeval.plans.errors import PlanError, UserError
+from lmeval.plans.records import VERSION
+from tests.diff.diff_builders import build, spec, with_
 
 ANAT = spec()
 ASTRO = spec("mmlu_astronomy", "astronomy")

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from plans.canonical import content_hash
-from plans.io import write_plan
-from plans.records import (
+from lmeval.plans.canonical import content_hash
+from lmeval.plans.io import write_plan
+from lmeval.plans.records import (
     DocRecord,
     InstanceRecord,
     ModelInfo,

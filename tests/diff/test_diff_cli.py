@@ -10,8 +10,8 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.cmd_diff import split_sides
-from plans.errors import UserError
-from tests.plans.diff_builders import build, spec, with_
+from lmeval.plans.errors import UserError
+from tests.diff.diff_builders import build, spec, with_
 
 ANAT = spec()
 
@@ -93,7 +93,7 @@ def test_diff_two_configs_compiled_on_the_fly(capsys: pytest.CaptureFixture[str]
 
 
 def test_diff_plan_against_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from plans.lock import LOCK_PATH, load_lock
+    from lmeval.lock.lockfile import LOCK_PATH, load_lock
 
     ref = LOCK_PATH.parent / load_lock().reference["plan"]
     rc = main(["diff", "--json", str(ref), "--", "+task=arith"])

@@ -1,4 +1,4 @@
-"""The result of diffing two plans: plain dataclasses, JSON-ready, rendered as text by ``plans.diff_render``."""
+"""The result of diffing two plans: plain dataclasses, JSON-ready, rendered as text by ``lmeval.diff.render``."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class DiffReport:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
 
     def to_text(self) -> str:
-        from plans.diff_render import render_text
+        from lmeval.diff.render import render_text
 
         return render_text(self)
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plans.canonical import content_hash
-from plans.diff import dict_changes
-from plans.diff_render import change_line
-from plans.diff_report import Change
-from plans.errors import UserError
-from plans.records import VERSION, PlanHeader, TaskSummary
+from lmeval.diff.core import dict_changes
+from lmeval.diff.render import change_line
+from lmeval.diff.report import Change
+from lmeval.plans.canonical import content_hash
+from lmeval.plans.errors import UserError
+from lmeval.plans.records import VERSION, PlanHeader, TaskSummary
 
 LOCK_FORMAT = "lmeval-lock"
 LOCK_VERSION = 1

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler import compile_plan
-from plans.diff import diff_plans
-from plans.io import write_plan
+from lmeval.compiler import compile_plan
+from lmeval.diff.core import diff_plans
+from lmeval.plans.io import write_plan
 
 BASE = ["+task=arith"]
 DOC_TO_TEXT = "Question: What is {{a}} {{op}} {{b}}?\nAnswer:"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from plans import tinymodel
-from plans.tinymodel import ensure_tiny_model, tokenizer_hash
+from lmeval.common.tinymodel import ensure_tiny_model, tokenizer_hash
+from lmeval.common import tinymodel
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -42,7 +42,7 @@ def _prompts(n: int) -> list[str]:
 
 def test_build_is_byte_identical_across_processes(tmp_path: Path, model_dir: Path) -> None:
     # a second build in a fresh interpreter (different hash seeds, thread scheduling) must match exactly
-    code = f"from plans.tinymodel import build_tiny_model; build_tiny_model({str(tmp_path / 'b')!r})"
+    code = f"from lmeval.common.tinymodel import build_tiny_model; build_tiny_model({str(tmp_path / 'b')!r})"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
     assert _digests(tmp_path / "b") == _digests(model_dir)
     assert set(_digests(model_dir)) == set(tinymodel.MODEL_FILES)
@@ -84,7 +84,7 @@ def test_cache_from_an_older_recipe_is_rebuilt(tmp_path: Path, model_dir: Path) 
 
 def test_concurrent_builds_agree(tmp_path: Path, model_dir: Path) -> None:
     target = tmp_path / "tiny-v1"
-    code = f"from plans.tinymodel import ensure_tiny_model; print(ensure_tiny_model({str(target)!r}))"
+    code = f"from lmeval.common.tinymodel import ensure_tiny_model; print(ensure_tiny_model({str(target)!r}))"
     procs = [
         subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True) for _ in range(3)
     ]

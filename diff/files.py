@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from plans.canonical import canonical_bytes
-from plans.errors import PlanError
-from plans.io import expand_record, unpack_stream
-from plans.records import FORMAT, VERSION, PlanHeader
-from plans.storage import (
+from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.errors import PlanError
+from lmeval.plans.io import expand_record, unpack_stream
+from lmeval.plans.records import FORMAT, VERSION, PlanHeader
+from lmeval.plans.storage import (
     BackgroundHash,
     Layout,
     chunks,

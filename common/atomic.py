@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from plans.limits import InputError, file_kind
+from lmeval.common.errors import InputError, file_kind
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
