@@ -1,9 +1,13 @@
 """lm-eval's filter pipelines (``filter_list``), applied to every Instance's responses of a task.
 
-A pipeline is a list of steps ``{"function": name, **kwargs}``. Steps run in order over the responses of
-all Instances. Common pipelines of generate_until tasks (regex / case / whitespace / map steps, then
-take_first, take_first_k or majority_vote) stay in polars; any other step switches to a Python loop with
-lm-eval's exact semantics for the rest of the pipeline.
+A pipeline is a list of steps ``{"function": name, **kwargs}``; steps run in order over the responses of
+all Instances. ``FILTER_REGISTRY`` maps each filter name (exactly ``plans.scoring.FILTERS``) to its one
+implementation, modelled on lm-eval's registry of the same name. Each takes the responses as one polars
+frame (``scorer.responses``) and returns a new one: the string filters and the structural ones
+(take_first, take_first_k, majority_vote) are vectorised; ``map`` runs its Python rule once per distinct
+value; the filters that need documents or user code (multi_choice_regex, custom) loop in Python over
+lm-eval's nested lists. Rows polars cannot treat exactly like Python's ``re``/``str`` are redone one by
+one by ``scorer.pyregex``, inside the same function.
 """
 
 from __future__ import annotations
@@ -11,28 +15,15 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from lmeval.scorer import pyref, pyregex
 from lmeval.scorer.errors import ScoreError
-
-BUILTIN_FILTERS = (
-    "regex",
-    "take_first",
-    "take_first_k",
-    "majority_vote",
-    "lowercase",
-    "uppercase",
-    "remove_whitespace",
-    "map",
-    "multi_choice_regex",
-    "custom",
-)
+from lmeval.scorer.responses import Responses
 
 DEFAULT_PIPELINE: list[dict[str, Any]] = [{"function": "take_first"}]
 
@@ -58,14 +49,34 @@ class FilterOutput:
         return self.scalar.to_list()
 
 
-@dataclass
-class _State:
-    kind: str  # list | scalar | py
-    flat: pl.DataFrame | None = None  # list: columns _r, _p, v
-    scalar: pl.Series | None = None
-    py: list[Any] | None = None
-    n: int = 0
-    notes: list[str] = field(default_factory=list)
+@dataclass(frozen=True)
+class Context:
+    """What a filter may read besides the responses."""
+
+    docs: Callable[[], list[dict[str, Any]]]  # each Instance's document (loaded on first call)
+    where: str  # "task T: filter F step J (name)", for messages
+    trust: pyref.Trust | None  # consent to run the task's code (custom filters)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One filter function of ``filter_list`` steps: its name and its one implementation."""
+
+    name: str
+    apply: Callable[[Responses, dict[str, Any], Context], Responses]  # (responses, step arguments, context)
+
+
+FILTER_REGISTRY: dict[str, Filter] = {}  # name -> Filter (lm-eval's FILTER_REGISTRY); = plans.scoring.FILTERS
+
+
+def register_filter(name: str) -> Callable[[Callable[..., Responses]], Callable[..., Responses]]:
+    def add(fn: Callable[[Responses, dict[str, Any], Context], Responses]) -> Callable[..., Responses]:
+        if name in FILTER_REGISTRY:
+            raise ValueError(f"filter {name!r} is registered twice")
+        FILTER_REGISTRY[name] = Filter(name, fn)
+        return fn
+
+    return add
 
 
 def pipelines_of(filter_list: list[dict[str, Any]] | None, task: str) -> list[Pipeline]:
@@ -80,7 +91,7 @@ def pipelines_of(filter_list: list[dict[str, Any]] | None, task: str) -> list[Pi
             raise ScoreError(f"task {task}: filter_list[{i}] needs 'name' and a 'filter' list")
         for j, st in enumerate(steps):
             fn = st.get("function") if isinstance(st, dict) else None
-            if fn not in BUILTIN_FILTERS:
+            if fn not in FILTER_REGISTRY:
                 raise ScoreError(f"task {task}: filter {name!r} step {j}: unknown filter function {fn!r}")
             for key in ("regex_pattern",):
                 if key in st:
@@ -112,155 +123,141 @@ def apply_pipeline(
 ) -> FilterOutput:
     """Run ``pipe`` over the responses of all Instances (``resps``: a List(String) column or Python lists).
 
-    ``docs`` lazily gives each Instance's document (only Python steps need them).
+    ``docs`` lazily gives each Instance's document (only filters that read documents call it).
     """
-    if isinstance(resps, pl.Series):
-        n = len(resps)
-        lens = resps.list.len().fill_null(0)
-        if n and lens.min() == 1 and lens.max() == 1:  # one response per instance: no explode needed
-            flat = pl.DataFrame(
-                {
-                    "_r": pl.arange(0, n, eager=True),
-                    "_p": pl.zeros(n, dtype=pl.Int64, eager=True),
-                    "v": resps.list.first(),
-                }
-            )
-        else:
-            flat = (
-                pl.DataFrame({"_r": pl.arange(0, n, eager=True), "v": resps})
-                .with_columns(pl.col("v").fill_null([]))
-                .with_columns(_p=pl.int_ranges(0, pl.col("v").list.len(), dtype=pl.Int64))
-                .explode(["v", "_p"])
-                .filter(pl.col("_p").is_not_null())
-                .select("_r", "_p", "v")
-            )
-        st = _State(kind="list", flat=flat, n=n)
-    else:
-        st = _State(kind="py", py=list(resps), n=len(resps))
+    st = Responses.from_series(resps) if isinstance(resps, pl.Series) else Responses.from_py(resps)
     for j, step in enumerate(pipe.steps):
-        where = f"task {task}: filter {pipe.name!r} step {j} ({step.get('function')})"
+        fn = step.get("function")
+        where = f"task {task}: filter {pipe.name!r} step {j} ({fn})"
+        filt = FILTER_REGISTRY.get(fn) if isinstance(fn, str) else None
+        if filt is None:
+            raise ScoreError(f"{where}: unknown filter function {fn!r}")
+        kw = {k: v for k, v in step.items() if k != "function"}
         try:
-            st = _step(st, step, docs, where, trust)
-        except (IndexError, KeyError, TypeError, ValueError, AssertionError) as e:
+            st = filt.apply(st, kw, Context(docs, where, trust))
+        except (IndexError, KeyError, TypeError, ValueError, AssertionError, AttributeError) as e:
             raise ScoreError(f"{where}: {type(e).__name__}: {e}") from None
-    if st.kind == "scalar":
-        return FilterOutput(scalar=st.scalar, kind="scalar")
-    return FilterOutput(py=_to_py(st), kind="py")
+    if st.values is None and not st.nested:
+        return FilterOutput(scalar=st.rows.sort("_r")["v"], kind="scalar")
+    return FilterOutput(py=st.to_py(), kind="py")
 
 
-def _to_py(st: _State) -> list[Any]:
-    if st.kind == "py":
-        assert st.py is not None
-        return st.py
-    if st.kind == "scalar":
-        assert st.scalar is not None
-        return st.scalar.to_list()
-    assert st.flat is not None
-    grouped = st.flat.sort(["_r", "_p"]).group_by("_r", maintain_order=True).agg(pl.col("v"))
-    out: list[Any] = [[] for _ in range(st.n)]
-    for r, vals in zip(grouped["_r"].to_list(), grouped["v"].to_list(), strict=True):
-        out[r] = vals
-    return out
+# -- the filters ---------------------------------------------------------------------------------------
 
 
-def _step(
-    st: _State, step: dict[str, Any], docs: Callable[[], list[dict[str, Any]]], where: str, trust: pyref.Trust | None
-) -> _State:
-    fn = step["function"]
-    kw = {k: v for k, v in step.items() if k != "function"}
-    if st.kind == "list":
-        assert st.flat is not None
-        flat = st.flat
-        if fn == "regex":
-            v = pyregex.regex_extract(
-                flat["v"],
-                kw.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"),
-                int(kw.get("group_select", 0)),
-                kw.get("fallback", "[invalid]"),
-            )
-            return _State("list", flat=flat.with_columns(v=v), n=st.n)
-        if fn == "lowercase":
-            return _State("list", flat=flat.with_columns(v=pyregex.lower(flat["v"])), n=st.n)
-        if fn == "uppercase":
-            return _State("list", flat=flat.with_columns(v=pyregex.upper(flat["v"])), n=st.n)
-        if fn == "remove_whitespace":
-            return _State("list", flat=flat.with_columns(v=pyregex.strip(flat["v"])), n=st.n)
-        if fn == "map" and _str_map(kw):
-            mapping = kw.get("mapping_dict") or {}
-            default = kw.get("default_value")
-            v = flat["v"].replace_strict(mapping, default=default, return_dtype=pl.String)
-            return _State("list", flat=flat.with_columns(v=v), n=st.n)
-        if fn == "take_first":
-            firsts = flat.filter(pl.col("_p") == 0)
-            if firsts.height != st.n:
-                raise IndexError("an instance has no responses")
-            return _State("scalar", scalar=firsts.sort("_r")["v"], n=st.n)
-        if fn == "take_first_k":
-            k = int(kw["k"])
-            n0 = flat.filter(pl.col("_r") == 0).height
-            if n0 < k:
-                raise AssertionError(f"need at least {k} responses per doc to take the first {k}, got {n0}")
-            return _State("list", flat=flat.filter(pl.col("_p") < k), n=st.n)
-        if fn == "majority_vote":
-            counts = flat.group_by(["_r", "v"]).agg(c=pl.len(), first=pl.col("_p").min())
-            vote = (
-                counts.sort(["_r", "c", "first"], descending=[False, True, False])
-                .group_by("_r", maintain_order=True)
-                .first()
-                .select("_r", pl.lit(0, dtype=pl.Int64).alias("_p"), "v")
-            )
-            return _State("list", flat=vote.with_columns(pl.col("_p").cast(flat["_p"].dtype)), n=st.n)
-    py = _to_py(st)
-    return _State("py", py=_py_step(fn, kw, py, docs, where, trust), n=st.n)
+def _strings(name: str, st: Responses) -> pl.Series:
+    """The String values of every row; a filter that needs strings fails on anything else (lm-eval's
+    ``.lower()`` etc. raise AttributeError)."""
+    if st.values is not None:
+        bad = next(v for v in st.values if not (isinstance(v, str) or v is None))
+        raise TypeError(f"{name} needs string responses, got {type(bad).__name__} {bad!r}")
+    return st.column()
 
 
-def _str_map(kw: dict[str, Any]) -> bool:
-    m = kw.get("mapping_dict") or {}
-    d = kw.get("default_value")
-    return all(isinstance(k, str) and isinstance(v, str) for k, v in m.items()) and (d is None or isinstance(d, str))
+@register_filter("regex")
+def _regex(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """lm-eval's RegexFilter: the ``group_select``-th match of ``regex_pattern`` (its first non-empty group),
+    stripped; ``fallback`` when nothing matches; responses that are not strings count as ""."""
+    st = st.as_lists()
+    if st.values is not None:  # objects: only strings are searched (the others become "")
+        st = st.with_values([v if isinstance(v, str) else None for v in st.values])
+    v = pyregex.regex_extract(
+        st.column(),
+        kw.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"),
+        int(kw.get("group_select", 0)),
+        kw.get("fallback", "[invalid]"),
+    )
+    return st.with_column(v)
 
 
-def _py_step(
-    fn: str,
-    kw: dict[str, Any],
-    resps: list[Any],
-    docs: Callable[[], list[dict[str, Any]]],
-    where: str,
-    trust: pyref.Trust | None,
-) -> list[Any]:
-    if fn == "regex":
-        rx = re.compile(kw.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"))
-        gs = int(kw.get("group_select", 0))
-        fb = kw.get("fallback", "[invalid]")
-        return [[pyregex.py_regex_extract(rx, x, gs, fb) for x in inst] for inst in resps]
-    if fn == "take_first":
-        return [r[0] for r in resps]
-    if fn == "take_first_k":
-        k = int(kw["k"])
-        if len(resps[0]) < k:
-            raise AssertionError(f"need at least {k} responses per doc to take the first {k}, got {len(resps[0])}")
-        return [r[:k] for r in resps]
-    if fn == "majority_vote":
-        return [[Counter(r).most_common(1)[0][0]] for r in resps]
-    if fn == "lowercase":
-        return [[x.lower() for x in inst] for inst in resps]
-    if fn == "uppercase":
-        return [[x.upper() for x in inst] for inst in resps]
-    if fn == "remove_whitespace":
-        return [[x.strip() for x in inst] for inst in resps]
-    if fn == "map":
-        mapping = kw.get("mapping_dict") or {}
-        default = kw.get("default_value")
-        return [[mapping.get(x, default) for x in inst] for inst in resps]
-    if fn == "multi_choice_regex":
-        return _multi_choice_regex(kw, resps, docs())
-    if fn == "custom":
-        ref = kw.get("filter_fn")
-        if not isinstance(ref, dict) or not pyref.is_ref(ref):
-            raise ScoreError(f"{where}: custom filter needs filter_fn as a function reference")
-        f = pyref.load_ref(ref, trust, where)
-        return list(f(resps, docs()))
-    raise ScoreError(f"{where}: unknown filter function {fn!r}")
+@register_filter("take_first")
+def _take_first(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """lm-eval's TakeFirstFilter: each Instance's first response."""
+    st = st.as_lists()
+    firsts = st.rows.filter(pl.col("_p") == 0)
+    if firsts.height != st.n:
+        raise IndexError("an instance has no responses")
+    return st.with_rows(firsts.sort("_r"), nested=False)
+
+
+@register_filter("take_first_k")
+def _take_first_k(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """lm-eval's TakeKFilter: each Instance's first ``k`` responses (the first Instance must have k)."""
+    k = int(kw["k"])
+    if not st.nested:  # lm-eval slices each value: a string gives its first k characters
+        py = st.to_py()
+        if len(py[0]) < k:
+            raise AssertionError(f"need at least {k} responses per doc to take the first {k}, got {len(py[0])}")
+        return Responses.from_py([x[:k] for x in py])
+    n0 = st.rows.filter(pl.col("_r") == 0).height
+    if n0 < k:
+        raise AssertionError(f"need at least {k} responses per doc to take the first {k}, got {n0}")
+    return st.with_rows(st.rows.filter(pl.col("_p") < k))
+
+
+@register_filter("majority_vote")
+def _majority_vote(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """lm-eval's MajorityVoteFilter: each Instance's most common response (``Counter.most_common``: ties go
+    to the one seen first), as a one-element list."""
+    st = st.as_lists()
+    rows = st.rows
+    if st.values is None:
+        key = rows["v"]
+    else:  # equal objects (Counter's hash and ==) share a key
+        ids: dict[Any, int] = {}
+        table = [ids.setdefault(v, len(ids)) for v in st.values]
+        key = pl.Series(table, dtype=pl.Int64).gather(rows["o"])
+    counts = rows.select("_r", "_p", key.alias("_k")).group_by(["_r", "_k"]).agg(c=pl.len(), _p=pl.col("_p").min())
+    winners = (
+        counts.sort(["_r", "c", "_p"], descending=[False, True, False])
+        .group_by("_r", maintain_order=True)
+        .first()
+        .select("_r", "_p")
+    )
+    if winners.height != st.n:
+        raise IndexError("an instance has no responses")  # Counter([]).most_common(1)[0]
+    vote = winners.join(rows, on=["_r", "_p"], how="left", maintain_order="left")
+    return st.with_rows(vote.with_columns(pl.lit(0, dtype=rows["_p"].dtype).alias("_p")))
+
+
+def _string_op(name: str, op: Callable[[pl.Series], pl.Series], doc: str) -> None:
+    def run(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+        st = st.as_lists()
+        return st.with_column(op(_strings(name, st)))
+
+    run.__doc__ = doc
+    register_filter(name)(run)
+
+
+_string_op("lowercase", pyregex.lower, "lm-eval's LowercaseFilter: ``str.lower`` of every response.")
+_string_op("uppercase", pyregex.upper, "lm-eval's UppercaseFilter: ``str.upper`` of every response.")
+_string_op("remove_whitespace", pyregex.strip, "lm-eval's WhitespaceFilter: ``str.strip`` of every response.")
+
+
+@register_filter("map")
+def _map(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """lm-eval's MapFilter: ``mapping_dict.get(response, default_value)``, once per distinct response."""
+    mapping = kw.get("mapping_dict") or {}
+    default = kw.get("default_value")
+    t = st.as_lists().as_table()
+    assert t.values is not None
+    return t.with_values([mapping.get(v, default) for v in t.values])
+
+
+@register_filter("multi_choice_regex")
+def _multi_choice(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """lm-eval's MultiChoiceRegexFilter (reads each Instance's document's ``choices``)."""
+    return Responses.from_py(_multi_choice_regex(kw, st.to_py(), ctx.docs()))
+
+
+@register_filter("custom")
+def _custom(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
+    """A user's ``filter_fn(resps, docs) -> resps`` (a function reference; runs only with consent)."""
+    ref = kw.get("filter_fn")
+    if not isinstance(ref, dict) or not pyref.is_ref(ref):
+        raise ScoreError(f"{ctx.where}: custom filter needs filter_fn as a function reference")
+    f = pyref.load_ref(ref, ctx.trust, ctx.where)
+    return Responses.from_py(list(f(st.to_py(), ctx.docs())))
 
 
 _PUNCT_TABLE: dict[int, None] | None = None

@@ -30,7 +30,7 @@ def test_metric_registry_equals_the_contract() -> None:
 
 def test_aggregation_and_filter_registries_equal_the_contract() -> None:
     assert aggregate.AGGREGATIONS == scoring.AGGREGATIONS
-    assert filters.BUILTIN_FILTERS == tuple(scoring.FILTERS)
+    assert tuple(filters.FILTER_REGISTRY) == tuple(scoring.FILTERS)
 
 
 def test_metric_options_are_the_implementations_keyword_arguments() -> None:
