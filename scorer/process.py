@@ -16,6 +16,7 @@ import numpy as np
 
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics import TaskMetrics
+from lmeval.scorer.passk import pass_at_k
 
 
 def exact_match_np(
@@ -60,38 +61,6 @@ def _rouge(references: list[Any], predictions: list[Any]) -> dict[str, float]:
         agg.add_scores(scorer.score(ref, pred))
     res = agg.aggregate()
     return {k: float(res[k].mid.fmeasure) for k in types}
-
-
-def pass_at_k(
-    references: list[str], predictions: list[list[str]], k: Any = None, timeout: float = 3.0
-) -> dict[str, float]:
-    """HF code_eval's unbiased pass@k over one or more problems, running programs in ``scorer.sandbox``."""
-    from lmeval.scorer import sandbox  # type: ignore[attr-defined]
-
-    ks = [k] if isinstance(k, int) else list(k or [1])
-    totals, corrects = [], []
-    for ref, cands in zip(references, predictions, strict=True):
-        if isinstance(cands, str):
-            cands = [cands]
-        passed = 0
-        for cand in cands:
-            res = sandbox.check_program(cand + "\n" + ref, timeout)
-            passed += int(bool(res.passed))
-        totals.append(len(cands))
-        corrects.append(passed)
-    tot = np.array(totals)
-    cor = np.array(corrects)
-
-    def estimate(n: int, c: int, kk: int) -> float:
-        if n - c < kk:
-            return 1.0
-        return float(1.0 - np.prod(1.0 - kk / np.arange(n - c + 1, n + 1)))
-
-    out = {}
-    for kk in ks:
-        if (tot >= kk).all():
-            out[f"pass@{kk}"] = float(np.mean([estimate(int(n), int(c), kk) for n, c in zip(tot, cor, strict=True)]))
-    return out
 
 
 def _call_gen_metric(
