@@ -148,10 +148,11 @@ def apply_pipeline(
 def _strings(name: str, st: Responses) -> pl.Series:
     """The String values of every row; a filter that needs strings fails on anything else (lm-eval's
     ``.lower()`` etc. raise AttributeError)."""
-    if st.values is not None:
-        bad = next(v for v in st.values if not (isinstance(v, str) or v is None))
+    v = st.column()
+    if v is None:
+        bad = next(x for x in st.objects() if not (isinstance(x, str) or x is None))
         raise TypeError(f"{name} needs string responses, got {type(bad).__name__} {bad!r}")
-    return st.column()
+    return v
 
 
 @register_filter("regex")
@@ -160,9 +161,10 @@ def _regex(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
     stripped; ``fallback`` when nothing matches; responses that are not strings count as ""."""
     st = st.as_lists()
     if st.values is not None:  # objects: only strings are searched (the others become "")
-        st = st.with_values([v if isinstance(v, str) else None for v in st.values])
+        t = st.as_table()
+        st = t.with_table([v if isinstance(v, str) else None for v in t.values or []])
     v = pyregex.regex_extract(
-        st.column(),
+        _strings("regex", st),
         kw.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"),
         int(kw.get("group_select", 0)),
         kw.get("fallback", "[invalid]"),
@@ -205,18 +207,20 @@ def _majority_vote(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses
         key = rows["v"]
     else:  # equal objects (Counter's hash and ==) share a key
         ids: dict[Any, int] = {}
-        table = [ids.setdefault(v, len(ids)) for v in st.values]
-        key = pl.Series(table, dtype=pl.Int64).gather(rows["o"])
+        key = pl.Series([ids.setdefault(v, len(ids)) for v in st.objects()], dtype=pl.Int64)
     counts = rows.select("_r", "_p", key.alias("_k")).group_by(["_r", "_k"]).agg(c=pl.len(), _p=pl.col("_p").min())
     winners = (
         counts.sort(["_r", "c", "_p"], descending=[False, True, False])
         .group_by("_r", maintain_order=True)
         .first()
-        .select("_r", "_p")
+        .select("_r", "_p", "_k")
     )
     if winners.height != st.n:
         raise IndexError("an instance has no responses")  # Counter([]).most_common(1)[0]
-    vote = winners.join(rows, on=["_r", "_p"], how="left", maintain_order="left")
+    if st.values is None:  # a string is its own key
+        vote = winners.rename({"_k": "v"})
+    else:  # the Instance's first object of the winning key
+        vote = winners.drop("_k").join(rows, on=["_r", "_p"], how="left", maintain_order="left")
     return st.with_rows(vote.with_columns(pl.lit(0, dtype=rows["_p"].dtype).alias("_p")))
 
 
@@ -241,7 +245,7 @@ def _map(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
     default = kw.get("default_value")
     t = st.as_lists().as_table()
     assert t.values is not None
-    return t.with_values([mapping.get(v, default) for v in t.values])
+    return t.with_table([mapping.get(v, default) for v in t.values])
 
 
 @register_filter("multi_choice_regex")

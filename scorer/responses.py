@@ -67,33 +67,44 @@ class Responses:
         else:
             lens = [1] * n
             flat = list(insts)
-        ln = np.asarray(lens, dtype=np.int64)
-        starts = np.cumsum(ln) - ln
-        r = pl.Series("_r", np.repeat(np.arange(n, dtype=np.int64), ln))
-        p = pl.Series("_p", np.arange(len(flat), dtype=np.int64) - np.repeat(starts, ln))
+        if len(flat) == n and all(ln == 1 for ln in lens):  # one response each
+            r, p = pl.Series("_r", np.arange(n, dtype=np.int64)), pl.Series("_p", np.zeros(n, dtype=np.int64))
+        else:
+            ln = np.asarray(lens, dtype=np.int64)
+            starts = np.cumsum(ln) - ln
+            r = pl.Series("_r", np.repeat(np.arange(n, dtype=np.int64), ln))
+            p = pl.Series("_p", np.arange(len(flat), dtype=np.int64) - np.repeat(starts, ln))
         if all(isinstance(v, str) or v is None for v in flat):
             return Responses(n, pl.DataFrame({"_r": r, "_p": p, "v": pl.Series(flat, dtype=pl.String)}), None, nested)
         o = pl.Series("o", range(len(flat)), dtype=pl.Int64)
         return Responses(n, pl.DataFrame({"_r": r, "_p": p, "o": o}), flat, nested)
 
-    # -- reading ----------------------------------------------------------------------------------------
+    # -- reading ---------------------------------------------------------------------------------------
 
-    def column(self) -> pl.Series:
-        """The String values, one per row (only when ``values`` is None)."""
-        assert self.values is None
-        return self.rows["v"]
+    def column(self) -> pl.Series | None:
+        """The values as one String column, one per row (None when some value is not a string)."""
+        if self.values is None:
+            return self.rows["v"]
+        objs = self.objects()
+        if all(isinstance(v, str) or v is None for v in objs):
+            return pl.Series("v", objs, dtype=pl.String)
+        return None
 
     def objects(self) -> list[Any]:
         """The Python value of every row."""
         if self.values is None:
             return self.rows["v"].to_list()
-        vals = self.values
-        return [vals[i] for i in self.rows["o"].to_list()]
+        vals, o = self.values, self.rows["o"]
+        if len(o) == len(vals) and o.equals(pl.arange(0, len(o), eager=True), check_names=False):
+            return list(vals)
+        return [vals[i] for i in o.to_list()]
 
     def to_py(self) -> list[Any]:
         """lm-eval's form: one list per Instance (in position order), or one value each when not nested."""
         rows = self.rows.sort(["_r", "_p"])
         objs = Responses(self.n, rows, self.values).objects()
+        if rows.height == self.n and rows["_r"].equals(pl.arange(0, self.n, eager=True), check_names=False):
+            return [[v] for v in objs] if self.nested else objs  # one value per Instance
         out: list[Any] = [[] for _ in range(self.n)]
         if self.nested:
             for r, v in zip(rows["_r"].to_list(), objs, strict=True):
@@ -106,34 +117,20 @@ class Responses:
     # -- changing ---------------------------------------------------------------------------------------
 
     def with_rows(self, rows: pl.DataFrame, nested: bool | None = None) -> Responses:
-        """A subset of the rows (objects: the table then holds only what they still point at)."""
-        nested = self.nested if nested is None else nested
-        if self.values is None:
-            return replace(self, rows=rows, nested=nested)
-        kept = Responses(self.n, rows, self.values).objects()
-        if all(isinstance(v, str) or v is None for v in kept):
-            return Responses(self.n, rows.select("_r", "_p", v=pl.Series(kept, dtype=pl.String)), None, nested)
-        o = pl.Series("o", range(len(kept)), dtype=pl.Int64)
-        return Responses(self.n, rows.select("_r", "_p").with_columns(o), kept, nested)
+        """A subset of the rows, in any order."""
+        return replace(self, rows=rows, nested=self.nested if nested is None else nested)
 
     def with_column(self, v: pl.Series) -> Responses:
         """The same rows with new String values."""
         return Responses(self.n, self.rows.select("_r", "_p").with_columns(v.alias("v")), None, self.nested)
 
-    def with_values(self, values: list[Any]) -> Responses:
-        """The same rows with each distinct value replaced (``values``: the new table, as ``as_table``)."""
-        t = self.as_table()
-        assert len(values) == len(t.values or [])
-        if all(isinstance(v, str) or v is None for v in values):
-            v = pl.Series(values, dtype=pl.String).gather(t.rows["o"])
-            return Responses(self.n, t.rows.select("_r", "_p").with_columns(v.alias("v")), None, self.nested)
-        return replace(t, values=values)
-
     def as_table(self) -> Responses:
-        """The values as a table of Python objects (``o`` indexes it); String values become their distinct
-        strings, so a rule written in Python runs once per distinct value."""
+        """The values as a table of Python objects that ``o`` indexes, each row's value once for objects
+        and each distinct string once for strings (so a rule written in Python runs once per string)."""
         if self.values is not None:
-            return self
+            objs = self.objects()
+            o = pl.Series("o", range(len(objs)), dtype=pl.Int64)
+            return Responses(self.n, self.rows.select("_r", "_p").with_columns(o), objs, self.nested)
         v = self.rows["v"]
         uniq = v.drop_nulls().unique(maintain_order=True)
         codes = (
@@ -146,6 +143,14 @@ class Responses:
             codes = codes.fill_null(len(table))
             table.append(None)
         return Responses(self.n, self.rows.select("_r", "_p").with_columns(codes.alias("o")), table, self.nested)
+
+    def with_table(self, values: list[Any]) -> Responses:
+        """``as_table``'s rows with a new table (strings only: back to a String column)."""
+        assert self.values is not None and len(values) == len(self.values)
+        if all(isinstance(v, str) or v is None for v in values):
+            v = pl.Series(values, dtype=pl.String).gather(self.rows["o"])
+            return Responses(self.n, self.rows.select("_r", "_p").with_columns(v.alias("v")), None, self.nested)
+        return replace(self, values=values)
 
     def as_lists(self) -> Responses:
         """Each Instance as a list: a value that is not one is iterated (a string gives its characters),
