@@ -5,6 +5,7 @@ pairs, what a custom filter returns)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -103,3 +104,31 @@ def test_object_responses_keep_their_identity() -> None:
 def test_string_filter_on_objects_is_a_one_line_error() -> None:
     with pytest.raises(ScoreError, match=r"step 0 \(lowercase\): TypeError: lowercase needs string responses"):
         _ours([{"function": "lowercase"}], [[1, "a"]], [])
+
+
+def test_user_custom_filter_runs_with_consent_only(tmp_path: Path) -> None:
+    """A ``custom`` step with the user's ``filter_fn`` (``!function utils.add_answer``) in the middle of a
+    pipeline, on the gsm8k golden's responses: it runs only under --trust-code, and the steps after it see
+    what it returned (every response gains a trailing "#### 7": strict-match then finds the model's own
+    answer where there was one, else 7)."""
+    import hashlib
+
+    from lmeval.scorer.score import score_run
+    from tests.scorer.golden_io import build, load_golden
+
+    src = tmp_path / "utils.py"
+    src.write_text("def add_answer(resps, docs):\n    return [[r + ' #### 7' for r in inst] for inst in resps]\n")
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    ref = {"__function__": "utils.add_answer", "file": "utils.py", "sha256": digest, "files": {"utils.py": digest}}
+    golden = load_golden("fake")
+    strict = next(f for f in golden["tasks"]["gsm8k"]["filter_list"] if f["name"] == "strict-match")
+    custom = {"name": "custom-strict", "filter": [{"function": "custom", "filter_fn": ref}, *strict["filter"]]}
+    _, rdir = build(golden, tmp_path / "run", ["gsm8k"], patch={"gsm8k": {"filter_list": [strict, custom]}})
+    with pytest.raises(ScoreError, match="--trust-code"):
+        score_run(str(rdir), console=False)
+    score_run(str(rdir), console=False, trust_code=True, include_path=[tmp_path])
+    samples = pl.read_parquet(rdir / "samples.parquet").sort("doc_id")
+    plain = samples.filter(pl.col("filter") == "strict-match")["filtered"].to_list()
+    got = samples.filter(pl.col("filter") == "custom-strict")["filtered"].to_list()
+    assert got == ["7" if p == "[invalid]" else p for p in plain]
+    assert "7" in got and any(p != "[invalid]" for p in plain)
