@@ -132,3 +132,8 @@ def test_user_custom_filter_runs_with_consent_only(tmp_path: Path) -> None:
     got = samples.filter(pl.col("filter") == "custom-strict")["filtered"].to_list()
     assert got == ["7" if p == "[invalid]" else p for p in plain]
     assert "7" in got and any(p != "[invalid]" for p in plain)
+    em_plain = samples.filter(pl.col("filter") == "strict-match")["exact_match"].to_list()
+    em_got = samples.filter(pl.col("filter") == "custom-strict")["exact_match"].to_list()
+    assert [a for a, p in zip(em_got, plain, strict=True) if p != "[invalid]"] == [
+        b for b, p in zip(em_plain, plain, strict=True) if p != "[invalid]"
+    ]
