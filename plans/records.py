@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any
 
 import msgpack
 
@@ -18,9 +18,10 @@ from lmeval.plans.tokenization import TokenRule
 FORMAT = "lmeval-plan"
 VERSION = 2  # 2: no machine paths in the header (plans/identity.py); zstd-framed records (plans/storage.py)
 
-RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
+# the vocabulary every stage uses (lm-eval 0.4.13's names): a task's output_type, and the request types of its
+# Instances (a multiple_choice task asks one loglikelihood request per choice)
+OUTPUT_TYPES: tuple[str, ...] = ("loglikelihood", "multiple_choice", "loglikelihood_rolling", "generate_until")
 REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")
-OUTPUT_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "multiple_choice", "generate_until")
 
 
 def instance_id_for(task: str, doc_id: int, idx: int) -> str:
