@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import fail
+from lmeval.plans.modelref import tokenizer_hash
 from lmeval.plans.tokenization import (
     TokenRule,
     add_special_tokens,
@@ -99,7 +100,7 @@ class ModelTokenizer:
         except Exception as e:  # noqa: BLE001
             raise fail(f"cannot load the tokenizer in {path}: {type(e).__name__}: {e}", field="model.path") from None
         self.identity = identity
-        self.tokenizer_hash = hashlib.sha256(tok_file.read_bytes()).hexdigest()
+        self.tokenizer_hash = tokenizer_hash(path)
         self.add_bos_token = add_bos_token
         self.prefix_token_id, self._prefix_source = choose_prefix_token(prefix_token_id, bos, eos)
         self.bos_text = (
