@@ -478,8 +478,3 @@ def ensure_tiny_model(cache_dir: str | None = None) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def tokenizer_hash(model_dir: str | os.PathLike[str]) -> str:
-    """sha256 (hex) of the model directory's tokenizer.json bytes."""
-    return hashlib.sha256((Path(model_dir) / "tokenizer.json").read_bytes()).hexdigest()

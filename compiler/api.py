@@ -483,19 +483,13 @@ def _compile(overrides: list[str]) -> Compiled:
         records += recs
         blobs += task_blobs
         summaries.append(
-            TaskSummary(
-                name=spec.name,
-                output_type=spec.output_type,
+            TaskSummary.of_config(  # name, output_type, num_fewshot, metric_list, filter_list from the config
+                task_config_data(bt, opts),
                 n_docs=len(bt.docs),
                 n_instances=sum(len(d.requests) for d in bt.docs),
-                num_fewshot=bt.num_fewshot,
-                task_hash="",
                 data_fingerprint=fingerprint,
                 version=spec.version,
-                metric_list=_data(metric_list(spec), spec, "metric_list", True),
-                filter_list=_data(filter_list(spec), spec, "filter_list", True),
                 groups=spec.groups,
-                config=task_config_data(bt, opts),
             )
         )
     groups = [

@@ -12,9 +12,9 @@ from typing import Any
 
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef
+from lmeval.plans.records import OUTPUT_TYPES
 from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 
-OUTPUT_TYPES = ("loglikelihood", "multiple_choice", "loglikelihood_rolling", "generate_until")
 SAMPLERS = ("default", "first_n")
 DEFAULT_MAX_GEN_TOKS = 256
 

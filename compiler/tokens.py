@@ -14,13 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import fail
-from lmeval.plans.tokenization import (
-    TokenRule,
-    add_special_tokens,
-    choose_prefix_token,
-    empty_context_pair,
-    move_trailing_space,
-)
+from lmeval.plans.modelref import tokenizer_hash
+from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
 
 def _pieces(text: str) -> list[str]:
@@ -99,7 +94,7 @@ class ModelTokenizer:
         except Exception as e:  # noqa: BLE001
             raise fail(f"cannot load the tokenizer in {path}: {type(e).__name__}: {e}", field="model.path") from None
         self.identity = identity
-        self.tokenizer_hash = hashlib.sha256(tok_file.read_bytes()).hexdigest()
+        self.tokenizer_hash = tokenizer_hash(path)
         self.add_bos_token = add_bos_token
         self.prefix_token_id, self._prefix_source = choose_prefix_token(prefix_token_id, bos, eos)
         self.bos_text = (
@@ -112,12 +107,9 @@ class ModelTokenizer:
         self._checked = 0
         self.fast = self._splittable()
         self._affix = {flag: self._specials(flag) for flag in (True, False)}
-
-    @property
-    def rule(self) -> TokenRule:
-        """The rule the plan's ids are made with, as recorded in its header."""
         pre, post = self._affix[self.default_special] or ([], [])
-        return TokenRule(
+        # the rule the plan's ids are made with, as recorded in its header
+        self.rule = TokenRule(
             add_bos_token=self.add_bos_token,
             prefix_token_id=self.prefix_token_id,
             prefix_token_source=self._prefix_source,
@@ -213,80 +205,49 @@ class ModelTokenizer:
             # lm-eval retries without the system message
             return self.tok.apply_chat_template([m for m in messages if m["role"] != "system"], **kwargs)  # type: ignore[no-any-return]
 
-    # -- encoding
+    # -- encoding: the contract's rule (plans/tokenization.py) over this tokenizer's batch encoding
     def encode_many(self, texts: list[str], special: bool | None = None) -> list[list[int]]:
         """lm-eval's ``tok_encode`` over many strings (``special`` None: the plan's rule decides per text)."""
-        if not texts:
-            return []
-        out: list[list[int] | None] = [None] * len(texts)
-        by_flag: dict[bool, list[int]] = {True: [], False: []}
-        for i, t in enumerate(texts):
-            f = special if special is not None else add_special_tokens(t, self.add_bos_token, self.bos_text)
-            by_flag[f].append(i)
-        for f, idxs in by_flag.items():
-            if idxs:
-                batch = [texts[i] for i in idxs]
-                ids = self._encode_fast(batch, f) if self.fast else None
-                if ids is None:
-                    ids = self._batch(batch, f)
-                for i, e in zip(idxs, ids, strict=True):
-                    out[i] = e
-        return out  # type: ignore[return-value]
+        return encode_texts(texts, self.rule, self._encode, special)
 
     def encode_pairs(self, pairs: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
         """lm-eval's loglikelihood tokenization of (context, continuation) pairs."""
-        ctxs: list[str] = []
-        conts: list[str] = []
-        empty: list[int] = []
-        for i, (ctx, cont) in enumerate(pairs):
-            if ctx == "":
-                empty.append(i)
-                ctxs.append("")
-                conts.append(cont)
-                continue
-            ctx, cont = move_trailing_space(ctx, cont)
-            ctxs.append(ctx)
-            conts.append(cont)
-        empty_set = set(empty)
-        idx = [i for i in range(len(pairs)) if i not in empty_set]
-        uniq = list({ctxs[i]: None for i in idx})
-        ctx_enc = dict(zip(uniq, self.encode_many(uniq), strict=True))
-        result: list[tuple[list[int], list[int]] | None] = [None] * len(pairs)
-        if self.fast and self._affix[self.default_special] is not None and not any(
-            self.bos_text and ctxs[i].startswith(self.bos_text) for i in idx
-        ):
-            # whole = context pieces but the last + pieces of (last piece + continuation)
-            _, post = self._affix[self.default_special]  # type: ignore[misc]
-            tails: list[str] = []
-            lasts: dict[str, str] = {}
-            for i in idx:
-                last = lasts.get(ctxs[i])
-                if last is None:
-                    last = _pieces(ctxs[i])[-1]
-                    lasts[ctxs[i]] = last
-                tails.append(last + conts[i])
-            tail_pieces = [_pieces(t) for t in tails]
-            cache = self._seg_cache
-            missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
-            if missing:
-                for seg, ids in zip(missing, self._batch(missing, False), strict=True):
-                    cache[seg] = ids
-            for i, ps in zip(idx, tail_pieces, strict=True):
-                last_ids = cache[lasts[ctxs[i]]]
-                tail_ids: list[int] = []
-                for p in ps:
-                    tail_ids += cache[p]
-                result[i] = (ctx_enc[ctxs[i]], (tail_ids + post)[len(last_ids) + len(post) :])
-        else:
-            whole_enc = self.encode_many([ctxs[i] + conts[i] for i in idx])
-            for i, w in zip(idx, whole_enc, strict=True):
-                c = ctx_enc[ctxs[i]]
-                result[i] = (c, w[len(c) :])
-        if empty:
-            encs = self.encode_many([conts[i] for i in empty], special=False)
-            for i, ce in zip(empty, encs, strict=True):
-                result[i] = empty_context_pair(self.prefix_token_id, ce)
-        return result  # type: ignore[return-value]
+        return encode_pairs(pairs, self.rule, self._encode, self._fast_continuations)
+
+    def _encode(self, texts: list[str], flag: bool) -> list[list[int]]:
+        if not texts:
+            return []
+        ids = self._encode_fast(texts, flag) if self.fast else None
+        return ids if ids is not None else self._batch(texts, flag)
+
+    def _fast_continuations(self, ctxs: list[str], conts: list[str]) -> list[list[int]] | None:
+        """The continuations' ids from cached pieces: the joint encoding is the context's pieces but the last,
+        then the pieces of (last piece + continuation). None where the fast path does not apply."""
+        affix = self._affix[self.default_special]
+        if not self.fast or affix is None or any(self.bos_text and c.startswith(self.bos_text) for c in ctxs):
+            return None
+        _, post = affix
+        lasts: dict[str, str] = {}
+        tails: list[str] = []
+        for ctx, cont in zip(ctxs, conts, strict=True):
+            last = lasts.get(ctx)
+            if last is None:
+                last = lasts[ctx] = _pieces(ctx)[-1]
+            tails.append(last + cont)
+        tail_pieces = [_pieces(t) for t in tails]
+        cache = self._seg_cache
+        missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
+        if missing:
+            for seg, ids in zip(missing, self._batch(missing, False), strict=True):
+                cache[seg] = ids
+        out: list[list[int]] = []
+        for ctx, ps in zip(ctxs, tail_pieces, strict=True):
+            last_ids = cache[lasts[ctx]]
+            tail_ids: list[int] = []
+            for p in ps:
+                tail_ids += cache[p]
+            out.append((tail_ids + post)[len(last_ids) + len(post) :])
+        return out
 
 
 def sha256_text(text: str) -> str:

@@ -20,8 +20,9 @@ from lmeval.common.atomic import write_atomic
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.store import fsync_dir, rows_frame
+from lmeval.plans.errors import PlanError
 from lmeval.plans.records import InstanceRecord
-from lmeval.plans.results import RESULT_COLUMNS, part_files
+from lmeval.plans.results import RESULT_COLUMNS, part_files, read_parts
 
 CHUNK_PART_RE = re.compile(r"part-c(\d+)-([0-9a-f]{12})-n(\d+)(?:-r\d+)?\.parquet$")
 
@@ -94,14 +95,10 @@ def check_chunk_parts(results_dir: Path, plan_hash: str) -> None:
 
 def check_complete(results_dir: Path, instances: Sequence[InstanceRecord]) -> None:
     """After a run: every Instance of ``instances`` has exactly one row in ``results_dir``, and nothing else."""
-    import polars as pl
-
-    parts = part_files(results_dir)
-    ids = (
-        pl.concat([pl.read_parquet(p, columns=["instance_id"]) for p in parts])["instance_id"]
-        if parts
-        else pl.Series("instance_id", [], dtype=pl.String)
-    )
+    try:
+        ids = read_parts(part_files(results_dir), ["instance_id"])["instance_id"]
+    except PlanError as e:
+        raise ExecuteError(str(e)) from None
     dup = ids.filter(ids.is_duplicated())
     if dup.len():
         raise ExecuteError(f"{results_dir}: instance {dup[0]} has {int((ids == dup[0]).sum())} rows")

@@ -74,15 +74,9 @@ class _Rows:
 
 
 def _content_identity(model_dir: Path | None) -> dict[str, Any]:
-    import hashlib
+    from lmeval.plans.modelref import config_hash, tokenizer_hash
 
-    from lmeval.executor.modelconf import tokenizer_hash
-
-    cfg = model_dir / "config.json" if model_dir is not None else None
-    return {
-        "tokenizer_hash": tokenizer_hash(model_dir),
-        "config_hash": hashlib.sha256(cfg.read_bytes()).hexdigest() if cfg is not None and cfg.is_file() else None,
-    }
+    return {"tokenizer_hash": tokenizer_hash(model_dir), "config_hash": config_hash(model_dir)}
 
 
 class EngineWorker:

@@ -11,7 +11,6 @@ count only when this run's own overrides (or a ``conf/model/NAME.yaml`` they sel
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans.errors import UserError
-from lmeval.plans.modelref import ModelRef, model_name, resolve_model
+from lmeval.plans.modelref import ModelRef, config_hash, model_name, resolve_model, tokenizer_hash
 from lmeval.plans.records import PlanHeader
 from lmeval.plans.tokenization import TokenRule
 
@@ -199,16 +198,6 @@ def resolve_model_dir(spec: ModelSpec, header: PlanHeader | None = None) -> Path
     return ref.dir if ref is not None else None
 
 
-def tokenizer_hash(model_dir: Path | None) -> str | None:
-    """sha256 of ``tokenizer.json`` (as ``lmeval.common.tinymodel.tokenizer_hash``), None when there is none."""
-    if model_dir is None:
-        return None
-    f = model_dir / "tokenizer.json"
-    if not f.is_file():
-        return None
-    return hashlib.sha256(f.read_bytes()).hexdigest()
-
-
 def check_tokenizer(header: PlanHeader, model_dir: Path | None, plan_path: str) -> str | None:
     """Refuse a model whose tokenizer differs from the one the plan's token ids were made with."""
     want = header.model.tokenizer_hash
@@ -249,12 +238,8 @@ def model_identity(
     spec: ModelSpec, model_dir: Path | None, tok_hash: str | None, ref: ModelRef | None = None
 ) -> dict[str, Any]:
     """What makes two runs' answers interchangeable (used by the manifest, resume and ``--reuse``)."""
-    config_hash = None
     revision = None
     if model_dir is not None:
-        cfg = model_dir / "config.json"
-        if cfg.is_file():
-            config_hash = hashlib.sha256(cfg.read_bytes()).hexdigest()
         if model_dir.parent.name == "snapshots":  # a Hugging Face cache snapshot is named by its commit
             revision = model_dir.name
     hub_id = ref.hub_id if ref is not None else None
@@ -267,7 +252,7 @@ def model_identity(
         "max_model_len": spec.max_model_len,
         "add_bos_token": spec.add_bos_token,
         "tokenizer_hash": tok_hash,
-        "config_hash": config_hash,
+        "config_hash": config_hash(model_dir),
         "revision": revision,
     }
 

@@ -15,13 +15,7 @@ from typing import Any, Protocol
 
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans.records import InstanceRecord
-from lmeval.plans.tokenization import (
-    TokenRule,
-    add_special_tokens,
-    choose_prefix_token,
-    empty_context_pair,
-    move_trailing_space,
-)
+from lmeval.plans.tokenization import BatchEncode, TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
 
 class Tokenizer(Protocol):
@@ -150,12 +144,15 @@ def token_rule(
     )
 
 
+def _batch_encode(tok: Tokenizer) -> BatchEncode:
+    """``tok`` as the contract's batch encoding; an empty text encodes to no ids (vLLM's ``tok_encode`` of
+    one string)."""
+    return lambda texts, flag: [tok.encode(t, add_special_tokens=flag) if t else [] for t in texts]
+
+
 def tok_encode(tok: Tokenizer, text: str, rule: TokenRule, special: bool | None = None) -> list[int]:
     """lm-eval's ``tok_encode``: special tokens per the rule, never a second BOS (``special`` forces them)."""
-    if not text:
-        return []
-    flag = special if special is not None else add_special_tokens(text, rule.add_bos_token, rule.prefix_text)
-    return tok.encode(text, add_special_tokens=flag)
+    return encode_texts([text], rule, _batch_encode(tok), special)[0]
 
 
 def prefix_token_id(rule: TokenRule) -> int:
@@ -166,14 +163,11 @@ def prefix_token_id(rule: TokenRule) -> int:
 
 
 def encode_pair(tok: Tokenizer, context: str, continuation: str, rule: TokenRule) -> tuple[list[int], list[int]]:
-    """lm-eval's ``_encode_pair`` (trailing context whitespace moves to the continuation; the joint encoding
-    is split at the context's length), and its empty-context case."""
+    """lm-eval's ``_encode_pair`` and its empty-context case (the contract's ``encode_pairs``); an empty
+    context needs a prefix token to condition on."""
     if context == "":
-        return empty_context_pair(prefix_token_id(rule), tok_encode(tok, continuation, rule, special=False))
-    context, continuation = move_trailing_space(context, continuation)
-    whole = tok_encode(tok, context + continuation, rule)
-    ctx = tok_encode(tok, context, rule)
-    return ctx, whole[len(ctx) :]
+        prefix_token_id(rule)
+    return encode_pairs([(context, continuation)], rule, _batch_encode(tok))[0]
 
 
 # -------------------------------------------------------------------------- truncation

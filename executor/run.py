@@ -50,7 +50,7 @@ from lmeval.executor.store import ResultsDir
 from lmeval.executor.vocab import check_token_ids, vocab_size
 from lmeval.plans.errors import PlanError
 from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord, PlanHeader, shard_of
+from lmeval.plans.records import REQUEST_TYPES, InstanceRecord, PlanHeader, shard_of
 from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, read_results
 from lmeval.plans.rowcheck import check_rows, plan_keys, read_row_keys
 
@@ -107,7 +107,7 @@ def load_instances(plan_path: str, shard: tuple[int, int] | None) -> tuple[PlanH
             if shard is None or shard_of(rec.instance_id, shard[1]) == shard[0]:
                 out.append(rec)
     for rec in out:
-        if rec.request_type not in ("loglikelihood", "loglikelihood_rolling", "generate_until"):
+        if rec.request_type not in REQUEST_TYPES:
             raise ExecuteError(
                 f"{plan_path}: task {rec.task} doc {rec.doc_id}: unknown request_type {rec.request_type!r}"
             )

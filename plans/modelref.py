@@ -6,7 +6,9 @@
 revision is the snapshot's commit sha. ``null`` is the built-in tiny model (``lmeval.common.tinymodel``).
 
 What a plan may record about a model is its identity, never where it lies on this machine:
-``ModelRef.hub_id``, ``ModelRef.revision`` and ``ModelRef.tokenizer_identity``.
+``ModelRef.hub_id``, ``ModelRef.revision`` and ``ModelRef.tokenizer_identity``, and its content:
+``tokenizer_hash`` (sha256 of ``tokenizer.json``: the compiler records it, execute refuses a model whose
+tokenizer differs, distributed workers must load the driver's) and ``config_hash`` (of ``config.json``).
 """
 
 from __future__ import annotations
@@ -49,9 +51,29 @@ class ModelRef:
             return f"{self.hub_id}@{self.revision}" if self.revision else self.hub_id
         return self.dir.name
 
+    def tokenizer_hash(self) -> str | None:
+        return tokenizer_hash(self.dir)
+
     def config_hash(self) -> str | None:
-        f = self.dir / "config.json"
-        return hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
+        return config_hash(self.dir)
+
+
+def tokenizer_hash(model_dir: str | os.PathLike[str] | None) -> str | None:
+    """The tokenizer's content identity: sha256 (hex) of the model directory's ``tokenizer.json`` bytes; None
+    when there is no such file (or no directory)."""
+    return _file_sha256(model_dir, "tokenizer.json")
+
+
+def config_hash(model_dir: str | os.PathLike[str] | None) -> str | None:
+    """sha256 (hex) of the model directory's ``config.json`` bytes; None when there is none."""
+    return _file_sha256(model_dir, "config.json")
+
+
+def _file_sha256(model_dir: str | os.PathLike[str] | None, name: str) -> str | None:
+    if model_dir is None:
+        return None
+    f = Path(model_dir) / name
+    return hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
 
 
 def model_name(name: object, path: object) -> str:

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any
 
 import msgpack
 
-from lmeval.plans.canonical import content_hash, normalize
+from lmeval.plans.canonical import canonical_bytes, content_hash, normalize
 from lmeval.plans.tokenization import TokenRule
 
 FORMAT = "lmeval-plan"
 VERSION = 2  # 2: no machine paths in the header (plans/identity.py); zstd-framed records (plans/storage.py)
 
-RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
+# the vocabulary every stage uses (lm-eval 0.4.13's names): a task's output_type, and the request types of its
+# Instances (a multiple_choice task asks one loglikelihood request per choice)
+OUTPUT_TYPES: tuple[str, ...] = ("loglikelihood", "multiple_choice", "loglikelihood_rolling", "generate_until")
 REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")
-OUTPUT_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "multiple_choice", "generate_until")
 
 
 def instance_id_for(task: str, doc_id: int, idx: int) -> str:
@@ -65,6 +66,20 @@ class ModelInfo:
         return cls(**known)
 
 
+# TaskSummary fields that copy a key of the task's resolved ``config`` (field -> config key). The config is
+# authoritative; the copies are denormalised for readers that do not parse task configs (``lmeval show``, diff,
+# the lock, the scorer's metric and filter set-up), which read the fields. ``TaskSummary.of_config`` is the one
+# place a header takes them from the config; ``TaskSummary.from_dict`` (every plan reader) refuses a summary
+# whose copy differs from its config. A config without the key (a plan built by a tool) leaves the field alone.
+CONFIG_COPIES: dict[str, str] = {
+    "name": "task",
+    "output_type": "output_type",
+    "num_fewshot": "num_fewshot",
+    "metric_list": "metric_list",
+    "filter_list": "filter_list",
+}
+
+
 @dataclass(frozen=True)
 class TaskSummary:
     name: str
@@ -84,8 +99,56 @@ class TaskSummary:
         return asdict(self)
 
     @classmethod
+    def of_config(
+        cls,
+        config: dict[str, Any],
+        *,
+        n_docs: int,
+        n_instances: int,
+        data_fingerprint: str,
+        version: Any = None,
+        groups: list[str] | None = None,
+        task_hash: str = "",
+    ) -> TaskSummary:
+        """The summary of a task whose resolved config is ``config``: the ``CONFIG_COPIES`` fields taken from it."""
+        return cls(
+            **{f: config[k] for f, k in CONFIG_COPIES.items()},
+            n_docs=n_docs,
+            n_instances=n_instances,
+            task_hash=task_hash,
+            data_fingerprint=data_fingerprint,
+            version=version,
+            groups=list(groups or []),
+            config=config,
+        )
+
+    def config_disagreement(self) -> str | None:
+        """Why a ``CONFIG_COPIES`` field differs from its config's value (canonical encodings compared), or None."""
+        if not isinstance(self.config, dict):
+            return f"task {self.name}: config is not a map"
+        for f, k in CONFIG_COPIES.items():
+            if k not in self.config:
+                continue
+            copy, value = getattr(self, f), self.config[k]
+            try:
+                same = canonical_bytes(copy) == canonical_bytes(value)
+            except TypeError:
+                same = False
+            if not same:
+                return (
+                    f"task {self.name}: {f} is {_short(copy)} but its config's {k} is {_short(value)} "
+                    f"(the summary copies the config: a forged or corrupted plan)"
+                )
+        return None
+
+    @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskSummary:
-        return cls(**_known(cls, d))
+        """``ValueError`` when a copied field disagrees with the config (``config_disagreement``)."""
+        summary = cls(**_known(cls, d))
+        problem = summary.config_disagreement()
+        if problem:
+            raise ValueError(problem)
+        return summary
 
 
 @dataclass(frozen=True)
@@ -289,6 +352,11 @@ class Plan:
     header: PlanHeader
     docs: list[DocRecord]
     instances: list[InstanceRecord]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:

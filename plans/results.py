@@ -3,12 +3,17 @@
 A results directory holds ``manifest.json`` (a RunManifest) and Parquet parts ``part-*.parquet``, each
 written atomically, one row per Instance with the columns of ``RESULT_COLUMNS``. Resume and merge key on
 ``instance_id``; a directory belongs to exactly one plan (``plan_hash``).
+
+``read_parts`` is the one reader of result rows (the scorer, resume, merge, ``--reuse`` and the report all
+read through it): the columns asked for, cast to this schema, with the part each row came from; a part that
+cannot be read, or lacks a column, is a one-line error naming it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 PART_GLOB = "part-*.parquet"
+PART = "part"  # the column ``read_parts`` adds: the index (into the list of part files) of a row's file
 
 # name -> polars dtype name; the order is the column order of every part
 RESULT_COLUMNS: dict[str, str] = {
@@ -179,18 +185,43 @@ def part_files(results_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted(Path(results_dir).glob(PART_GLOB))
 
 
-def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:
-    """All rows of a results directory (parts concatenated, sorted by task, doc_id, idx).
+def read_parts(
+    parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] = tuple(RESULT_COLUMNS)
+) -> pl.DataFrame:
+    """``columns`` of every row of ``parts`` (cast to the results schema, in file order) and ``PART``, the
+    index into ``parts`` of the file each row came from: one lazy scan. ``PlanError`` naming the first part
+    that cannot be read, lacks a column or holds one of another type."""
+    import polars as pl
 
-    Raises PlanError when an instance id occurs twice.
+    schema = {c: polars_schema()[c] for c in columns}
+    if not parts:
+        return pl.DataFrame(schema={**schema, PART: pl.Int32})
+
+    def scan(i: int, p: str | os.PathLike[str]) -> pl.LazyFrame:
+        frame = pl.scan_parquet(os.fspath(p), glob=False).select(list(schema)).cast(schema)  # type: ignore[arg-type]
+        return frame.with_columns(pl.lit(i, dtype=pl.Int32).alias(PART))
+
+    try:
+        return pl.concat([scan(i, p) for i, p in enumerate(parts)], how="vertical").collect()
+    except Exception:  # noqa: BLE001 - any unreadable or foreign file is the same user error, named below
+        pass
+    for i, p in enumerate(parts):  # which part: each on its own
+        try:
+            scan(i, p).collect()
+        except Exception as e:  # noqa: BLE001
+            msg = " ".join(str(e).split())[:200]
+            raise PlanError(f"{os.fspath(p)}: unreadable result part ({type(e).__name__}: {msg})") from None
+    raise PlanError(f"{Path(parts[0]).parent}: unreadable result parts (each reads alone, not together)")
+
+
+def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:
+    """All rows of a results directory (``RESULT_COLUMNS``, sorted by task, doc_id, idx).
+
+    Raises PlanError when a part cannot be read or an instance id occurs twice.
     """
     import polars as pl
 
-    parts = part_files(results_dir)
-    schema = polars_schema()
-    if not parts:
-        return pl.DataFrame(schema=schema)
-    df = pl.concat([pl.read_parquet(p).select(list(schema)).cast(schema) for p in parts], how="vertical")  # type: ignore[arg-type]
+    df = read_parts(part_files(results_dir)).drop(PART)
     dup = df.filter(pl.col("instance_id").is_duplicated())
     if dup.height:
         first = dup.row(0, named=True)

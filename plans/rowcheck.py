@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from lmeval.plans.errors import PlanError
 from lmeval.plans.records import InstanceRecord
+from lmeval.plans.results import PART, polars_schema, read_parts
 
 if TYPE_CHECKING:
     import polars as pl
 
 KEY_COLUMNS: tuple[str, ...] = ("instance_id", "task", "doc_id", "idx", "request_type", "request_hash")
-PART = "part"
 
 
 class RowMismatchError(PlanError):
@@ -31,16 +31,7 @@ class RowMismatchError(PlanError):
 
 
 def key_schema() -> dict[str, Any]:
-    import polars as pl
-
-    return {
-        "instance_id": pl.String,
-        "task": pl.String,
-        "doc_id": pl.Int64,
-        "idx": pl.Int64,
-        "request_type": pl.String,
-        "request_hash": pl.String,
-    }
+    return {k: v for k, v in polars_schema().items() if k in KEY_COLUMNS}
 
 
 def plan_keys(instances: Iterable[InstanceRecord]) -> pl.DataFrame:
@@ -60,22 +51,8 @@ def plan_keys(instances: Iterable[InstanceRecord]) -> pl.DataFrame:
 
 def read_row_keys(parts: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
     """The key columns of every row of ``parts``, with the index into ``parts`` of the file each came from
-    (column ``part``). Raises RowMismatchError naming the part when one cannot be read or lacks a column."""
-    import polars as pl
-
-    schema = key_schema()
-    frames = []
-    for i, p in enumerate(parts):
-        try:
-            df = pl.read_parquet(os.fspath(p), columns=list(KEY_COLUMNS))
-            df = df.cast(schema)  # type: ignore[arg-type]
-        except Exception as e:  # noqa: BLE001 - any unreadable or foreign file is the same user error
-            msg = " ".join(str(e).split())[:200]
-            raise RowMismatchError(f"{p}: unreadable result part ({type(e).__name__}: {msg})") from None
-        frames.append(df.with_columns(pl.lit(i, dtype=pl.Int32).alias(PART)))
-    if not frames:
-        return pl.DataFrame(schema={**schema, PART: pl.Int32})
-    return pl.concat(frames, how="vertical")
+    (column ``part``). Raises PlanError naming the part when one cannot be read or lacks a column."""
+    return read_parts(parts, KEY_COLUMNS)
 
 
 def _instance(r: dict[str, Any]) -> str:

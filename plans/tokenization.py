@@ -14,13 +14,20 @@ the executor, which encodes only what a plan carries no ids for and builds the r
   ``context`` are encoded with the rule above and the continuation is the joint encoding past the
   context's length. An empty context's continuation is encoded without special tokens.
 
-The plan header records the rule it was compiled with (``ModelInfo.token_rule``).
+The plan header records the rule it was compiled with (``ModelInfo.token_rule``). ``encode_texts`` and
+``encode_pairs`` apply it with any tokenizer's batch encoding: the compiler's (fast, batched) and the
+executor's (one text at a time) give the same ids because they run this code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# a tokenizer's batch encoding: (texts, add_special_tokens) -> one list of token ids per text
+BatchEncode = Callable[[list[str], bool], list[list[int]]]
+Pair = tuple[list[int], list[int]]
 
 
 @dataclass(frozen=True)
@@ -84,3 +91,62 @@ def empty_context_pair(prefix: int | None, continuation_ids: list[int]) -> tuple
     if prefix is not None and (not continuation_ids or continuation_ids[0] != prefix):
         return [prefix], continuation_ids
     return continuation_ids[:1], continuation_ids[1:]
+
+
+def encode_texts(
+    texts: list[str], rule: TokenRule, encode: BatchEncode, special: bool | None = None
+) -> list[list[int]]:
+    """lm-eval's ``tok_encode`` over many strings: ``add_special_tokens`` per text as the rule says (never a
+    second BOS), or ``special`` for all; one ``encode`` call per flag, results in input order."""
+    out: list[list[int]] = [[] for _ in texts]
+    by_flag: dict[bool, list[int]] = {True: [], False: []}
+    for i, t in enumerate(texts):
+        flag = special if special is not None else add_special_tokens(t, rule.add_bos_token, rule.prefix_text)
+        by_flag[flag].append(i)
+    for flag, idxs in by_flag.items():
+        if idxs:
+            for i, ids in zip(idxs, encode([texts[i] for i in idxs], flag), strict=True):
+                out[i] = ids
+    return out
+
+
+def encode_pairs(
+    pairs: list[tuple[str, str]],
+    rule: TokenRule,
+    encode: BatchEncode,
+    continuations: Callable[[list[str], list[str]], list[list[int]] | None] | None = None,
+) -> list[Pair]:
+    """lm-eval's loglikelihood tokenization of (context, continuation) pairs: ``_encode_pair`` (trailing context
+    whitespace moves to the continuation; ``context + continuation`` and ``context`` are encoded by the rule,
+    the continuation is the joint encoding past the context's length) and the empty-context case
+    (``empty_context_pair`` on the continuation encoded without special tokens).
+
+    ``continuations``: an optional faster way to the continuations' ids, given the moved (contexts,
+    continuations) of the non-empty pairs; it must equal the joint-encoding split, or return None to use it."""
+    ctxs: list[str] = []
+    conts: list[str] = []
+    full: list[int] = []  # pairs with a context
+    empty: list[int] = []
+    for i, (ctx, cont) in enumerate(pairs):
+        if ctx == "":
+            empty.append(i)
+            continue
+        ctx, cont = move_trailing_space(ctx, cont)
+        full.append(i)
+        ctxs.append(ctx)
+        conts.append(cont)
+    result: list[Pair] = [([], []) for _ in pairs]
+    if full:
+        uniq = list(dict.fromkeys(ctxs))
+        ctx_ids = dict(zip(uniq, encode_texts(uniq, rule, encode), strict=True))
+        cont_ids = continuations(ctxs, conts) if continuations is not None else None
+        if cont_ids is None:
+            whole = encode_texts([c + k for c, k in zip(ctxs, conts, strict=True)], rule, encode)
+            cont_ids = [w[len(ctx_ids[c]) :] for c, w in zip(ctxs, whole, strict=True)]
+        for i, c, k in zip(full, ctxs, cont_ids, strict=True):
+            result[i] = (ctx_ids[c], k)
+    if empty:
+        encs = encode_texts([pairs[i][1] for i in empty], rule, encode, special=False)
+        for i, ids in zip(empty, encs, strict=True):
+            result[i] = empty_context_pair(rule.prefix_token_id, ids)
+    return result

@@ -1,4 +1,8 @@
-"""Metric registry and how a task's ``metric_list`` resolves (as lm-eval's ConfigurableTask does)."""
+"""How a task's ``metric_list`` resolves (as lm-eval's ConfigurableTask does).
+
+The metric vocabulary is the contract's (``plans.scoring.METRICS``: name -> default aggregation, direction and
+the output types whose results carry it; ``DEFAULT_METRICS``), which the compiler checks tasks against; the
+scorer computes those metrics (``scorer.process``, ``scorer.taskscore``)."""
 
 from __future__ import annotations
 
@@ -6,56 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmeval.plans.scoring import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS, METRICS
 from lmeval.scorer import pyref
 from lmeval.scorer.aggregate import AGGREGATIONS
 from lmeval.scorer.errors import ScoreError
-
-
-@dataclass(frozen=True)
-class BuiltinMetric:
-    aggregation: str
-    higher_is_better: bool
-    output_types: tuple[str, ...]
-
-
-# output_types: where the scorer computes the metric (scorer.process, scorer.taskscore); the compiler checks
-# tasks against the contract's copy of this table (plans.scoring.METRICS; tests/scorer/test_vocabulary.py)
-BUILTIN: dict[str, BuiltinMetric] = {
-    "acc": BuiltinMetric("mean", True, ("loglikelihood", "multiple_choice")),
-    "acc_norm": BuiltinMetric("mean", True, ("multiple_choice",)),
-    "acc_mutual_info": BuiltinMetric("mean", True, ("multiple_choice",)),
-    "acc_bytes": BuiltinMetric("mean", True, ("multiple_choice",)),
-    "exact_match": BuiltinMetric("mean", True, ("generate_until", "multiple_choice")),
-    "perplexity": BuiltinMetric("perplexity", False, ("loglikelihood",)),
-    "likelihood": BuiltinMetric("mean", True, ("multiple_choice",)),
-    "word_perplexity": BuiltinMetric("weighted_perplexity", False, ("loglikelihood_rolling",)),
-    "byte_perplexity": BuiltinMetric("weighted_perplexity", False, ("loglikelihood_rolling",)),
-    "bits_per_byte": BuiltinMetric("bits_per_byte", False, ("loglikelihood_rolling",)),
-    "mcc": BuiltinMetric("matthews_corrcoef", True, ("multiple_choice",)),
-    "f1": BuiltinMetric("f1", True, ("multiple_choice",)),
-    "bleu": BuiltinMetric("bleu", True, ("generate_until",)),
-    "chrf": BuiltinMetric("chrf", True, ("generate_until",)),
-    "chrf++": BuiltinMetric("chrf++", True, ("generate_until",)),
-    "ter": BuiltinMetric("ter", False, ("generate_until",)),
-    "brier_score": BuiltinMetric("brier_score", False, ("multiple_choice",)),
-    "bypass": BuiltinMetric("bypass", True, ("generate_until",)),
-    # HF-evaluate-style metrics lm-eval loads by name; keys rouge1/rouge2/rougeL/rougeLsum
-    "rouge": BuiltinMetric("mean", True, ("generate_until",)),
-    # code execution (scorer.sandbox); keys pass@k
-    "pass_at_k": BuiltinMetric("mean", True, ("generate_until",)),
-    # JSONL task specs (scorer.spec_scoring); keys as the spec scorer returns them
-    "jsonl_spec": BuiltinMetric("mean", True, ("generate_until",)),
-}
-ALIASES = {"pass@k": "pass_at_k"}
-
-DEFAULT_METRICS: dict[str, list[str]] = {
-    "loglikelihood": ["perplexity", "acc"],
-    "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
-    "multiple_choice": ["acc", "acc_norm"],
-    "generate_until": ["exact_match"],
-}
-
-_NOT_KWARGS = ("metric", "aggregation", "higher_is_better", "hf_evaluate")
 
 
 @dataclass
@@ -95,14 +53,14 @@ def resolve(
             raise ScoreError(f"task {task}: unknown output_type {output_type!r}")
         for name in DEFAULT_METRICS[output_type]:
             specs.append(MetricSpec(name, name))
-            aggs[name] = BUILTIN[name].aggregation
-            hib[name] = BUILTIN[name].higher_is_better
+            aggs[name] = METRICS[name].aggregation
+            hib[name] = METRICS[name].higher_is_better
         return TaskMetrics(specs, aggs, hib, process_results)
     for i, mc in enumerate(metric_list):
         if not isinstance(mc, dict) or "metric" not in mc:
             raise ScoreError(f"task {task}: metric_list[{i}] has no 'metric'")
         raw = mc["metric"]
-        kwargs = {k: v for k, v in mc.items() if k not in _NOT_KWARGS}
+        kwargs = {k: v for k, v in mc.items() if k not in METRIC_KEYS}
         builtin: str | None = None
         fn = None
         if pyref.is_ref(raw):
@@ -111,12 +69,12 @@ def resolve(
                 fn = pyref.load_ref(raw, trust, f"task {task}: metric {name}")
         elif isinstance(raw, str):
             name = raw
-            canon = ALIASES.get(raw, raw)
-            if canon in BUILTIN:
+            canon = METRIC_ALIASES.get(raw, raw)
+            if canon in METRICS:
                 builtin = canon
             elif process_results is None:
                 raise ScoreError(
-                    f"task {task}: unknown metric {raw!r} in metric_list (known: {', '.join(sorted(BUILTIN))})"
+                    f"task {task}: unknown metric {raw!r} in metric_list (known: {', '.join(sorted(METRICS))})"
                 )
         else:
             raise ScoreError(f"task {task}: metric_list[{i}].metric must be a name, got {raw!r}")
@@ -136,14 +94,14 @@ def resolve(
             else:
                 raise ScoreError(f"task {task}: metric {name!r}: bad aggregation {agg!r}")
         else:
-            b = BUILTIN.get(ALIASES.get(name, name))
+            b = METRICS.get(METRIC_ALIASES.get(name, name))
             if b is None:
                 raise ScoreError(f"task {task}: metric {name!r} has no aggregation and none is known for it")
             aggs[name] = b.aggregation
         if "higher_is_better" in mc:
             hib[name] = mc["higher_is_better"]
         else:
-            b = BUILTIN.get(ALIASES.get(name, name))
+            b = METRICS.get(METRIC_ALIASES.get(name, name))
             hib[name] = b.higher_is_better if b else None
     return TaskMetrics(specs, aggs, hib, process_results)
 
@@ -151,7 +109,7 @@ def resolve(
 def _check_exact_match(task: str, kwargs: dict[str, Any]) -> None:
     import re
 
-    known = {"regexes_to_ignore", "ignore_case", "ignore_punctuation", "ignore_numbers"}
+    known = set(METRICS["exact_match"].options)
     extra = sorted(set(kwargs) - known)
     if extra:
         raise ScoreError(f"task {task}: metric exact_match: unknown options {extra} (known: {sorted(known)})")

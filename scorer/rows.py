@@ -1,8 +1,8 @@
-"""Read a results directory's rows for scoring (the contract of ``plans.results.read_results``).
+"""A results directory's rows shaped for scoring, read with the contract's reader (``plans.results.read_parts``).
 
-One lazy scan of only the columns scoring needs plus the key columns every row is checked by
-(``plans.rowcheck``: each row must be the answer to its Instance of the plan, once), rows split by task,
-each task's rows sorted by (doc_id, idx) only when they are not already.
+Only the columns scoring needs plus the key columns every row is checked by (``plans.rowcheck``: each row
+must be the answer to its Instance of the plan, once), rows split by task, each task's rows sorted by
+(doc_id, idx) only when they are not already.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from lmeval.plans.results import part_files, polars_schema
-from lmeval.plans.rowcheck import KEY_COLUMNS, PART
+from lmeval.plans.errors import PlanError
+from lmeval.plans.results import PART, RESULT_COLUMNS, part_files, read_parts
+from lmeval.plans.rowcheck import KEY_COLUMNS
 from lmeval.scorer.errors import ScoreError
 
 COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses")
@@ -36,27 +37,11 @@ class Rows:
 
 def read_rows(results_dir: str | os.PathLike[str]) -> Rows:
     """Per task, its result rows sorted by (doc_id, idx)."""
-    wanted = set(COLUMNS) | set(KEY_COLUMNS)
-    schema = {k: v for k, v in polars_schema().items() if k in wanted}
     parts = part_files(results_dir)
-    if not parts:
-        return Rows({}, [])
     try:
-        df = (
-            pl.concat(
-                [
-                    pl.scan_parquet(p).select(list(schema)).with_columns(pl.lit(i, dtype=pl.Int32).alias(PART))
-                    for i, p in enumerate(parts)
-                ],
-                how="vertical",
-            )
-            .cast(schema)  # type: ignore[arg-type]
-            .collect()
-        )
-    except pl.exceptions.PolarsError as e:
-        raise ScoreError(
-            f"{_bad_part(parts, schema) or results_dir}: unreadable results part ({type(e).__name__}: {e})"
-        ) from None
+        df = read_parts(parts, [c for c in RESULT_COLUMNS if c in COLUMNS or c in KEY_COLUMNS])
+    except PlanError as e:
+        raise ScoreError(str(e)) from None
     out: dict[str, pl.DataFrame] = {}
     for (task,), rows in df.partition_by("task", as_dict=True, maintain_order=True).items():
         dd, di = pl.col("doc_id").diff(), pl.col("idx").diff()
@@ -65,13 +50,3 @@ def read_rows(results_dir: str | os.PathLike[str]) -> Rows:
             rows = rows.sort(["doc_id", "idx"])
         out[str(task)] = rows
     return Rows(out, parts)
-
-
-def _bad_part(parts: list[Path], schema: dict[str, pl.DataType]) -> str | None:
-    """The first part that cannot be read on its own (only called after reading them together failed)."""
-    for p in parts:
-        try:
-            pl.scan_parquet(p).select(list(schema)).cast(schema).collect()  # type: ignore[arg-type]
-        except pl.exceptions.PolarsError:
-            return str(p)
-    return None

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from lmeval.plans.records import DocRecord, TaskSummary, instance_id_for
+from lmeval.plans.records import OUTPUT_TYPES, DocRecord, TaskSummary, instance_id_for
 from lmeval.scorer import fast, process
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
@@ -89,7 +89,7 @@ def score_task(
                 resps = rows.select(pl.coalesce(pl.col("responses"), pl.concat_list(pl.col("response")))).to_series()
             fo = apply_pipeline(pipe, resps, inst_docs, ts.name, trust)
             out.append(_score_generate(ts, tm, td, docs, rows, fo, pipe.name, multiple_target, gen_cache))
-        elif ot in ("multiple_choice", "loglikelihood", "loglikelihood_rolling"):
+        elif ot in OUTPUT_TYPES:  # the log-likelihood ones
             simple = [s.get("function") for s in pipe.steps] == ["take_first"]
             if ot == "multiple_choice" and simple and tm.process_results is None and set(tm.names()) <= _FAST_MC:
                 out.append(_score_mc_fast(tm, td, docs, rows, pipe.name, multiple_target))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from lmeval.common import tinymodel
-from lmeval.common.tinymodel import ensure_tiny_model, tokenizer_hash
+from lmeval.common.tinymodel import ensure_tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -93,11 +93,6 @@ def test_concurrent_builds_agree(tmp_path: Path, model_dir: Path) -> None:
     assert outs == [str(target)] * 3
     assert _digests(target) == _digests(model_dir)
     assert [p.name for p in tmp_path.iterdir()] == ["tiny-v1"]
-
-
-def test_tokenizer_hash_is_sha256_of_tokenizer_json(model_dir: Path) -> None:
-    expected = hashlib.sha256((model_dir / "tokenizer.json").read_bytes()).hexdigest()
-    assert tokenizer_hash(model_dir) == expected
 
 
 def test_tokenizer_on_real_benchmark_text(model_dir: Path) -> None:

@@ -15,8 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.tinymodel import ensure_tiny_model, tokenizer_hash
+from lmeval.common.tinymodel import ensure_tiny_model
 from lmeval.plans.io import write_plan
+from lmeval.plans.modelref import tokenizer_hash
 from lmeval.plans.records import (
     DocRecord,
     InstanceRecord,

@@ -1,12 +1,14 @@
-"""Hub ids resolved offline through a Hugging Face cache the test lays out (``plans.modelref``)."""
+"""Hub ids resolved offline through a Hugging Face cache the test lays out (``plans.modelref``), and the
+model's content identity (tokenizer and config hashes) every stage records or checks."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
-from lmeval.plans.modelref import ModelRefError, model_name, parse_hub_id, resolve_model
+from lmeval.plans.modelref import ModelRefError, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from tests.othermodel import HUB_ID, build_other_model, lay_out_hub_cache
 
 
@@ -79,3 +81,13 @@ def test_compile_needs_only_the_tokenizer_and_configs(offline: tuple[Path, str, 
     hf, sha, _ = offline
     ref = resolve_model(HUB_ID, need="tokenizer")
     assert ref.revision == sha and (ref.dir / "tokenizer.json").is_file() and (ref.dir / "config.json").is_file()
+
+
+def test_tokenizer_and_config_hashes_are_sha256_of_their_files(hub: tuple[Path, str, Path], tmp_path: Path) -> None:
+    model = hub[2]
+    for name, fn in (("tokenizer.json", tokenizer_hash), ("config.json", config_hash)):
+        assert fn(model) == hashlib.sha256((model / name).read_bytes()).hexdigest()
+        assert fn(str(model)) == fn(model)
+        assert fn(tmp_path) is None and fn(None) is None  # no such file: nothing to compare
+    ref = resolve_model(str(model))
+    assert (ref.tokenizer_hash(), ref.config_hash()) == (tokenizer_hash(model), config_hash(model))

@@ -21,7 +21,7 @@ import pytest
 from lmeval.cli import main
 from lmeval.executor import execute
 from lmeval.plans.results import MANIFEST, part_files, read_manifest, read_results
-from lmeval.plans.rowcheck import RowMismatchError, check_rows, plan_keys, read_row_keys
+from lmeval.plans.rowcheck import KEY_COLUMNS, RowMismatchError, check_rows, plan_keys, read_row_keys
 from tests.executor.conftest import snapshot
 from tests.executor.plantools import compiled
 
@@ -213,3 +213,30 @@ def test_check_rows_unit() -> None:
     with pytest.raises(RowMismatchError, match="a.parquet: instance .* has a row twice in that part"):
         check_rows(pl.concat([rows, rows.head(1)]), plan, "p", ["a.parquet"])
     assert read_row_keys([]).height == 0
+
+
+def test_one_reader_of_result_parts(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``plans.results.read_parts`` is what score, resume, merge, --reuse and the report read rows with: a results
+    directory whose path holds glob characters reads like any other; a part that is not Parquet, or lacks a
+    column, is a one-line error naming that part, from the scorer as from the reader."""
+    from lmeval.plans.errors import PlanError
+    from lmeval.plans.results import PART, RESULT_COLUMNS, read_parts
+
+    d = _copy(runs["r0"], tmp_path / "run[1]*?")
+    parts = part_files(d)
+    assert len(parts) > 1
+    keys = read_row_keys(parts)
+    assert keys.columns == [*KEY_COLUMNS, PART] and keys[PART].unique().sort().to_list() == list(range(len(parts)))
+    assert read_results(d).equals(read_results(runs["r0"]))
+    assert main(["score", str(d), "--plan", str(runs["p0"]), "--quiet"]) == 0
+    full = read_parts(parts)
+    assert full.columns == [*RESULT_COLUMNS, PART] and full.height == keys.height
+    pl.read_parquet(parts[1], glob=False).drop("request_hash").write_parquet(parts[1])
+    with pytest.raises(PlanError, match=rf"^{re.escape(str(parts[1]))}: unreadable result part \(ColumnNotFoundError"):
+        read_row_keys(parts)
+    parts[0].write_bytes(b"not parquet")
+    for read in (lambda: read_results(d), lambda: read_parts(parts, ["task"])):
+        with pytest.raises(PlanError, match=rf"^{re.escape(str(parts[0]))}: unreadable result part"):
+            read()
+    msg = _fails(capsys, "score", str(d), "--plan", str(runs["p0"]), "--quiet")
+    assert msg.startswith(f"lmeval score: error: {parts[0]}: unreadable result part")

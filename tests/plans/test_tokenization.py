@@ -8,6 +8,8 @@ from lmeval.plans.tokenization import (
     add_special_tokens,
     choose_prefix_token,
     empty_context_pair,
+    encode_pairs,
+    encode_texts,
     move_trailing_space,
 )
 
@@ -47,3 +49,33 @@ def test_rule_round_trips_through_the_header_and_old_headers_have_none() -> None
     old = ModelInfo(name="m").to_dict()
     assert "token_rule" not in old  # headers without a rule keep their bytes (and hashes)
     assert ModelInfo.from_dict(old).token_rule is None
+
+
+def _chars(calls: list[tuple[list[str], bool]]):  # type: ignore[no-untyped-def]
+    """A character tokenizer (id = code point) whose special tokens are BOS 1 before the text."""
+
+    def encode(texts: list[str], flag: bool) -> list[list[int]]:
+        calls.append((list(texts), flag))
+        return [([1] if flag else []) + [ord(c) for c in t] for t in texts]
+
+    return encode
+
+
+def test_texts_and_pairs_follow_the_rule_over_any_batch_encoder() -> None:
+    rule = TokenRule(add_bos_token=None, prefix_token_id=1, prefix_text="<s>")
+    calls: list[tuple[list[str], bool]] = []
+    enc = _chars(calls)
+    # one call per flag, results in input order; a text starting with the prefix text gets no second BOS
+    assert encode_texts(["ab", "<s>c", "d"], rule, enc) == [[1, 97, 98], [60, 115, 62, 99], [1, 100]]
+    assert calls == [(["ab", "d"], True), (["<s>c"], False)]
+    assert encode_texts(["ab"], rule, enc, special=False) == [[97, 98]]
+    pairs = [("Q: ", "x"), ("Q: ", "y"), ("", "z"), ("", "\x01w")]
+    calls.clear()
+    out = encode_pairs(pairs, rule, enc)
+    # the space moves to the continuation; the context is encoded once; an empty context is conditioned on
+    # the prefix token unless the continuation starts with it
+    assert out == [([1, 81, 58], [32, 120]), ([1, 81, 58], [32, 121]), ([1], [122]), ([1], [119])]
+    assert calls[0] == (["Q:"], True)
+    # a faster continuation path is used when it answers, skipped when it returns None
+    assert encode_pairs(pairs, rule, enc, lambda ctxs, conts: [[7]] * len(ctxs))[:2] == [([1, 81, 58], [7])] * 2
+    assert encode_pairs(pairs, rule, enc, lambda ctxs, conts: None) == out

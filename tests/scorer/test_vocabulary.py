@@ -13,19 +13,20 @@ from lmeval.scorer import aggregate, filters, metrics, process
 from lmeval.scorer.errors import ScoreError
 
 
-def test_metric_registry_equals_the_contract() -> None:
-    assert set(metrics.BUILTIN) == set(scoring.METRICS)
+def test_the_scorer_resolves_every_metric_of_the_contract_with_its_defaults() -> None:
+    """The scorer has no metric table of its own: each metric the compiler accepts resolves here, with the
+    contract's aggregation and direction, and its aliases too; a name outside the contract is refused."""
     for name, m in scoring.METRICS.items():
-        b = metrics.BUILTIN[name]
-        assert (b.aggregation, b.higher_is_better, set(b.output_types)) == (
-            m.aggregation,
-            m.higher_is_better,
-            set(m.output_types),
-        ), name
-        assert m.aggregation in scoring.AGGREGATIONS
-    assert metrics.ALIASES == scoring.METRIC_ALIASES
-    assert metrics.DEFAULT_METRICS == scoring.DEFAULT_METRICS
-    assert set(metrics._NOT_KWARGS) == set(scoring.METRIC_KEYS)
+        assert m.aggregation in scoring.AGGREGATIONS and m.aggregation in aggregate.AGGREGATIONS
+        tm = metrics.resolve("t", m.output_types[0], [{"metric": name}], {}, None)
+        assert [s.builtin for s in tm.metrics] == [name]
+        assert (tm.aggregation[name], tm.higher_is_better[name]) == (m.aggregation, m.higher_is_better), name
+    for alias, name in scoring.METRIC_ALIASES.items():
+        assert metrics.resolve("t", "generate_until", [{"metric": alias}], {}, None).metrics[0].builtin == name
+    for ot, names in scoring.DEFAULT_METRICS.items():
+        assert metrics.resolve("t", ot, [], {}, None).names() == names
+    with pytest.raises(ScoreError, match="unknown metric 'accuracy'"):
+        metrics.resolve("t", "multiple_choice", [{"metric": "accuracy"}], {}, None)
 
 
 def test_aggregation_and_filter_registries_equal_the_contract() -> None:
