@@ -42,7 +42,7 @@ def default_data_dir() -> Path:
         return Path(env)
     if IS_CHECKOUT:
         return (CHECKOUT.parent / "shared" / "data").resolve()
-    raise UserError(f"lmeval lock: no reference data directory: {DATA_HINT}")
+    raise UserError(f"no reference data directory: {DATA_HINT}")
 
 
 def shipped_configs(conf_dir: Path = CONF_DIR / "task") -> list[str]:
@@ -146,7 +146,7 @@ def update(lock_path: Path, data_dir: Path, limit: int | None, log: Log = None) 
     """Rewrite the lock (and its reference plan beside it, under ``reference/``) from the shipped configs."""
     if lock_path.resolve() == LOCK_PATH.resolve() and not IS_CHECKOUT:
         raise UserError(
-            f"lmeval lock --update: {LOCK_PATH} belongs to the installed lmeval package; "
+            f"--update: {LOCK_PATH} belongs to the installed lmeval package; "
             "the lock is rewritten in a source checkout, or pass --lock FILE to write one elsewhere"
         )
     old: Lock | None = None
