@@ -1,10 +1,11 @@
 """The release lock: the task hash and Instance count of every shipped task config, compiled at fixed settings.
 
-``plans/lock.json`` is checked in. A commit that changes it changes prompts (or scoring) and must explain the
-change in CHANGELOG.md. Compiling is the CLI's job (``lmeval lock``); this module only turns compiled plan
-headers into lock entries, compares them with the lock and explains what moved. Each entry keeps the task's
-resolved config, so a moved hash is explained key by key even for tasks whose data is not at hand; the
-embedded ``arith`` task also has its full plan under ``plans/reference/`` for a prompt-by-prompt diff.
+``lock/lock.json`` is checked in (and ships in the package as ``lmeval/lock/lock.json``). A commit that changes
+it changes prompts (or scoring) and must explain the change in CHANGELOG.md. Compiling the shipped configs is
+``lock/build.py``'s job; this module only turns compiled plan headers into lock entries, reads and writes the
+file, compares and explains what moved. Each entry keeps the task's resolved config, so a moved hash is
+explained key by key even for tasks whose data is not at hand; the embedded ``arith`` task also has its full
+plan under ``lock/reference/`` for a prompt-by-prompt diff.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Lock:
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # config name → overrides, tasks, groups
     skipped: dict[str, str] = field(default_factory=dict)  # config name → why it is not compiled
     reference: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None  # the file it was read from (not part of its content)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +103,7 @@ def load_lock(path: str | os.PathLike[str] = LOCK_PATH) -> Lock:
         configs=d.get("configs", {}),
         skipped=d.get("skipped", {}),
         reference=d.get("reference", {}),
+        path=p,
     )
 
 
@@ -164,14 +167,17 @@ class LockCheck:
     n_tasks: int
     n_groups: int
     reference_diff: str | None = None  # text of `lmeval diff` against the reference plan, when it moved
+    lock_path: Path | None = None  # the lock file compared with, named in the summary
 
     @property
     def ok(self) -> bool:
         return not self.moved and not self.settings_changes
 
-    def summary(self) -> str:
+    def summary(self, advice: bool = True) -> str:
+        """The result as text: one line when ok, else what moved and why (``advice``: and what to do)."""
+        lock = shown_path(self.lock_path) if self.lock_path is not None else "the lock"
         if self.ok:
-            return f"lock ok: {self.n_tasks} task hashes and {self.n_groups} groups match plans/lock.json"
+            return f"lock ok: {self.n_tasks} task hashes and {self.n_groups} groups match {lock}"
         tasks = [m for m in self.moved if m.kind == "task"]
         out = [
             f"lock check failed: {len(tasks)} of {self.n_tasks} task hashes moved"
@@ -187,11 +193,12 @@ class LockCheck:
                 f"lmeval diff against the reference plan of the embedded {REFERENCE_TASK!r} task:",
                 self.reference_diff,
             ]
-        out += [
-            "",
-            "If these prompt changes are intended: run `lmeval lock --update`, commit plans/lock.json with them "
-            "and explain each change in CHANGELOG.md.",
-        ]
+        if advice:
+            out += [
+                "",
+                f"If these prompt changes are intended: run `lmeval lock --update`, commit {lock} with them "
+                "and explain each change in CHANGELOG.md.",
+            ]
         return "\n".join(out)
 
 
@@ -215,4 +222,13 @@ def compare(lock: Lock, new: Lock) -> LockCheck:
         {k: v for k, v in lock.settings.items() if k not in ignore},
         {k: v for k, v in new.settings.items() if k not in ignore},
     )
-    return LockCheck(moved, settings, len(new.tasks), len(new.groups))
+    return LockCheck(moved, settings, len(new.tasks), len(new.groups), lock_path=lock.path)
+
+
+def shown_path(p: Path) -> str:
+    """A path as a message shows it: relative to the working folder when it lies below it, else absolute."""
+    a = p.absolute()
+    try:
+        return str(a.relative_to(Path.cwd()))
+    except ValueError:
+        return str(a)

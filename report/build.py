@@ -25,7 +25,7 @@ GENERATOR = "lmeval report"
 
 
 def _asset(name: str) -> str:
-    return resources.files("report").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("lmeval.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def load_runs(dirs: list[str], baseline: str | None = None) -> tuple[list[Run], Run]:

@@ -48,6 +48,30 @@ def test_build_is_byte_identical_across_processes(tmp_path: Path, model_dir: Pat
     assert set(_digests(model_dir)) == set(tinymodel.MODEL_FILES)
 
 
+# sha256 of every built file but the cache stamp (whose source hash moves with any edit to the recipe's code):
+# a refactor of common/tinymodel.py or common/tinycorpus.py must build exactly these bytes.
+PINNED = {
+    "config.json": "3dc44e602cf3011d7abefaf2e939dec086d81f63c7ed02cbdd5e26b156553056",
+    "generation_config.json": "6a4a45f1f101dd92089755d2fae41039a32071647b41e9852896a12c94d753a2",
+    "model.safetensors": "4c7d09842879b5bb1218e51009bb55ab6745f535f75903fc0cd6a2f34420df01",
+    "special_tokens_map.json": "6a089b01e65c2d41401f64e828beb7cb6fb6f478c49a5dbc60a5421231b3ce8e",
+    "tokenizer.json": "0a7cc99b8a2f421d90130896bd2df7b26fd618b9476c8b12ad299c9fd32739ee",
+    "tokenizer_config.json": "5c9c796e2f4e6879d51cf43c6e77447a833c7db3cdca4052fe7dc03cba7494d5",
+}
+
+
+def test_built_bytes_are_pinned(model_dir: Path) -> None:
+    digests = _digests(model_dir)
+    assert {k: v for k, v in digests.items() if k != "lmeval_tiny.json"} == PINNED
+    assert tokenizer_hash(model_dir) == PINNED["tokenizer.json"]
+
+
+def test_stamp_covers_every_recipe_module() -> None:
+    # the corpus lives in its own module; editing it must invalidate cached builds like editing tinymodel.py
+    assert {p.name for p in tinymodel.RECIPE_SOURCES} == {"tinymodel.py", "tinycorpus.py"}
+    assert all(p.is_file() for p in tinymodel.RECIPE_SOURCES)
+
+
 def test_cached_model_is_returned_without_rebuilding(model_dir: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()}
     assert ensure_tiny_model(str(model_dir)) == model_dir

@@ -1,7 +1,7 @@
-"""The release lock: every shipped task config compiles to the hashes in plans/lock.json.
+"""The release lock: every shipped task config compiles to the hashes in lock/lock.json.
 
 If ``test_lock_matches_every_shipped_task`` fails, prompts (or scoring) changed. If that was intended, run
-``lmeval lock --update``, commit plans/lock.json with the change and explain it in CHANGELOG.md.
+``lmeval lock --update``, commit lock/lock.json with the change and explain it in CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.cmd_lock import SKIP, check, shipped_configs
-from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, compare, load_lock
+from lmeval.lock.build import SKIP, check, shipped_configs
+from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, compare, load_lock, shown_path
 from lmeval.plans.errors import UserError
 from lmeval.plans.io import read_header
 
@@ -41,13 +41,16 @@ def test_reference_plan_matches_lock() -> None:
 
 
 def test_lock_matches_every_shipped_task() -> None:
-    rc, summary = check(LOCK_PATH, DATA)
-    assert rc == 0, "\n" + summary
+    result = check(LOCK_PATH, DATA)
+    assert result.ok, "\n" + result.summary()
+    summary = result.summary()
+    assert summary.startswith("lock ok: ") and summary.endswith(f"groups match {shown_path(LOCK_PATH)}")
 
 
 def test_one_character_template_change_is_caught() -> None:
-    rc, summary = check(LOCK_PATH, DATA, extra=[ONE_CHAR], configs=[REFERENCE_TASK])
-    assert rc == 1
+    result = check(LOCK_PATH, DATA, extra=[ONE_CHAR], configs=[REFERENCE_TASK])
+    assert not result.ok
+    summary = result.summary()
     lines = summary.splitlines()
     assert lines[0] == "lock check failed: 1 of 1 task hashes moved"
     assert lines[1].startswith("  task arith: task hash ")
@@ -59,7 +62,8 @@ def test_one_character_template_change_is_caught() -> None:
     # and the prompt-by-prompt diff against the reference plan
     assert "prompt template: 200 docs, 200 instances" in summary
     assert "-Answer:\n+Answer:␣" in summary
-    assert "lmeval lock --update" in summary and "CHANGELOG.md" in summary
+    assert f"commit {shown_path(LOCK_PATH)} with them" in summary and "CHANGELOG.md" in summary
+    assert "lmeval lock --update" not in result.summary(advice=False)
 
 
 def test_compare_reports_added_removed_and_settings() -> None:
@@ -127,3 +131,27 @@ def test_lock_update_rewrites_a_stale_lock_to_the_committed_bytes(
     assert lock.read_bytes() == LOCK_PATH.read_bytes()
     ref = committed["reference"]["plan"]
     assert (tmp_path / ref).read_bytes() == (LOCK_PATH.parent / ref).read_bytes()
+
+
+def test_installed_lock_needs_a_data_dir_and_is_not_rewritten_in_place(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Installed (no checkout around the package) there is no ../shared/data to default to, and the shipped
+    lock inside site-packages is not rewritten: both are one-line errors, exit 2."""
+    from lmeval.cli import main
+    from lmeval.lock import build
+
+    monkeypatch.setattr(build, "IS_CHECKOUT", False)
+    monkeypatch.delenv("LMEVAL_DATA_DIR", raising=False)
+    assert main(["lock"]) == 2
+    err = capsys.readouterr().err
+    assert "no reference data directory: pass --data-dir DIR or set LMEVAL_DATA_DIR" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    before = LOCK_PATH.read_bytes()
+    assert main(["lock", "--update", "--data-dir", str(DATA)]) == 2
+    err = capsys.readouterr().err
+    assert "belongs to the installed lmeval package" in err and "--lock FILE" in err
+    assert LOCK_PATH.read_bytes() == before
+    monkeypatch.setenv("LMEVAL_DATA_DIR", str(tmp_path / "nowhere"))
+    assert main(["lock"]) == 2
+    assert "no such directory" in capsys.readouterr().err
