@@ -15,6 +15,7 @@ import pytest
 
 from lmeval.common import tinymodel
 from lmeval.common.tinymodel import ensure_tiny_model
+from lmeval.plans.modelref import tokenizer_hash
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", REPO.parent / "shared" / "data"))
