@@ -12,7 +12,7 @@ import msgpack
 import pytest
 import zstandard
 
-from lmeval.diff.core import diff_plans
+from lmeval.diff import diff_plans
 from lmeval.plans import PlanError, PlanReader, read_header, read_plan, write_plan
 from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.io import plan_bytes, recode_plan, seal
