@@ -8,7 +8,7 @@ each side, in rounds that alternate old and new (so load on the machine falls on
   14,042 docs, 56,168 Instances, token ids from the tiny reference model): wall and CPU seconds, plan size.
 - **diff**: ``lmeval diff --json`` of that plan and one compiled with a changed anatomy description and
   astronomy few-shot selection (bench/diff.py's pair), both plan hashes verified, as a process; and
-  ``lmeval.diff.core.diff_plans`` in-process (median of 3 in one interpreter).
+  ``lmeval.diff.diff_plans`` in-process (median of 3 in one interpreter).
 - **executor start-up**: ``executor.run.load_instances`` (open, stream, hash-verify and decode every Instance
   of the plan: what ``lmeval execute`` does before the engine starts), in-process, median of 3.
 
@@ -40,7 +40,7 @@ from bench.diff import COMPILED_OVERRIDES, changed_mmlu_definition  # noqa: E402
 
 INPROC_DIFF = """
 import json, sys, time
-from lmeval.diff.core import diff_plans
+from lmeval.diff import diff_plans
 walls, cpus = [], []
 for _ in range(3):
     t, c = time.perf_counter(), time.process_time()

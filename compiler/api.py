@@ -36,8 +36,9 @@ from lmeval.compiler.taskspec import DEFAULT_METRICS, TaskSpec
 from lmeval.compiler.tokens import ModelTokenizer, sha256_text
 from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.identity import split_locations
-from lmeval.plans.io import encode_doc, encode_instance, seal
+from lmeval.plans.io import seal
 from lmeval.plans.modelref import ModelRef, ModelRefError, model_name, resolve_model
+from lmeval.plans.recordcodec import encode_doc, encode_instance
 from lmeval.plans.records import (
     DocRecord,
     GroupSummary,

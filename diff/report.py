@@ -1,4 +1,5 @@
-"""The result of diffing two plans: plain dataclasses, JSON-ready, rendered as text by ``lmeval.diff.render``."""
+"""The result of diffing two plans: plain dataclasses, JSON-ready. A report is data: ``lmeval.diff.render``'s
+``render_text`` turns it into text; nothing here imports the renderer."""
 
 from __future__ import annotations
 
@@ -124,11 +125,6 @@ class DiffReport:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
-
-    def to_text(self) -> str:
-        from lmeval.diff.render import render_text
-
-        return render_text(self)
 
     def summary(self) -> str:
         """One line: identical, or what differs."""

@@ -99,7 +99,7 @@ def _materialize(side: list[str], tmp: str, label: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.diff.core import diff_plans
+    from lmeval.diff import diff_plans, render_text
 
     old_side, new_side = split_sides(_pick_options(args))
     with tempfile.TemporaryDirectory(prefix="lmeval-diff-") as tmp:
@@ -114,5 +114,5 @@ def run(args: argparse.Namespace) -> int:
             report.old = " ".join(old_side)
         if not _is_plan_side(new_side):
             report.new = " ".join(new_side)
-        print(report.to_json() if args.json else report.to_text())
+        print(report.to_json() if args.json else render_text(report))
     return 0 if report.identical else 1

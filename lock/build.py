@@ -117,7 +117,7 @@ def check(
 ) -> LockCheck:
     """Compile everything (or only ``configs``) with the lock's settings and compare with the lock; when the
     embedded task moved, the result carries the prompt-by-prompt diff against the reference plan."""
-    from lmeval.diff.core import diff_plans
+    from lmeval.diff import diff_plans, render_text
 
     lock = load_lock(lock_path)
     limit = lock.settings.get("limit")
@@ -132,7 +132,7 @@ def check(
         ref_moved = any(m.kind == "task" and m.new and m.new.get("config") == REFERENCE_TASK for m in result.moved)
         ref_path = lock_path.parent / lock.reference.get("plan", f"reference/{REFERENCE_TASK}.msgpack")
         if ref_moved and ref_path.is_file():
-            result.reference_diff = diff_plans(str(ref_path), str(fresh_ref), show=3).to_text()
+            result.reference_diff = render_text(diff_plans(str(ref_path), str(fresh_ref), show=3))
     return result
 
 

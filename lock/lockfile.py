@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmeval.diff.core import dict_changes
-from lmeval.diff.render import change_line
-from lmeval.diff.report import Change
+from lmeval.diff import Change, change_line, dict_changes
 from lmeval.plans.canonical import content_hash
 from lmeval.plans.errors import UserError
 from lmeval.plans.records import VERSION, PlanHeader, TaskSummary

@@ -3,9 +3,7 @@ the ``lmeval diff`` report (summary, config changes, per-task counts and causes,
 
 from __future__ import annotations
 
-from lmeval.diff.core import diff_plans
-from lmeval.diff.render import short
-from lmeval.diff.report import Change, DiffReport
+from lmeval.diff import Change, DiffReport, diff_plans, short
 from lmeval.report.html import esc
 from lmeval.report.inputs import Run
 

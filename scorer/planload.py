@@ -25,11 +25,11 @@ from typing import Any
 import polars as pl
 
 from lmeval.common.atomic import os_error_of
-from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.errors import PlanError
+from lmeval.plans.integrity import plan_hasher, verify_plan
 from lmeval.plans.io import PlanReader, read_header, unpack_stream
 from lmeval.plans.records import DocRecord, PlanHeader
-from lmeval.plans.storage import BackgroundHash, chunks, hashed, open_layout
+from lmeval.plans.storage import chunks, hashed, open_layout
 from lmeval.scorer.errors import ScoreError
 
 INDEX_VERSION = 3
@@ -108,14 +108,12 @@ def _check_content(path: str, header: PlanHeader) -> None:
     over the uncompressed records; no record is decoded)."""
     try:
         f, layout = open_layout(path)
-        with f:
-            h = hashlib.sha256(canonical_bytes({k: v for k, v in layout.raw.items() if k != "plan_hash"}))
-            for chunk in chunks(f, layout):
-                h.update(chunk)
+        f.close()
+        if layout.raw.get("plan_hash") != header.plan_hash:
+            raise PlanError(f"{path}: plan hash mismatch: the file was modified or truncated")
+        verify_plan(layout)
     except PlanError as e:
         raise ScoreError(str(e)) from None
-    if h.hexdigest() != header.plan_hash:
-        raise ScoreError(f"{path}: plan hash mismatch: the file was modified or truncated")
 
 
 def load(path: str, index_dir: str | None = None) -> PlanData:
@@ -147,7 +145,7 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
     try:
         f, layout = open_layout(path)
         with f:
-            h = BackgroundHash(canonical_bytes({k: v for k, v in layout.raw.items() if k != "plan_hash"}))
+            h = plan_hasher(layout)
             try:
                 # one streamed pass (compressed or not): hash every record byte, collect what scoring needs
                 for obj in unpack_stream(hashed(chunks(f, layout), h), path):

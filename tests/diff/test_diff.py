@@ -1,4 +1,4 @@
-"""lmeval.diff.core on minimal pairs of plans built from real MMLU rows: one change class per test."""
+"""lmeval.diff on minimal pairs of plans built from real MMLU rows: one change class per test."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.diff.core import cause_of_path, dict_changes, diff_plans
-from lmeval.diff.render import visible_inline, visible_line
+from lmeval.diff import cause_of_path, dict_changes, diff_plans, render_text, visible_inline, visible_line
 from lmeval.plans.errors import PlanError, UserError
 from lmeval.plans.records import VERSION
 from tests.diff.diff_builders import build, spec, with_
@@ -40,7 +39,7 @@ def test_identical_plans_one_line(tmp_path: Path) -> None:
     b = build(tmp_path / "b.msgpack", BASE)
     r = diff_plans(a, b)
     assert r.identical and r.tasks == [] and r.tasks_identical == 3
-    assert r.to_text() == r.summary() and "\n" not in r.to_text()
+    assert render_text(r) == r.summary() and "\n" not in render_text(r)
     assert r.summary().startswith("identical: 3 tasks, 18 docs, 72 instances")
 
 
@@ -128,7 +127,7 @@ def test_metric_change_is_scoring_only(tmp_path: Path) -> None:
     td = only_task(r, "mmlu_astronomy")
     assert td.records_identical and td.scoring_only and td.to_execute == 0
     assert set(causes(td)) == {"scoring"} and causes(td)["scoring"] == (0, 0)
-    assert "scoring only" in r.to_text()
+    assert "scoring only" in render_text(r)
 
 
 def test_filter_change_is_scoring_only(tmp_path: Path) -> None:

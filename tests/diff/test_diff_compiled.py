@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.compiler import compile_plan
-from lmeval.diff.core import diff_plans
+from lmeval.diff import diff_plans, render_text
 from lmeval.plans.io import write_plan
 
 BASE = ["+task=arith"]
@@ -43,10 +43,10 @@ def test_cause_of_one_config_change(
     new = tmp_path / "new.msgpack"
     write_plan(new, *compile_plan([*BASE, override]))
     r = diff_plans(base_plan, new, show=1)
-    assert [t.name for t in r.tasks] == ["arith"], r.to_text()
+    assert [t.name for t in r.tasks] == ["arith"], render_text(r)
     td = r.tasks[0]
     got = {c.cause for c in td.causes}
-    assert got == expected, r.to_text()
+    assert got == expected, render_text(r)
     assert td.scoring_only is scoring_only
     if scoring_only:
         assert td.records_identical and td.to_execute == 0 and r.prompts == []

@@ -183,7 +183,7 @@ def test_choices_of_a_doc_store_their_shared_context_once(tmp_path: Path) -> Non
 def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
     from dataclasses import fields as dc_fields
 
-    from lmeval.plans.io import encode_instance, record_map
+    from lmeval.plans.recordcodec import encode_instance, record_map
 
     _, records = _arc_records(4)
     insts = [r for r in records if isinstance(r, InstanceRecord)]
@@ -222,7 +222,7 @@ def test_to_dict_names_every_field() -> None:
 
 
 def test_spliced_doc_encoding_equals_the_generic_canonical_encoding() -> None:
-    from lmeval.plans.io import encode_doc, encode_records, record_map
+    from lmeval.plans.recordcodec import encode_doc, encode_records, record_map
 
     _, records = _arc_records(6)
     docs = [r for r in records if isinstance(r, DocRecord)]

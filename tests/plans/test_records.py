@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from lmeval.cli import main
-from lmeval.diff.files import open_plan
-from lmeval.plans import PlanError, TaskSummary, read_header, read_plan, write_plan
+from lmeval.plans import PlanError, PlanReader, TaskSummary, read_header, read_plan, write_plan
 from lmeval.plans.records import CONFIG_COPIES
 from tests.plans.test_io import _arc_records
 
@@ -61,7 +60,7 @@ def test_a_plan_whose_copy_disagrees_with_its_config_is_refused(
     write_plan(path, dataclasses.replace(header, tasks=[forged]), records)
     task = forged.name
     want = f"{path}: malformed plan header (ValueError: task {task}: {field} is {FORGED[field]!r}"[:120]
-    for read in (read_header, read_plan, open_plan):
+    for read in (read_header, read_plan, PlanReader):  # PlanReader: diff's reader
         with pytest.raises(PlanError) as e:
             read(str(path))
         msg = str(e.value)

@@ -12,12 +12,13 @@ import msgpack
 import pytest
 import zstandard
 
-from lmeval.diff.core import diff_plans
+from lmeval.diff import diff_plans
 from lmeval.plans import PlanError, PlanReader, read_header, read_plan, write_plan
 from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.integrity import same_task_records, verify_plan, verify_plans
 from lmeval.plans.io import plan_bytes, recode_plan, seal
-from lmeval.plans.storage import FRAME_TARGET, encode_body, open_layout
-from tests.diff.diff_builders import build, spec
+from lmeval.plans.storage import FRAME_TARGET, Layout, encode_body, open_layout
+from tests.diff.diff_builders import build, spec, with_
 from tests.plans.test_io import _arc_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,48 @@ def test_diff_reads_compressed_and_uncompressed_alike(tmp_path: Path) -> None:
     c = build(tmp_path / "c.msgpack", [ANAT], codec="none")
     r = diff_plans(a, c)
     assert [t.name for t in r.tasks] == ["mmlu_astronomy"] and r.tasks[0].status == "removed"
+
+
+def _layout(path: Path) -> Layout:
+    f, layout = open_layout(str(path))
+    f.close()
+    return layout
+
+
+def test_integrity_checks_plans_and_compares_tasks_without_decoding(tmp_path: Path) -> None:
+    """The contract's hash checks (one plan, or two in one pass sharing identical frames) and its task byte
+    comparison (across codecs too): what diff and the scorer use instead of their own."""
+    z = _layout(build(tmp_path / "z.msgpack", [ANAT, ASTRO]))
+    n = _layout(build(tmp_path / "n.msgpack", [ANAT, ASTRO], codec="none"))
+    c = _layout(build(tmp_path / "c.msgpack", [with_(ANAT, description="Anatomy questions."), ASTRO]))
+    verify_plan(z)
+    verify_plans(z, n, c)
+    verify_plans(z, c)
+    verify_plans(z, z)  # the same file once
+    assert same_task_records(z, n, "mmlu_anatomy")  # zstd vs uncompressed: the same records
+    assert same_task_records(z, c, "mmlu_astronomy") and not same_task_records(z, c, "mmlu_anatomy")
+    raw = Path(n.path).read_bytes()
+    i = raw.rindex(b"Answer:")  # in the last task (astronomy); anatomy's frame stays identical to n's
+    edited = tmp_path / "edited.msgpack"
+    edited.write_bytes(raw[:i] + b"answer:" + raw[i + 7 :])
+    e = _layout(edited)
+    assert same_task_records(n, e, "mmlu_anatomy") and not same_task_records(n, e, "mmlu_astronomy")
+    with pytest.raises(PlanError, match=f"^{edited}: plan hash mismatch"):
+        verify_plan(e)
+    for pair in [(n, e), (e, n)]:
+        with pytest.raises(PlanError, match=f"^{edited}: plan hash mismatch"):
+            verify_plans(*pair)
+
+
+def test_reader_gives_record_maps_of_the_plan_or_of_one_task(tmp_path: Path) -> None:
+    a = build(tmp_path / "a.msgpack", [ANAT, ASTRO])
+    with PlanReader(a) as r:
+        records = list(r)
+        maps = list(r.record_maps())  # hash-verified at the end, like records()
+        astro = list(r.record_maps("mmlu_astronomy"))
+    assert maps == [x.to_dict() for x in records]  # shared contexts restored
+    assert astro == [m for m in maps if m["task"] == "mmlu_astronomy"] and astro
+    assert all("shared_context" not in m for m in maps)
 
 
 def test_frames_are_per_task_and_bounded(tmp_path: Path) -> None:

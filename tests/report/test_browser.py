@@ -13,7 +13,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from lmeval.diff.render import visible_lines
+from lmeval.diff import visible_lines
 from lmeval.plans.io import PlanReader
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import read_results

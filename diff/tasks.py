@@ -1,74 +1,21 @@
-"""Diff two plans: config, model identity, per-task counts, causes and the first changed prompts.
-
-Both plans are streamed task by task. A task whose ``task_hash`` is the same on both sides is skipped without
-reading its records; a task whose record bytes are identical is reported from its summary alone (a
-config/metric-only change); the remaining tasks are merge-joined doc by doc (``doc_id``) and Instance by
-Instance (``idx``, hence ``instance_id``), holding one document of each side in memory at a time.
-"""
+"""One task of two plans compared doc by doc: both sides' record maps are merge-joined by ``doc_id`` (then by
+Instance ``idx``), holding one document of each side in memory at a time, while counts, causes and the first
+changed prompts (as unified diffs) accumulate in the report."""
 
 from __future__ import annotations
 
-import fnmatch
-import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
-from lmeval.diff.files import PlanFile, doc_groups, open_pair, spans_equal, verify_all
+from lmeval.diff.changes import dict_changes, group_by_cause, same_value, summary_changes
 from lmeval.diff.render import short_pair, unified
 from lmeval.diff.report import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
-from lmeval.plans.errors import UserError
+from lmeval.plans.errors import PlanError
+from lmeval.plans.integrity import same_task_records
+from lmeval.plans.io import PlanReader
 from lmeval.plans.records import TaskSummary
 
-__all__ = ["DiffReport", "diff_plans", "dict_changes"]
-
 _EXAMPLES = 3
-
-# Config key (any segment of a dotted path, last one first) → cause.
-_KEY_CAUSES: dict[str, str] = {
-    "description": "description",
-    "system_instruction": "system_instruction",
-    "target_delimiter": "delimiters",
-    "fewshot_delimiter": "delimiters",
-    "doc_to_text": "template",
-    "doc_to_target": "template",
-    "doc_to_choice": "template",
-    "gen_prefix": "template",
-    "process_docs": "template",
-    "use_prompt": "template",
-    "num_fewshot": "fewshot",
-    "fewshot_config": "fewshot",
-    "fewshot_random_seed": "fewshot",
-    "fewshot_split": "fewshot",
-    "fewshot_seed": "fewshot",
-    "apply_chat_template": "chat_template",
-    "fewshot_as_multiturn": "chat_template",
-    "chat_template": "chat_template",
-    "chat_template_hash": "chat_template",
-    "generation_kwargs": "generation_kwargs",
-    "repeats": "generation_kwargs",
-    "metric_list": "scoring",
-    "filter_list": "scoring",
-    "aggregate_metric_list": "scoring",
-    "aggregation": "scoring",
-    "higher_is_better": "scoring",
-    "weight_by_size": "scoring",
-    "process_results": "scoring",
-    "groups": "scoring",
-    "metric": "scoring",
-    "dataset_path": "data",
-    "dataset_name": "data",
-    "dataset_kwargs": "data",
-    "test_split": "data",
-    "validation_split": "data",
-    "training_split": "data",
-    "data_dir": "data",
-    "data_fingerprint": "data",
-    "limit": "data",
-    "output_type": "request_type",
-    "tokenizer": "token_ids",
-    "tokenizer_hash": "token_ids",
-}
 # Causes a config change can have on a prompt's text.
 _PROMPT_CAUSES = ("description", "system_instruction", "delimiters", "template", "chat_template", "fewshot", "data")
 _DOC_FIELDS = ("doc", "target", "choices", "fewshot_ids")
@@ -81,54 +28,33 @@ _INST_FIELDS = (
     "context_ids",
     "continuation_ids",
 )
-_SEG = re.compile(r"[.\[\]]+")
 
 
-def cause_of_path(path: str) -> str:
-    for seg in reversed([s for s in _SEG.split(path) if s]):
-        if seg in _KEY_CAUSES:
-            return _KEY_CAUSES[seg]
-    return "config"
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
-def dict_changes(old: Any, new: Any, prefix: str = "") -> list[Change]:
-    """Differences between two config values as dotted key paths (``a.b[2].c``)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[Change] = []
-        for k in sorted(set(old) | set(new), key=str):
-            p = f"{prefix}.{k}" if prefix else str(k)
-            if k not in old:
-                out.append(Change(p, None, new[k], "added"))
-            elif k not in new:
-                out.append(Change(p, old[k], None, "removed"))
-            else:
-                out.extend(dict_changes(old[k], new[k], p))
-        return out
-    if (
-        isinstance(old, list)
-        and isinstance(new, list)
-        and len(old) == len(new)
-        and any(isinstance(x, dict | list) for x in old + new)
-    ):
-        return [c for i, (a, b) in enumerate(zip(old, new, strict=True)) for c in dict_changes(a, b, f"{prefix}[{i}]")]
-    if old == new and _same(old, new) or (isinstance(old, list) and old == new):
-        return []
-    return [Change(prefix or "$", old, new)]
-
-
-def _summary_changes(old: TaskSummary, new: TaskSummary) -> list[Change]:
-    skip = {"name", "task_hash", "n_docs", "n_instances", "config"}
-    od, nd = old.to_dict(), new.to_dict()
-    out = dict_changes({k: v for k, v in od.items() if k not in skip}, {k: v for k, v in nd.items() if k not in skip})
-    return out + dict_changes(old.config, new.config, "config")
-
-
-def _matches(t: TaskSummary, pattern: str) -> bool:
-    return fnmatch.fnmatchcase(t.name, pattern) or pattern in t.groups
+def doc_groups(plan: PlanReader, task: str) -> Iterator[tuple[int, dict[str, Any], dict[int, dict[str, Any]]]]:
+    """``(doc_id, doc record, {idx: instance record})`` per document, in plan order."""
+    doc: dict[str, Any] | None = None
+    insts: dict[int, dict[str, Any]] = {}
+    for rec in plan.record_maps(task):
+        if rec["kind"] == "doc":
+            if doc is not None:
+                yield doc["doc_id"], doc, insts
+            doc, insts = rec, {}
+            if not isinstance(doc.get("doc_id"), int):
+                raise PlanError(f"{plan.path}: task {task!r}: doc record without an integer doc_id")
+        else:
+            if doc is None or rec.get("doc_id") != doc["doc_id"]:
+                raise PlanError(
+                    f"{plan.path}: task {task!r}: instance {rec.get('instance_id')!r} (doc {rec.get('doc_id')!r}) "
+                    f"does not follow its doc record"
+                )
+            idx = rec.get("idx")
+            if not isinstance(idx, int) or idx in insts:
+                raise PlanError(
+                    f"{plan.path}: task {task!r} doc {doc['doc_id']}: missing or repeated instance idx {idx!r}"
+                )
+            insts[idx] = rec
+    if doc is not None:
+        yield doc["doc_id"], doc, insts
 
 
 class _Unordered(Exception):
@@ -244,7 +170,7 @@ class _TaskDiffer:
         doc_causes: set[str] = set()
         for f in _DOC_FIELDS:
             ov, nv = od.get(f), nd.get(f)
-            if ov == nv and _same(ov, nv) or (isinstance(ov, list) and ov == nv):
+            if ov == nv and same_value(ov, nv) or (isinstance(ov, list) and ov == nv):
                 continue
             cause = {"doc": "doc", "target": "target", "choices": "choices", "fewshot_ids": "fewshot"}[f]
             doc_causes.add(cause)
@@ -397,114 +323,9 @@ def _ids_change(a: list[int] | None, b: list[int] | None) -> str:
     return f"{len(a)} → {len(b)} tokens, first difference at position {i}"
 
 
-def _group_by_cause(changes: list[Change]) -> dict[str, list[Change]]:
-    out: dict[str, list[Change]] = {}
-    for c in changes:
-        out.setdefault(cause_of_path(c.path), []).append(c)
-    return out
-
-
-def _model_changes(old: PlanFile, new: PlanFile) -> list[Change]:
-    return dict_changes(old.header.model.to_dict(), new.header.model.to_dict())
-
-
-def diff_plans(
-    old_path: str | os.PathLike[str],
-    new_path: str | os.PathLike[str],
-    show: int = 5,
-    task: str | None = None,
-    verify: bool = True,
-    labels: tuple[str, str] | None = None,
-) -> DiffReport:
-    """Compare two plan files. ``show``: how many changed prompts to render; ``task``: a task name, glob or
-    group to restrict the per-task sections to. ``verify``: check both plan hashes (one read of each file)."""
-    old, new = open_pair(str(old_path), str(new_path))
-    if verify:
-        verify_all(old, new)
-    oh, nh = old.header, new.header
-    report = DiffReport(
-        old=str(old_path),
-        new=str(new_path),
-        old_plan_hash=oh.plan_hash,
-        new_plan_hash=nh.plan_hash,
-        identical=oh.plan_hash == nh.plan_hash,
-        n_tasks=(len(oh.tasks), len(nh.tasks)),
-        n_docs=(oh.n_docs, nh.n_docs),
-        n_instances=(oh.n_instances, nh.n_instances),
-        show=max(0, show),
-        task_filter=task,
-    )
-    if task is not None and not any(_matches(t, task) for t in [*oh.tasks, *nh.tasks]):
-        names = sorted({t.name for t in [*oh.tasks, *nh.tasks]})
-        raise UserError(
-            f"--task {task!r}: no such task or group in either plan (tasks: {', '.join(names[:10])}"
-            f"{', …' if len(names) > 10 else ''})"
-        )
-    if report.identical:
-        report.tasks_identical = sum(1 for t in nh.tasks if task is None or _matches(t, task))
-        return report
-    report.config = dict_changes(oh.config, nh.config)
-    report.model = _model_changes(old, new)
-    report.meta = dict_changes({"lmeval_version": oh.lmeval_version}, {"lmeval_version": nh.lmeval_version})
-    report.meta += dict_changes(
-        {k: v for k, v in oh.extra.items() if k != "spans"},
-        {k: v for k, v in nh.extra.items() if k != "spans"},
-        "extra",
-    )
-    report.groups = dict_changes({g.name: g.to_dict() for g in oh.groups}, {g.name: g.to_dict() for g in nh.groups})
-    run_causes = _group_by_cause(report.config + report.model)
-
-    old_tasks = {t.name: t for t in oh.tasks}
-    new_tasks = {t.name: t for t in nh.tasks}
-    order = [t.name for t in nh.tasks] + [t.name for t in oh.tasks if t.name not in new_tasks]
-    for name in order:
-        ot, nt = old_tasks.get(name), new_tasks.get(name)
-        if task is not None and not any(_matches(t, task) for t in (ot, nt) if t is not None):
-            continue
-        if ot is None:
-            assert nt is not None
-            report.tasks.append(
-                TaskDiff(
-                    name,
-                    "added",
-                    None,
-                    nt.task_hash,
-                    0,
-                    nt.n_docs,
-                    0,
-                    nt.n_instances,
-                    docs_added=nt.n_docs,
-                    instances_added=nt.n_instances,
-                    to_execute=nt.n_instances,
-                )
-            )
-            continue
-        if nt is None:
-            report.tasks.append(
-                TaskDiff(
-                    name,
-                    "removed",
-                    ot.task_hash,
-                    None,
-                    ot.n_docs,
-                    0,
-                    ot.n_instances,
-                    0,
-                    docs_removed=ot.n_docs,
-                    instances_removed=ot.n_instances,
-                )
-            )
-            continue
-        if ot.task_hash == nt.task_hash and old.spans[name][1] == new.spans[name][1]:
-            report.tasks_identical += 1
-            continue
-        report.tasks.append(_diff_task(old, new, ot, nt, run_causes, report, labels or (old.path, new.path)))
-    return report
-
-
-def _diff_task(
-    old: PlanFile,
-    new: PlanFile,
+def diff_task(
+    old: PlanReader,
+    new: PlanReader,
     ot: TaskSummary,
     nt: TaskSummary,
     run_causes: dict[str, list[Change]],
@@ -512,9 +333,9 @@ def _diff_task(
     labels: tuple[str, str],
 ) -> TaskDiff:
     td = TaskDiff(ot.name, "changed", ot.task_hash, nt.task_hash, ot.n_docs, nt.n_docs, ot.n_instances, nt.n_instances)
-    td.changes = _summary_changes(ot, nt)
-    task_causes = _group_by_cause(td.changes)
-    if spans_equal(old, new, ot.name):
+    td.changes = summary_changes(ot, nt)
+    task_causes = group_by_cause(td.changes)
+    if same_task_records(old.layout, new.layout, ot.name):
         td.records_identical = True
         td.scoring_only = bool(task_causes) and set(task_causes) <= {"scoring"}
         _TaskDiffer(td, task_causes, run_causes, ot, nt, report, labels).finish()
@@ -548,8 +369,8 @@ def _diff_task(
 
 
 def _join_task(
-    old: PlanFile,
-    new: PlanFile,
+    old: PlanReader,
+    new: PlanReader,
     ot: TaskSummary,
     nt: TaskSummary,
     td: TaskDiff,
