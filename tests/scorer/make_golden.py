@@ -49,44 +49,23 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # run as a script from a checkout
+    sys.path.insert(0, str(REPO))
+
+from tests.support import data_dir, offline_env, plain  # noqa: E402
+
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
-# task -> limit; mmlu is the whole group (57 subjects) at a small limit so group aggregates are covered
-TASKS: dict[str, int] = {
-    "arc_challenge": 40,
-    "gsm8k": 40,
-    "asdiv": 40,
-    "winogrande": 40,
-    "mmlu": 3,
-}
 GOLDEN_TASKS = Path(__file__).resolve().parent / "golden_tasks"
-METRIC_TASKS: dict[str, int] = {
-    "golden_mc_metrics": 30,
-    "golden_mc_f1_mcc": 40,
-    "golden_loglikelihood": 30,
-    "golden_rolling": 20,
-    "golden_gen_metrics": 24,
-    "golden_mc_gen": 24,
-}
-HOOK_TASKS: dict[str, int] = {
-    "golden_rouge": 16,
-    "golden_custom_filter": 24,
-    "golden_process_results": 20,
-    "humaneval": 12,
-    "humaneval_64": 2,
-}
-TINY_TASKS: dict[str, int] = {
-    "arc_challenge": 12,
-    "gsm8k": 4,
-    "asdiv": 12,
-    "winogrande": 12,
-    "mmlu": 1,
-}
-
-
-def data_dir() -> Path:
-    env = os.environ.get("LMEVAL_DATA_DIR")
-    return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
+# source -> task -> limit; mmlu is the whole group (57 subjects) at a small limit so group aggregates are covered
+SOURCES: dict[str, dict[str, int]] = {
+    "fake": {"arc_challenge": 40, "gsm8k": 40, "asdiv": 40, "winogrande": 40, "mmlu": 3},
+    "tiny": {"arc_challenge": 12, "gsm8k": 4, "asdiv": 12, "winogrande": 12, "mmlu": 1},
+    "metrics": {"golden_mc_metrics": 30, "golden_mc_f1_mcc": 40, "golden_loglikelihood": 30, "golden_rolling": 20,
+                "golden_gen_metrics": 24, "golden_mc_gen": 24},
+    "hooks": {"golden_rouge": 16, "golden_custom_filter": 24, "golden_process_results": 20, "humaneval": 12,
+              "humaneval_64": 2},
+}  # fmt: skip
 
 
 def _files(path: str, name: str | None) -> dict[str, str] | None:
@@ -297,29 +276,12 @@ def patch_evaluate() -> None:
 
 
 def make_tiny_lm() -> Any:
-    sys.path.insert(0, str(REPO))
     from lm_eval.models.huggingface import HFLM
 
     from lmeval.common.tinymodel import ensure_tiny_model
 
     path = ensure_tiny_model()
     return HFLM(pretrained=str(path), device="cpu", batch_size=8, max_length=2048)
-
-
-def _plain(x: Any) -> Any:
-    import numpy as np
-
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if callable(x):
-        return {"__function__": getattr(x, "__qualname__", str(x))}
-    return x
 
 
 # lm-eval bootstraps the stderr of corpus-level metrics (bleu, chrf, ter, f1, mcc, perplexity); 100,000 draws
@@ -369,7 +331,7 @@ def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
             )
         keep = ("results", "groups", "group_subtasks", "versions", "n-shot", "higher_is_better", "n-samples")
         for k in keep:
-            out.setdefault("lm_eval_results", {}).setdefault(k, {}).update(_plain(res.get(k, {})))
+            out.setdefault("lm_eval_results", {}).setdefault(k, {}).update(plain(res.get(k, {})))
     return out
 
 
@@ -388,9 +350,9 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
                 gold = task.doc_to_target(doc)
             docs[inst.doc_id] = {
                 "doc_id": inst.doc_id,
-                "doc": _plain(doc),
-                "target": _plain(gold),
-                "choices": _plain(choices),
+                "doc": plain(doc),
+                "target": plain(gold),
+                "choices": plain(choices),
             }
         args = list(inst.arguments)
         # idx: the request's position within its doc (lm-eval numbers acc_mutual_info's unconditional
@@ -407,24 +369,24 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
         if inst.request_type == "loglikelihood":
             entry["continuation"] = args[1]
         elif inst.request_type == "generate_until":
-            entry["generation_kwargs"] = _plain(args[1])
-        entry["resps"] = _plain(inst.resps)
+            entry["generation_kwargs"] = plain(args[1])
+        entry["resps"] = plain(inst.resps)
         instances.append(entry)
     samples = []
     for s in res["samples"][name]:
-        row = {"doc_id": s["doc_id"], "filter": s["filter"], "filtered_resps": _plain(s["filtered_resps"])}
+        row = {"doc_id": s["doc_id"], "filter": s["filter"], "filtered_resps": plain(s["filtered_resps"])}
         for m in s["metrics"]:
-            row[m] = _plain(s[m])
+            row[m] = plain(s[m])
         samples.append(row)
     return {
         "output_type": task.OUTPUT_TYPE,
         "num_fewshot": cfg.num_fewshot,
         "version": task.VERSION,
         "task_alias": cfg.task_alias,
-        "metric_list": _plain(cfg.metric_list) or [],
-        "filter_list": _plain(cfg.filter_list) or [],
+        "metric_list": plain(cfg.metric_list) or [],
+        "filter_list": plain(cfg.filter_list) or [],
         "multiple_input": bool(getattr(task, "multiple_input", 0)),
-        "process_results": _plain(cfg.process_results),
+        "process_results": plain(cfg.process_results),
         "docs": sorted(docs.values(), key=lambda d: d["doc_id"]),
         "instances": instances,
         "samples": samples,
@@ -433,20 +395,18 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--source", choices=("fake", "tiny", "metrics", "hooks", "all"), default="all")
+    ap.add_argument("--source", choices=(*SOURCES, "all"), default="all")
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     scratch = tempfile.mkdtemp(prefix="lmeval-golden-")
-    os.environ.setdefault("HF_HOME", os.path.join(scratch, "hf"))
+    for k, v in offline_env(scratch).items():
+        os.environ.setdefault(k, v)
     os.chdir(scratch)  # lm-eval runs `git describe` in the working directory
     patch_datasets()
     patch_evaluate()
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    sources = ["fake", "tiny", "metrics", "hooks"] if args.source == "all" else [args.source]
+    sources = list(SOURCES) if args.source == "all" else [args.source]
     for src in sources:
-        data = run(src, {"fake": TASKS, "tiny": TINY_TASKS, "metrics": METRIC_TASKS, "hooks": HOOK_TASKS}[src])
+        data = run(src, SOURCES[src])
         target = GOLDEN / f"{src}.json.gz"
         raw = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=True).encode()
         with gzip.GzipFile(target, "wb", mtime=0) as f:
