@@ -8,8 +8,6 @@ compiler would. Token ids are the UTF-8 bytes (shifted by ``id_shift`` to stand 
 from __future__ import annotations
 
 import functools
-import json
-import os
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,24 +15,15 @@ from typing import Any
 
 from lmeval.plans.canonical import content_hash
 from lmeval.plans.io import write_plan
-from lmeval.plans.records import (
-    DocRecord,
-    InstanceRecord,
-    ModelInfo,
-    PlanHeader,
-    TaskSummary,
-    instance_id_for,
-    request_hash_of,
-)
+from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
+from tests.support import instance_record, jsonl_rows
 
-DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
 LETTERS = ["A", "B", "C", "D"]
 
 
 @functools.cache
 def _rows(subject: str, split: str) -> tuple[dict[str, Any], ...]:
-    path = DATA / "mmlu" / subject / f"{split}.jsonl"
-    return tuple(json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
+    return tuple(jsonl_rows(f"mmlu/{subject}", split))
 
 
 def mmlu_rows(subject: str, split: str) -> list[dict[str, Any]]:
@@ -151,19 +140,7 @@ def _inst(spec: Spec, doc_id: int, idx: int, ctx: str, cont: str | None, gk: dic
     rt = "loglikelihood" if cont is not None else "generate_until"
     ctx_ids = [b + spec.id_shift for b in ctx.encode()]
     cont_ids = [b + spec.id_shift for b in cont.encode()] if cont is not None else None
-    return InstanceRecord(
-        instance_id=instance_id_for(spec.name, doc_id, idx),
-        task=spec.name,
-        doc_id=doc_id,
-        idx=idx,
-        request_type=rt,
-        context=ctx,
-        continuation=cont,
-        generation_kwargs=gk,
-        context_ids=ctx_ids,
-        continuation_ids=cont_ids,
-        request_hash=request_hash_of(rt, ctx, cont, gk, ctx_ids, cont_ids),
-    )
+    return instance_record(spec.name, doc_id, idx, rt, ctx, cont, gk, (ctx_ids, cont_ids))
 
 
 def build(

@@ -13,12 +13,12 @@ a script), from a scratch directory outside any repository, and returns its resu
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from tests.support import plain, run_child
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,32 +122,7 @@ def reference(model: Path, tasks_dir: Path, tasks: list[str], limit: int, settin
     """lm-eval's results and samples per setting name (``add_bos_token`` value, None = unset)."""
     spec = {"model": str(model), "tasks_dir": str(tasks_dir), "tasks": tasks, "limit": limit, "settings": settings}
     with tempfile.TemporaryDirectory(prefix="lmeval-bos-lm_eval-") as scratch:
-        sp, out = Path(scratch) / "spec.json", Path(scratch) / "out.json"
-        sp.write_text(json.dumps(spec))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_", "LMEVAL_"))}
-        env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                   HF_HOME=str(Path(scratch) / "hf_home"), TOKENIZERS_PARALLELISM="false")  # fmt: skip
-        cwd = Path(scratch) / "cwd"
-        cwd.mkdir()
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(sp), str(out)], cwd=cwd, env=env,
-                              capture_output=True, text=True)  # fmt: skip
-        if proc.returncode != 0:
-            raise RuntimeError(f"lm-eval run failed (exit {proc.returncode}):\n{proc.stderr[-6000:]}")
-        return dict(json.loads(out.read_text()))
-
-
-def _plain(x: Any) -> Any:
-    import numpy as np
-
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    return repr(x)
+        return dict(json.loads(run_child(__file__, spec, scratch).read_text()))
 
 
 def child(spec_path: str, out_path: str) -> None:
@@ -164,9 +139,9 @@ def child(spec_path: str, out_path: str) -> None:
         res = simple_evaluate(model=lm, tasks=spec["tasks"], limit=spec["limit"], log_samples=True, task_manager=tm,
                               bootstrap_iters=100000)  # fmt: skip
         assert res is not None
-        samples = {t: [{k: _plain(v) for k, v in s.items() if k != "doc"} for s in rows]
+        samples = {t: [{k: plain(v) for k, v in s.items() if k != "doc"} for s in rows]
                    for t, rows in res["samples"].items()}  # fmt: skip
-        out[name] = {"results": _plain(res["results"]), "samples": samples}
+        out[name] = {"results": plain(res["results"]), "samples": samples}
     Path(out_path).write_text(json.dumps(out))
 
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from tests import support
+from tests.support import data_dir, plain, run_child
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,11 +36,6 @@ TASK_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gsm8k": ("gsm8k/gsm8k.yaml", "gsm8k", ("train", "test")),
 }
 PREFIX = "e2e_"
-
-
-def data_dir() -> Path:
-    env = os.environ.get("LMEVAL_DATA_DIR")
-    return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
 
 
 def cache_root() -> Path:
@@ -61,7 +58,12 @@ def _lm_eval_version() -> str:
 
 def cache_key(spec: dict[str, Any]) -> str:
     """Hash of everything lm-eval's output depends on."""
-    parts: dict[str, Any] = {"spec": spec, "lm_eval": _lm_eval_version(), "driver": _sha_file(Path(__file__))}
+    parts: dict[str, Any] = {
+        "spec": spec,
+        "lm_eval": _lm_eval_version(),
+        "driver": _sha_file(Path(__file__)),
+        "oracle": _sha_file(Path(support.__file__)),
+    }
     model = Path(spec["model"])
     parts["model"] = {p.name: _sha_file(p) for p in sorted(model.iterdir()) if p.is_file()}
     d = Path(spec["data_dir"])
@@ -111,29 +113,7 @@ def reference(spec: dict[str, Any], fresh: bool | None = None) -> dict[str, Any]
         data["cache_file"] = str(out)
         return data
     with tempfile.TemporaryDirectory(prefix="lmeval-e2e-lm_eval-") as scratch:
-        sp = Path(scratch) / "spec.json"
-        sp.write_text(json.dumps(spec))
-        tmp_out = Path(scratch) / "out.json"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_", "LMEVAL_EXECUTOR"))}
-        env.update(
-            HF_HUB_OFFLINE="1",
-            HF_DATASETS_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-            HF_HOME=str(Path(scratch) / "hf_home"),
-            TOKENIZERS_PARALLELISM="false",
-            PYTHONPATH=str(REPO),
-        )
-        cwd = Path(scratch) / "cwd"
-        cwd.mkdir()
-        proc = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), str(sp), str(tmp_out)],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"lm-eval run failed (exit {proc.returncode}):\n{proc.stderr[-6000:]}")
+        tmp_out = run_child(__file__, spec, scratch)
         tmp = out.with_suffix(".tmp")
         tmp.write_text(tmp_out.read_text())
         os.replace(tmp, out)
@@ -144,22 +124,6 @@ def reference(spec: dict[str, Any], fresh: bool | None = None) -> dict[str, Any]
 
 
 # --- child process ------------------------------------------------------------------------------------------
-
-
-def _plain(x: Any) -> Any:
-    import numpy as np
-
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    return repr(x)
 
 
 def write_task_yamls(spec: dict[str, Any], dest: Path) -> None:
@@ -221,14 +185,14 @@ def child(spec_path: str, out_path: str) -> None:
     for task, rows in merged["samples"].items():
         kept = []
         for r in rows:
-            kept.append({k: _plain(v) for k, v in r.items() if k not in ("doc",)})
+            kept.append({k: plain(v) for k, v in r.items() if k not in ("doc",)})
         samples[task[strip:]] = kept
     out = {
         "lm_eval_version": getattr(lm_eval, "__version__", _lm_eval_version()),
         "spec": spec,
-        "results": {t[strip:]: _plain(v) for t, v in merged["results"].items()},
-        "n-shot": {t[strip:]: _plain(v) for t, v in merged["n-shot"].items()},
-        "n-samples": {t[strip:]: _plain(v) for t, v in merged["n-samples"].items()},
+        "results": {t[strip:]: plain(v) for t, v in merged["results"].items()},
+        "n-shot": {t[strip:]: plain(v) for t, v in merged["n-shot"].items()},
+        "n-samples": {t[strip:]: plain(v) for t, v in merged["n-samples"].items()},
         "samples": samples,
         "seconds": round(time.monotonic() - t0, 1),
     }

@@ -8,7 +8,6 @@ continuation; the continuation is the joint encoding minus the context's tokens)
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -18,35 +17,15 @@ from typing import Any
 from lmeval.common.tinymodel import ensure_tiny_model
 from lmeval.plans.io import write_plan
 from lmeval.plans.modelref import tokenizer_hash
-from lmeval.plans.records import (
-    DocRecord,
-    InstanceRecord,
-    ModelInfo,
-    PlanHeader,
-    TaskSummary,
-    instance_id_for,
-    request_hash_of,
-)
+from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
+from tests.support import data_dir, instance_record, jsonl_rows
 
 REPO = Path(__file__).resolve().parents[2]
 CONF_MODEL = REPO / "conf" / "model"
 
 
-def data_dir() -> Path:
-    env = os.environ.get("LMEVAL_DATA_DIR")
-    return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
-
-
 def rows(name: str, split: str, limit: int, start: int = 0) -> list[dict[str, Any]]:
-    out = []
-    with open(data_dir() / name / f"{split}.jsonl", encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i < start:
-                continue
-            if len(out) >= limit:
-                break
-            out.append(json.loads(line))
-    return out
+    return jsonl_rows(name, split, limit, start)
 
 
 @cache
@@ -89,20 +68,8 @@ def instance(
         ctx_ids, cont_ids = encode_pair(context, continuation or "")
     else:
         ctx_ids, cont_ids = encode(context), None
-    return InstanceRecord(
-        instance_id=instance_id_for(task, doc_id, idx),
-        task=task,
-        doc_id=doc_id,
-        idx=idx,
-        request_type=request_type,
-        context=context,
-        continuation=continuation,
-        generation_kwargs=generation_kwargs,
-        repeats=repeats,
-        context_ids=ctx_ids,
-        continuation_ids=cont_ids,
-        request_hash=request_hash_of(request_type, context, continuation, generation_kwargs, ctx_ids, cont_ids),
-    )
+    return instance_record(task, doc_id, idx, request_type, context, continuation, generation_kwargs,
+                           (ctx_ids, cont_ids), repeats)  # fmt: skip
 
 
 Task = tuple[str, str, list[tuple[DocRecord, list[InstanceRecord]]]]  # name, output_type, docs

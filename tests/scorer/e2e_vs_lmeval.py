@@ -57,10 +57,10 @@ def lmeval_side(out: Path, limits: dict[str, int]) -> dict[str, Any]:
 
 def lm_eval_side(limits: dict[str, int]) -> dict[str, Any]:
     from tests.scorer import make_golden
+    from tests.support import offline_env
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="lmeval-e2e-hf-"))
+    for k, v in offline_env(tempfile.mkdtemp(prefix="lmeval-e2e-hf-")).items():
+        os.environ.setdefault(k, v)
     make_golden.patch_datasets()
     cwd = os.getcwd()
     os.chdir(tempfile.mkdtemp(prefix="lmeval-e2e-"))

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from lmeval.plans import read_plan
 from lmeval.plans.io import write_plan
 from lmeval.plans.records import (
     DocRecord,
@@ -28,6 +30,89 @@ from lmeval.plans.records import (
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+TOL = 1e-9
+
+
+def close(a: Any, b: Any) -> bool:
+    """Equal strings/None, both NaN, or numbers within 1e-9 (relative above 1)."""
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return bool(a == b)
+    if math.isnan(a) and math.isnan(b):
+        return True
+    return abs(a - b) <= TOL * max(1.0, abs(b))
+
+
+def aggregate_diffs(exp: dict[str, Any], ours: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Where our results.json differs from lm-eval's aggregate results (values, stderr, versions, n-shot,
+    higher_is_better, group_subtasks, effective n-samples); an extra key of ours counts as a difference."""
+    diffs: list[tuple[Any, ...]] = []
+    for name, metrics in exp["results"].items():
+        got = ours["results"][name]
+        for k, v in metrics.items():
+            if not (got.get(k) == v if isinstance(v, dict) else close(got.get(k), v)):
+                diffs.append((name, k, got.get(k), v))
+        diffs += [(name, k, got[k], "not in lm-eval") for k in set(got) - set(metrics)]
+    if set(ours.get("groups", {})) != set(exp.get("groups", {})):
+        diffs.append(("groups", set(ours.get("groups", {})), set(exp.get("groups", {}))))
+    for key in ("versions", "n-shot", "higher_is_better", "group_subtasks", "n-samples"):
+        for name, v in exp[key].items():
+            got = ours[key].get(name)
+            if key == "n-samples":
+                got, v = (got or {}).get("effective"), v["effective"]
+            if got != v:
+                diffs.append((key, name, got, v))
+    return diffs
+
+
+def sample_diffs(golden: dict[str, Any], samples: pl.DataFrame) -> tuple[list[tuple[Any, ...]], int]:
+    """Where our samples.parquet differs from lm-eval's logged samples (every per-sample metric value and
+    filtered response); also how many values were compared."""
+    index = {(r["task"], r["doc_id"], r["filter"]): r for r in samples.iter_rows(named=True)}
+    diffs: list[tuple[Any, ...]] = []
+    checked = 0
+    for tname, t in golden["tasks"].items():
+        for smp in t["samples"]:
+            row = index.get((tname, smp["doc_id"], smp["filter"]))
+            if row is None:
+                diffs.append((tname, smp["doc_id"], smp["filter"], "no sample"))
+                continue
+            items = json.loads(row["items"]) if row.get("items") else {}
+            for k, v in smp.items():
+                if k in ("doc_id", "filter", "filtered_resps"):
+                    continue
+                got = row.get(k, items.get(k))
+                if not ((got == v) if isinstance(v, list) else close(got, v)):
+                    diffs.append((tname, smp["doc_id"], k, got, v))
+                checked += 1
+            if t["output_type"] == "generate_until":
+                fr = smp["filtered_resps"]
+                want = fr[0] if isinstance(fr, list) and len(fr) == 1 else fr
+                got = row["filtered"]
+                if not isinstance(want, str) and isinstance(got, str):
+                    got = json.loads(got)  # samples.parquet holds a non-string filtered response as JSON
+                if got != want:
+                    diffs.append((tname, smp["doc_id"], smp["filter"], got, want))
+    return diffs, checked
+
+
+def results_for_plan(golden: dict[str, Any], plan_path: Path, rdir: Path) -> Path:
+    """A results dir for a plan our compiler made from the golden's own task YAMLs: lm-eval's raw responses
+    for each Instance, matched by (task, doc_id, idx); every context must equal lm-eval's byte for byte."""
+    plan = read_plan(plan_path)
+    by_key = {(name, i["doc_id"], i["idx"]): i for name, t in golden["tasks"].items() for i in t["instances"]}
+    rows = []
+    for inst in plan.instances:
+        g = by_key.pop((inst.task, inst.doc_id, inst.idx))
+        assert inst.context == g["context"], (inst.task, inst.doc_id, inst.context, g["context"])
+        rows.append(_row(inst.task, g, inst.instance_id, inst.request_hash))
+    missing = {k for k in by_key if k[0] in {t.name for t in plan.header.tasks}}
+    assert not missing, sorted(missing)[:5]
+    rdir.mkdir(parents=True)
+    pl.DataFrame(rows, schema=polars_schema(), orient="row").write_parquet(rdir / "part-00000.parquet")
+    header = plan.header
+    write_manifest(rdir, RunManifest(plan_hash=header.plan_hash, plan_path=str(plan_path),
+                                     model={"name": "golden"}, backend="golden"))  # fmt: skip
+    return rdir
 
 
 def load_golden(name: str) -> dict[str, Any]:

@@ -15,6 +15,18 @@ Sources:
   acc_mutual_info, brier_score, f1, mcc, perplexity, word/byte perplexity, bits_per_byte, bleu, chrf, ter, and
   the filters lowercase, uppercase, map, take_first_k, majority_vote (three varied repeats per doc) and
   multi_choice_regex.
+- ``hooks``: the fake LM on what lm-eval runs through user code or HF ``evaluate``: the ``custom`` filter
+  (``golden_tasks/golden_custom_filter.yaml`` with ``golden_tasks/golden_hooks.py``), the ``rouge`` metric
+  (``golden_tasks/golden_rouge.yaml``), a task's own ``process_results`` (``golden_process_results.yaml``)
+  and pass@k (lm-eval's own ``humaneval`` and ``humaneval_64``, whose ``utils.py`` calls HF ``evaluate``'s
+  ``code_eval``). ``evaluate.load`` fetches the ``rouge`` and
+  ``code_eval`` metric scripts from the Hugging Face Hub, which cannot be reached offline, so for this
+  source ``evaluate.load`` is replaced (``patch_evaluate``) by stand-ins written here from those scripts'
+  documented behaviour: ``rouge`` is the ``rouge_score`` package (rouge1/rouge2/rougeL/rougeLsum F-measure,
+  no stemmer, ``BootstrapAggregator`` mid) and ``code_eval`` runs ``candidate + "\n" + test`` in a plain
+  ``python`` subprocess (3 s) and applies Chen et al.'s unbiased estimator in its closed form
+  ``1 - C(n-c, k) / C(n, k)``. Everything else (task loading, the custom filter, process_results, the
+  per-key aggregation and stderr) is lm-eval's own code.
 - ``fake``: a deterministic stand-in LM: log-likelihoods from a hash of the request, rounded so that ties
   occur; generations built from the document's answer in a dozen shapes (right, wrong, commas, "$",
   trailing newline, non-ASCII, no number, ...) so that every filter branch is exercised.
@@ -37,37 +49,23 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # run as a script from a checkout
+    sys.path.insert(0, str(REPO))
+
+from tests.support import data_dir, offline_env, plain  # noqa: E402
+
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
-# task -> limit; mmlu is the whole group (57 subjects) at a small limit so group aggregates are covered
-TASKS: dict[str, int] = {
-    "arc_challenge": 40,
-    "gsm8k": 40,
-    "asdiv": 40,
-    "winogrande": 40,
-    "mmlu": 3,
-}
 GOLDEN_TASKS = Path(__file__).resolve().parent / "golden_tasks"
-METRIC_TASKS: dict[str, int] = {
-    "golden_mc_metrics": 30,
-    "golden_mc_f1_mcc": 40,
-    "golden_loglikelihood": 30,
-    "golden_rolling": 20,
-    "golden_gen_metrics": 24,
-    "golden_mc_gen": 24,
-}
-TINY_TASKS: dict[str, int] = {
-    "arc_challenge": 12,
-    "gsm8k": 4,
-    "asdiv": 12,
-    "winogrande": 12,
-    "mmlu": 1,
-}
-
-
-def data_dir() -> Path:
-    env = os.environ.get("LMEVAL_DATA_DIR")
-    return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
+# source -> task -> limit; mmlu is the whole group (57 subjects) at a small limit so group aggregates are covered
+SOURCES: dict[str, dict[str, int]] = {
+    "fake": {"arc_challenge": 40, "gsm8k": 40, "asdiv": 40, "winogrande": 40, "mmlu": 3},
+    "tiny": {"arc_challenge": 12, "gsm8k": 4, "asdiv": 12, "winogrande": 12, "mmlu": 1},
+    "metrics": {"golden_mc_metrics": 30, "golden_mc_f1_mcc": 40, "golden_loglikelihood": 30, "golden_rolling": 20,
+                "golden_gen_metrics": 24, "golden_mc_gen": 24},
+    "hooks": {"golden_rouge": 16, "golden_custom_filter": 24, "golden_process_results": 20, "humaneval": 12,
+              "humaneval_64": 2},
+}  # fmt: skip
 
 
 def _files(path: str, name: str | None) -> dict[str, str] | None:
@@ -77,6 +75,8 @@ def _files(path: str, name: str | None) -> dict[str, str] | None:
         return {s: str(d / sub / f"{s}.jsonl") for s in ("train", "validation", "test")}
     if path == "openai/gsm8k":
         return {s: str(d / "gsm8k" / f"{s}.jsonl") for s in ("train", "test")}
+    if path == "openai/openai_humaneval":
+        return {"test": str(d / "humaneval" / "test.jsonl")}
     if path == "EleutherAI/asdiv":
         return {"validation": str(d / "asdiv" / "validation.jsonl")}
     if path == "google/boolq":
@@ -129,8 +129,40 @@ def fake_mc_generation(ctx: str, doc: dict[str, Any], k: int) -> str:
     ][_h("mcgen", ctx, k) % 7]
 
 
+def fake_code(ctx: str, doc: dict[str, Any], k: int) -> str:
+    """A humaneval completion: the canonical body, or one that returns the wrong thing, fails to parse or
+    raises."""
+    return [
+        doc["canonical_solution"],
+        doc["canonical_solution"],
+        "    return None\n",
+        "    retur x\n",
+        "    raise ValueError('no')\n",
+    ][_h("code", ctx, k) % 5]
+
+
+def fake_explanation(ctx: str, doc: dict[str, Any]) -> str:
+    """Text to score with rouge against gsm8k's worked answer: all of it, part of it, reordered, unrelated,
+    empty, non-ASCII."""
+    work = str(doc["answer"]).split("####")[0].strip()
+    words = work.split()
+    return [
+        work,
+        " ".join(words[: len(words) // 2]),
+        " ".join(reversed(words)),
+        "I do not know.",
+        "",
+        f"Réponse : {work.upper()} — voilà.",
+        work.replace("\n", " and then "),
+    ][_h("explain", ctx) % 7]
+
+
 def fake_generation(ctx: str, doc: dict[str, Any], k: int = 0) -> str:
     """``k``: which repeat of the request (0 for the first; the goldens made before repeats use only 0)."""
+    if "canonical_solution" in doc:
+        return fake_code(ctx, doc, k)
+    if ctx.startswith("Explain:"):
+        return fake_explanation(ctx, doc)
     if isinstance(doc.get("choices"), list):
         return fake_mc_generation(ctx, doc, k)
     ans = _gsm_answer(doc)
@@ -183,8 +215,67 @@ def make_fake_lm() -> Any:
     return FakeLM()
 
 
+class _RougeStandIn:
+    """HF evaluate's ``rouge`` metric script (evaluate-metric/rouge), defaults as lm-eval calls it."""
+
+    def compute(self, predictions: list[str], references: list[Any], rouge_types: list[str] | None = None,
+                use_aggregator: bool = True, use_stemmer: bool = False) -> dict[str, float]:  # fmt: skip
+        from rouge_score import rouge_scorer, scoring
+
+        types = rouge_types or ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+        scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=use_stemmer)
+        assert use_aggregator
+        agg = scoring.BootstrapAggregator()
+        for ref, pred in zip(references, predictions, strict=True):
+            agg.add_scores(scorer.score_multi(ref, pred) if isinstance(ref, list) else scorer.score(ref, pred))
+        return {key: float(v.mid.fmeasure) for key, v in agg.aggregate().items()}
+
+
+class _CodeEvalStandIn:
+    """HF evaluate's ``code_eval`` metric script: each ``candidate + "\\n" + test`` passes when it runs to the
+    end within ``timeout`` seconds; pass@k is the unbiased estimator, here in its closed form."""
+
+    def compute(self, predictions: list[list[str]], references: list[str], k: tuple[int, ...] = (1, 10, 100),
+                num_workers: int = 4, timeout: float = 3.0) -> tuple[dict[str, float], dict[int, Any]]:  # fmt: skip
+        import subprocess
+        from math import comb
+
+        totals, corrects, results = [], [], {}
+        for i, (cands, test) in enumerate(zip(predictions, references, strict=True)):
+            passed = []
+            for cand in cands:
+                try:
+                    rc = subprocess.run([sys.executable, "-I", "-c", cand + "\n" + test], capture_output=True,
+                                        timeout=timeout, cwd=tempfile.gettempdir()).returncode  # fmt: skip
+                except subprocess.TimeoutExpired:
+                    rc = -1
+                passed.append(rc == 0)
+            results[i] = passed
+            totals.append(len(cands))
+            corrects.append(sum(passed))
+        out = {}
+        for kk in k:
+            if all(n >= kk for n in totals):
+                est = [1.0 - comb(n - c, kk) / comb(n, kk) for n, c in zip(totals, corrects, strict=True)]
+                out[f"pass@{kk}"] = sum(est) / len(est)
+        return out, results
+
+
+def patch_evaluate() -> None:
+    """``evaluate.load("rouge")`` and ``("code_eval")`` without the Hub (see the module docstring)."""
+    import evaluate
+
+    stand_ins = {"rouge": _RougeStandIn, "code_eval": _CodeEvalStandIn}
+
+    def load(path: str, *a: Any, **kw: Any) -> Any:
+        if path not in stand_ins:
+            raise RuntimeError(f"make_golden: evaluate.load({path!r}) has no offline stand-in")
+        return stand_ins[path]()
+
+    evaluate.load = load
+
+
 def make_tiny_lm() -> Any:
-    sys.path.insert(0, str(REPO))
     from lm_eval.models.huggingface import HFLM
 
     from lmeval.common.tinymodel import ensure_tiny_model
@@ -193,26 +284,10 @@ def make_tiny_lm() -> Any:
     return HFLM(pretrained=str(path), device="cpu", batch_size=8, max_length=2048)
 
 
-def _plain(x: Any) -> Any:
-    import numpy as np
-
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if callable(x):
-        return {"__function__": getattr(x, "__qualname__", str(x))}
-    return x
-
-
 # lm-eval bootstraps the stderr of corpus-level metrics (bleu, chrf, ter, f1, mcc, perplexity); 100,000 draws
 # of a corpus bleu take hours here, so the metrics golden uses fewer (recorded in the golden; the parity test
 # scores with the same number, and our bootstrap reproduces lm-eval's draws exactly).
-BOOTSTRAP_ITERS = {"fake": 100000, "tiny": 100000, "metrics": 1000}
+BOOTSTRAP_ITERS = {"fake": 100000, "tiny": 100000, "metrics": 1000, "hooks": 1000}
 
 
 def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
@@ -228,14 +303,16 @@ def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
     import lm_eval
 
     out["lm_eval_version"] = getattr(lm_eval, "__version__", None)
-    tm = TaskManager(include_path=str(GOLDEN_TASKS)) if source == "metrics" else TaskManager()
+    tm = TaskManager(include_path=str(GOLDEN_TASKS)) if source in ("metrics", "hooks") else TaskManager()
     for name, limit in tasks.items():
         loaded = tm.load([name])
         for t in loaded["tasks"].values():
             if t.get_config("num_fewshot") is None:
                 t.set_config(key="num_fewshot", value=0)
             t.set_fewshot_seed(seed=1234)
-        res = evaluate(lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=iters, log_samples=True)
+        res = evaluate(
+            lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=iters, log_samples=True, confirm_run_unsafe_code=True
+        )
         assert res is not None
         for tname, task in loaded["tasks"].items():
             out["tasks"][tname] = _task_entry(tname, task, res)
@@ -254,7 +331,7 @@ def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
             )
         keep = ("results", "groups", "group_subtasks", "versions", "n-shot", "higher_is_better", "n-samples")
         for k in keep:
-            out.setdefault("lm_eval_results", {}).setdefault(k, {}).update(_plain(res.get(k, {})))
+            out.setdefault("lm_eval_results", {}).setdefault(k, {}).update(plain(res.get(k, {})))
     return out
 
 
@@ -273,9 +350,9 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
                 gold = task.doc_to_target(doc)
             docs[inst.doc_id] = {
                 "doc_id": inst.doc_id,
-                "doc": _plain(doc),
-                "target": _plain(gold),
-                "choices": _plain(choices),
+                "doc": plain(doc),
+                "target": plain(gold),
+                "choices": plain(choices),
             }
         args = list(inst.arguments)
         # idx: the request's position within its doc (lm-eval numbers acc_mutual_info's unconditional
@@ -292,23 +369,24 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
         if inst.request_type == "loglikelihood":
             entry["continuation"] = args[1]
         elif inst.request_type == "generate_until":
-            entry["generation_kwargs"] = _plain(args[1])
-        entry["resps"] = _plain(inst.resps)
+            entry["generation_kwargs"] = plain(args[1])
+        entry["resps"] = plain(inst.resps)
         instances.append(entry)
     samples = []
     for s in res["samples"][name]:
-        row = {"doc_id": s["doc_id"], "filter": s["filter"], "filtered_resps": _plain(s["filtered_resps"])}
+        row = {"doc_id": s["doc_id"], "filter": s["filter"], "filtered_resps": plain(s["filtered_resps"])}
         for m in s["metrics"]:
-            row[m] = _plain(s[m])
+            row[m] = plain(s[m])
         samples.append(row)
     return {
         "output_type": task.OUTPUT_TYPE,
         "num_fewshot": cfg.num_fewshot,
         "version": task.VERSION,
         "task_alias": cfg.task_alias,
-        "metric_list": _plain(cfg.metric_list) or [],
-        "filter_list": _plain(cfg.filter_list) or [],
+        "metric_list": plain(cfg.metric_list) or [],
+        "filter_list": plain(cfg.filter_list) or [],
         "multiple_input": bool(getattr(task, "multiple_input", 0)),
+        "process_results": plain(cfg.process_results),
         "docs": sorted(docs.values(), key=lambda d: d["doc_id"]),
         "instances": instances,
         "samples": samples,
@@ -317,19 +395,18 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--source", choices=("fake", "tiny", "metrics", "all"), default="all")
+    ap.add_argument("--source", choices=(*SOURCES, "all"), default="all")
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     scratch = tempfile.mkdtemp(prefix="lmeval-golden-")
-    os.environ.setdefault("HF_HOME", os.path.join(scratch, "hf"))
+    for k, v in offline_env(scratch).items():
+        os.environ.setdefault(k, v)
     os.chdir(scratch)  # lm-eval runs `git describe` in the working directory
     patch_datasets()
+    patch_evaluate()
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    sources = ["fake", "tiny", "metrics"] if args.source == "all" else [args.source]
+    sources = list(SOURCES) if args.source == "all" else [args.source]
     for src in sources:
-        data = run(src, {"fake": TASKS, "tiny": TINY_TASKS, "metrics": METRIC_TASKS}[src])
+        data = run(src, SOURCES[src])
         target = GOLDEN / f"{src}.json.gz"
         raw = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=True).encode()
         with gzip.GzipFile(target, "wb", mtime=0) as f:

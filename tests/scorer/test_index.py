@@ -36,3 +36,29 @@ def test_rescore_from_index_is_identical(tmp_path: Path) -> None:
     assert json.dumps(fourth, sort_keys=True) == json.dumps(first, sort_keys=True)
     assert (idx[0] / "instances.parquet").read_bytes()[:4] == b"PAR1"  # rewritten
     assert json.loads((idx[0] / "stamp.json").read_text())["plan_hash"] == stamp["plan_hash"]
+
+
+def test_an_index_of_another_plan_is_not_trusted(tmp_path: Path) -> None:
+    """A whole index directory of another plan (other targets; its stamp and files consistent with each
+    other) planted under this plan's index name is rebuilt: the scores are this plan's, not the other's."""
+    import copy
+    import shutil
+
+    golden = load_golden("fake")
+    plan_a, rdir_a = build(golden, tmp_path / "a", ["gsm8k"])
+    first = score_run(str(rdir_a), console=False).results
+    other = copy.deepcopy(golden)
+    for d in other["tasks"]["gsm8k"]["docs"]:
+        d["target"] = "0"  # every gold answer differs: exact_match 0 everywhere under this plan
+    plan_b, rdir_b = build(other, tmp_path / "b", ["gsm8k"])
+    wrong = score_run(str(rdir_b), console=False).results
+    em = "exact_match,strict-match"
+    assert first["results"]["gsm8k"][em] > 0 and wrong["results"]["gsm8k"][em] == 0.0
+    (idx_a,) = rdir_a.glob(".score-index-*")
+    (idx_b,) = rdir_b.glob(".score-index-*")
+    assert idx_a.name != idx_b.name
+    shutil.rmtree(idx_a)
+    shutil.copytree(idx_b, idx_a)
+    again = score_run(str(rdir_a), console=False).results
+    assert json.dumps(again["results"], sort_keys=True) == json.dumps(first["results"], sort_keys=True)
+    assert json.loads((idx_a / "stamp.json").read_text())["plan_hash"] == read_header(plan_a).plan_hash

@@ -156,13 +156,20 @@ _FOUR_CHILDREN = (
 )
 
 
+@pytest.fixture
+def cgroups() -> None:
+    """The cgroup limits are part of what the README promises: a machine without a delegated cgroup v2
+    tree fails these tests with the reason (they are never skipped)."""
+    assert sandbox_cgroup.cgroup_root() is not None, f"no cgroup here: {sandbox_cgroup.why_unavailable()}"
+
+
 def _sandbox_cgroups() -> list[str]:
     root = sandbox_cgroup.cgroup_root()
     assert root is not None
     return [n for d in root[0].values() for n in os.listdir(d) if n.startswith("lmeval-sandbox-")]
 
 
-@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+@pytest.mark.usefixtures("cgroups")
 def test_four_children_of_800_mb_under_1_gib_are_stopped_as_memory() -> None:
     res = run_program(_FOUR_CHILDREN, timeout=30, memory_mb=1024)
     assert not res.passed and res.status == "memory", res
@@ -172,7 +179,7 @@ def test_four_children_of_800_mb_under_1_gib_are_stopped_as_memory() -> None:
     _assert_next_program_runs()
 
 
-@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+@pytest.mark.usefixtures("cgroups")
 def test_cgroups_are_removed_after_every_sample() -> None:
     results = check_many(["print(1)", "import os\nos.fork()\nraise SystemExit(3)", "while True: pass"],
                          workers=2, timeout=2)  # fmt: skip
@@ -492,7 +499,7 @@ def test_pass_at_k_rejects_bad_counts() -> None:
             pass_at_k(n, c, k)
 
 
-@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+@pytest.mark.usefixtures("cgroups")
 def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
     from lmeval.scorer.spec_scoring import score_spec_row
 
@@ -516,7 +523,7 @@ def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
     assert row["value"] == 0.0 and row["status"] == "memory", row
 
 
-@pytest.mark.skipif(sandbox_cgroup.cgroup_root() is None, reason=f"no cgroup here: {sandbox_cgroup.why_unavailable()}")
+@pytest.mark.usefixtures("cgroups")
 def test_groups_left_by_a_dead_process_are_removed_at_the_next_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     root = sandbox_cgroup.cgroup_root()
     assert root is not None
