@@ -13,19 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.compiler.spec.rules import (
+from lmeval.compiler.spec.rules import LEGAL, MAX_FEW_SHOT, MAX_LINE_BYTES
+from lmeval.plans.errors import UserError
+from lmeval.plans.jsonl_spec import (
     ALL_FIELDS,
     CATEGORIES,
     EXAMPLE_FIELDS,
-    LEGAL,
-    MAX_FEW_SHOT,
-    MAX_LINE_BYTES,
     MCQ_LETTERS,
     METRICS,
     POST_PROCESS,
     REQUIRED_FIELDS,
 )
-from lmeval.plans.errors import UserError
 from lmeval.plans.limits import MAX_DEPTH, InputError, open_regular, value_problem
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")  # a line holding nothing but whitespace
