@@ -258,5 +258,5 @@ def apply_process_docs(
             out = fn(datasets.Dataset.from_list(rows))
         return [dict(r) for r in out]
     except Exception as e:  # noqa: BLE001
-        raise fail(f"process_docs {fn_ref.spec} failed: {type(e).__name__}: {e}", file=source, task=task,
+        raise fail(f"process_docs {fn_ref.qualname} failed: {type(e).__name__}: {e}", file=source, task=task,
                    field="process_docs") from None  # fmt: skip

@@ -107,7 +107,7 @@ class Renderer:
         try:
             return fn(doc)
         except Exception as e:  # noqa: BLE001
-            raise self._err(field, doc_id, f"function {ref.spec} failed: {type(e).__name__}: {e}") from None
+            raise self._err(field, doc_id, f"function {ref.qualname} failed: {type(e).__name__}: {e}") from None
 
     def resolve_field(self, spec: Any, doc: dict[str, Any], field: str, doc_id: int | None) -> Any:
         """lm-eval's ``Task.resolve_field`` (description, gen_prefix): a doc key or a template."""

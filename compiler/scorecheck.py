@@ -14,13 +14,14 @@ from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef
 from lmeval.compiler.select import GroupInfo
 from lmeval.compiler.taskspec import TaskSpec
+from lmeval.plans.funcref import name_data
 from lmeval.plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
 
 
 def _data(value: Any) -> Any:
     """The plan's data form of a config value, without importing anything (``!function`` → a reference)."""
     if isinstance(value, FunctionRef):
-        return {"__function__": value.spec}
+        return name_data(value.qualname)
     if isinstance(value, dict):
         return {str(k): _data(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
