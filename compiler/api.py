@@ -32,7 +32,7 @@ from lmeval.compiler.select import (
     index_lookup,
     unqualified,
 )
-from lmeval.compiler.taskspec import DEFAULT_METRICS, TaskSpec
+from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
 from lmeval.compiler.tokens import ModelTokenizer, sha256_text
 from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.identity import split_locations
@@ -185,7 +185,7 @@ def resolve_model_for_compile(model_cfg: dict[str, Any]) -> ModelRef:
         raise CompileError(str(e)) from None
 
 
-def _data(value: Any, spec: TaskSpec, field: str, with_path: bool) -> Any:
+def _data(value: Any, spec: TaskConfig, field: str, with_path: bool) -> Any:
     if isinstance(value, FunctionRef):
         return as_data(value, with_path=with_path, task=spec.name, field=field)
     if isinstance(value, dict):
@@ -199,7 +199,7 @@ _SCORE_TIME = ("process_results", "metric_list", "filter_list")
 
 
 def task_config_data(bt: BuiltTask, run: RunOptions) -> dict[str, Any]:
-    s = bt.spec
+    s = bt.config
     cfg: dict[str, Any] = {}
     for k, v in s.raw.items():
         if v is None or k in ("fewshot_config", "generation_kwargs", "metric_list", "filter_list"):
@@ -245,13 +245,13 @@ def task_config_data(bt: BuiltTask, run: RunOptions) -> dict[str, Any]:
     return cfg
 
 
-def metric_list(s: TaskSpec) -> list[dict[str, Any]]:
+def metric_list(s: TaskConfig) -> list[dict[str, Any]]:
     if s.metric_list is not None:
         return [dict(m) for m in s.metric_list]
     return [{"metric": m} for m in DEFAULT_METRICS[s.output_type]]
 
 
-def filter_list(s: TaskSpec) -> list[dict[str, Any]]:
+def filter_list(s: TaskConfig) -> list[dict[str, Any]]:
     if s.filter_list is not None:
         return [dict(f) for f in s.filter_list]
     return [{"name": "none", "filter": [{"function": "take_first"}]}]
@@ -266,7 +266,7 @@ _CHUNK_DOCS = 4096  # docs per tokenizing batch: the main thread encodes one bat
 def _token_ids(bt: BuiltTask, tok: ModelTokenizer, lo: int, hi: int) -> TokenIds:
     """Context (and continuation) token ids of the requests of docs ``lo:hi``, by (doc index, request
     index), in one batch."""
-    s = bt.spec
+    s = bt.config
     ll_keys: list[tuple[int, int]] = []
     ll_pairs: list[tuple[str, str]] = []
     ctx_keys: list[tuple[int, int]] = []
@@ -300,7 +300,7 @@ def _token_ids(bt: BuiltTask, tok: ModelTokenizer, lo: int, hi: int) -> TokenIds
 def _fingerprint(bt: BuiltTask) -> tuple[str, list[bytes]]:
     """The data fingerprint (``content_hash`` of the list of eval docs, computed incrementally) and the
     canonical bytes of the selected docs."""
-    s = bt.spec
+    s = bt.config
     fp = hashlib.sha256()
     fp.update(_array_header(len(bt.eval_docs)))
     doc_bytes: list[bytes] = []
@@ -317,7 +317,7 @@ def _fingerprint(bt: BuiltTask) -> tuple[str, list[bytes]]:
 
 def _doc_records(bt: BuiltTask, doc_bytes: list[bytes]) -> tuple[list[DocRecord], list[bytes]]:
     """The task's doc records and their stored bytes (``doc_bytes``: each doc's canonical bytes)."""
-    s = bt.spec
+    s = bt.config
     recs: list[DocRecord] = []
     blobs: list[bytes] = []
     for di, d in enumerate(bt.docs):
@@ -372,7 +372,7 @@ def _instance_records(
     bt: BuiltTask, docs: list[DocRecord], doc_blobs: list[bytes], ids: TokenIds, lo: int, hi: int
 ) -> tuple[list[Record], list[bytes]]:
     """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes."""
-    s = bt.spec
+    s = bt.config
     out: list[Record] = []
     blobs: list[bytes] = []
     for di in range(lo, hi):

@@ -16,7 +16,7 @@ from lmeval.compiler.data import DataSource, apply_process_docs
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
 from lmeval.compiler.render import Renderer
-from lmeval.compiler.taskspec import TaskSpec
+from lmeval.compiler.taskconfig import TaskConfig
 
 log = logging.getLogger("lmeval.compile")
 
@@ -56,7 +56,7 @@ class BuiltDoc:
 
 @dataclass
 class BuiltTask:
-    spec: TaskSpec
+    config: TaskConfig
     num_fewshot: int
     docs: list[BuiltDoc]
     eval_docs: list[dict[str, Any]]  # the whole evaluation split, processed (for the data fingerprint)
@@ -147,18 +147,18 @@ def _qa_turn(
 
 
 class TaskBuilder:
-    def __init__(self, spec: TaskSpec, run: RunOptions, chat: ChatFn | None) -> None:
-        self.spec = spec
+    def __init__(self, config: TaskConfig, run: RunOptions, chat: ChatFn | None) -> None:
+        self.config = config
         self.run = run
         self.chat = chat if run.apply_chat_template else None
-        self.data = DataSource(spec, run.data_dir)
+        self.data = DataSource(config, run.data_dir)
         self.notes: list[str] = []
         self._drop_absent_splits()
 
     def _drop_absent_splits(self) -> None:
         """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such
         split), so the few-shot pool falls back as lm-eval's does. The evaluation split must exist."""
-        s = self.spec
+        s = self.config
         if self.data.data_dir is None:
             return
         changes: dict[str, Any] = {}
@@ -186,24 +186,24 @@ class TaskBuilder:
             gone.add(fsplit)
         names = ", ".join(sorted(map(str, gone)))
         self.notes.append(f"{s.name}: no local file for split(s) {names}; treated as absent")
-        self.spec = new
-        self.data.spec = new
+        self.config = new
+        self.data.config = new
 
     # -- docs
     def _processed(self, split: str, process: FunctionRef | None) -> list[dict[str, Any]]:
         rows = self.data.split(split)
         if process is not None:
-            return apply_process_docs(process, rows, task=self.spec.name, source=self.spec.source)
+            return apply_process_docs(process, rows, task=self.config.name, source=self.config.source)
         return rows
 
     def eval_docs(self) -> list[dict[str, Any]]:
-        s = self.spec
+        s = self.config
         split = s.test_split if s.test_split is not None else s.validation_split
         assert split is not None
         return self._processed(split, s.process_docs)
 
     def fewshot_pool(self) -> list[dict[str, Any]]:
-        s, f = self.spec, self.spec.fewshot
+        s, f = self.config, self.config.fewshot
         if f.split is not None:
             return self._processed(f.split, f.process_docs)
         if f.samples is not None:
@@ -223,7 +223,7 @@ class TaskBuilder:
         return self._processed(s.test_split, s.process_docs)
 
     def resolve_num_fewshot(self) -> int:
-        s, run_n = self.spec, self.run.num_fewshot
+        s, run_n = self.config, self.run.num_fewshot
         if run_n is not None:
             if s.num_fewshot == 0:
                 self.notes.append(f"{s.name}: num_fewshot is 0 in the task config; run.num_fewshot={run_n} ignored")
@@ -234,7 +234,7 @@ class TaskBuilder:
 
     # -- build
     def build(self) -> BuiltTask:
-        s = self.spec
+        s = self.config
         docs = self.eval_docs()
         if not docs:
             raise fail("the evaluation split has no documents", file=s.source, task=s.name)
@@ -322,7 +322,7 @@ class TaskBuilder:
         return BuiltTask(s, n_shot, out, docs, multiple_input, multiple_target, self.notes)
 
     def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
-        s = self.spec
+        s = self.config
         if s.output_type != "multiple_choice" or choices is None:
             return
         golds = gold if isinstance(gold, list) else [gold]
@@ -339,7 +339,7 @@ class TaskBuilder:
         self, n: int, pool: list[dict[str, Any]], eval_doc: dict[str, Any] | None, rnd: random.Random, where: Callable
     ) -> list[int]:
         """Pool indices, drawn exactly as lm-eval's ContextSampler / FirstNSampler draw documents."""
-        if self.spec.fewshot.sampler == "first_n":
+        if self.config.fewshot.sampler == "first_n":
             idx = list(range(len(pool)))
             if eval_doc is not None:
                 idx = [i for i in idx if pool[i] != eval_doc]
@@ -362,7 +362,7 @@ class TaskBuilder:
         return res
 
     def _shot(self, r: Renderer, fs_doc: dict[str, Any], multiple_input: int, pool_id: int) -> list[Msg]:
-        s, f = self.spec, self.spec.fewshot
+        s, f = self.config, self.config.fewshot
 
         def where(fld: str, msg: str) -> Exception:
             return fail(msg + f" (few-shot pool document {pool_id})", file=s.source, task=s.name, field=fld)
@@ -393,7 +393,7 @@ class TaskBuilder:
         r: Renderer,
         doc_id: int,
     ) -> list[Request]:
-        s = self.spec
+        s = self.config
         ot = s.output_type
         if ot == "loglikelihood":
             assert isinstance(ctx, str)
@@ -426,4 +426,4 @@ class TaskBuilder:
         return [Request("generate_until", ctx, None, gk, 0)]
 
     def _mutual_info(self) -> bool:
-        return any(m.get("metric") == "acc_mutual_info" for m in self.spec.metric_list or [])
+        return any(m.get("metric") == "acc_mutual_info" for m in self.config.metric_list or [])

@@ -14,7 +14,6 @@ edited, added or removed YAML rebuilds it. lm-eval itself is never imported here
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.lmyaml import QUALIFIER, Entry, Index, build_index
+from lmeval.plans.funcref import lm_eval_tasks_dir as installed_tasks_dir
 
 INDEX_FORMAT = 2  # bump when what build_index records changes
 
@@ -32,14 +32,8 @@ def lm_eval_tasks_dir() -> Path | None:
     """lm-eval's installed task folder, found without importing lm-eval (``LMEVAL_NO_CATALOG=1``: none)."""
     if os.environ.get("LMEVAL_NO_CATALOG", "").strip() not in ("", "0"):
         return None
-    try:
-        spec = importlib.util.find_spec("lm_eval")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    d = Path(spec.origin).resolve().parent / "tasks"
-    return d if d.is_dir() else None
+    d = installed_tasks_dir()
+    return d if d is not None and d.is_dir() else None
 
 
 def lm_eval_version() -> str:

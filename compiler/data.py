@@ -15,7 +15,7 @@ from typing import Any
 
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
-from lmeval.compiler.taskspec import TaskSpec
+from lmeval.compiler.taskconfig import TaskConfig
 from lmeval.plans.limits import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
 
 # (dataset_path, dataset_name) -> local directory; name None matches any name
@@ -106,14 +106,14 @@ def read_jsonl(path: Path, *, task: str | None = None) -> list[dict[str, Any]]:
 class DataSource:
     """Loads the raw rows of a task's splits on demand (each split once)."""
 
-    def __init__(self, spec: TaskSpec, data_dir: str | None) -> None:
-        self.spec = spec
+    def __init__(self, config: TaskConfig, data_dir: str | None) -> None:
+        self.config = config
         # run.data_dir is used for a Hub dataset only when its folder is there; others come from the Hub
         # as lm-eval loads them (e.g. `run.tasks=[arc_easy,hellaswag]` with only arc_easy local)
         local = (
             data_dir is not None
-            and spec.dataset_path is not None
-            and (Path(data_dir) / local_name(spec.dataset_path, spec.dataset_name)).is_dir()
+            and config.dataset_path is not None
+            and (Path(data_dir) / local_name(config.dataset_path, config.dataset_name)).is_dir()
         )
         self.data_dir = data_dir if local else None
         self.requested_dir = data_dir
@@ -122,7 +122,7 @@ class DataSource:
         self._hf: Any = None
 
     def describe(self) -> str:
-        s = self.spec
+        s = self.config
         return f"{s.dataset_path}" + (f" ({s.dataset_name})" if s.dataset_name else "")
 
     def split(self, name: str) -> list[dict[str, Any]]:
@@ -132,7 +132,7 @@ class DataSource:
 
     def has_split(self, split: str) -> bool:
         """False only when run.data_dir is used and the split's file is not there."""
-        s = self.spec
+        s = self.config
         if s.preloaded is not None or s.custom_dataset is not None or self.data_dir is None:
             return True
         if s.dataset_path in ("json", "jsonl") and (s.dataset_kwargs or {}).get("data_files"):
@@ -140,15 +140,15 @@ class DataSource:
         return self.split_path(split).exists()  # whatever is there: read_jsonl refuses a non-file
 
     def split_path(self, split: str) -> Path:
-        s = self.spec
+        s = self.config
         assert self.data_dir is not None and s.dataset_path is not None
         return Path(self.data_dir) / local_name(s.dataset_path, s.dataset_name) / f"{split}.jsonl"
 
     def _load(self, split: str) -> list[dict[str, Any]]:
-        s = self.spec
+        s = self.config
         if s.preloaded is not None:
             if split not in s.preloaded:
-                raise fail(f"no split {split!r} in the task spec", file=s.source, task=s.name)
+                raise fail(f"no split {split!r} in the task config", file=s.source, task=s.name)
             return s.preloaded[split]
         if s.custom_dataset is not None:
             return self._from_custom(split)
@@ -169,7 +169,7 @@ class DataSource:
         return self._from_hub(split)
 
     def _from_data_files(self, split: str, data_files: Any) -> list[dict[str, Any]]:
-        s = self.spec
+        s = self.config
         if isinstance(data_files, str | list):
             data_files = {"train": data_files}
         if not isinstance(data_files, dict) or split not in data_files:
@@ -186,7 +186,7 @@ class DataSource:
         return rows
 
     def _from_custom(self, split: str) -> list[dict[str, Any]]:
-        s = self.spec
+        s = self.config
         if self._custom is None:
             assert s.custom_dataset is not None
             fn = resolve(s.custom_dataset, task=s.name, field="custom_dataset")
@@ -205,7 +205,7 @@ class DataSource:
         return [dict(r) for r in self._custom[split]]
 
     def _from_hub(self, split: str) -> list[dict[str, Any]]:
-        s = self.spec
+        s = self.config
         if self._hf is None:
             import logging
 
@@ -258,5 +258,5 @@ def apply_process_docs(
             out = fn(datasets.Dataset.from_list(rows))
         return [dict(r) for r in out]
     except Exception as e:  # noqa: BLE001
-        raise fail(f"process_docs {fn_ref.spec} failed: {type(e).__name__}: {e}", file=source, task=task,
+        raise fail(f"process_docs {fn_ref.qualname} failed: {type(e).__name__}: {e}", file=source, task=task,
                    field="process_docs") from None  # fmt: skip

@@ -16,7 +16,7 @@ Scoring hooks (``process_results``, metric and aggregation functions, filters) a
 of that folder (no machine path: ``plans.funcref``), so a plan compiles where the scorer's extra packages
 are missing, and the scorer runs exactly those files (with the user's ``--trust-code``). lm-eval's
 humaneval/mbpp hooks, which load Hugging Face ``evaluate``'s unsandboxed ``code_eval``, are recorded
-as lmeval's sandboxed built-ins instead (``builtin_for``).
+as lmeval's sandboxed built-ins instead (``plans.funcref.builtin_for``).
 """
 
 from __future__ import annotations
@@ -30,18 +30,20 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import fail
+from lmeval.plans.funcload import load_module, module_name_for
 from lmeval.plans.funcref import (
     BUILTIN_HOOKS,
     BUILTIN_MODULE,
     CodeRefused,
+    builtin_data,
+    builtin_for,
     hash_tree,
+    hashed_data,
     is_inside,
-    lm_eval_tasks_dir,
-    load_module,
-    module_name_for,
+    module_file,
     ref_data,
     sha256_file,
-    split_spec,
+    split_qualname,
 )
 
 PREFIX = "!function "
@@ -51,7 +53,7 @@ PREFIX = "!function "
 class FunctionRef:
     """A reference to ``module.attr`` found in a config at ``source`` (a YAML file, or None)."""
 
-    spec: str
+    qualname: str  # module.attr as the config wrote it
     base_dir: str | None = None
     source: str | None = None
 
@@ -63,9 +65,9 @@ class Location:
     module: str | None  # the dotted name, for an importable installed module
 
 
-def _bad_spec(ref: FunctionRef, task: str | None, field: str | None) -> Exception:
+def _bad_name(ref: FunctionRef, task: str | None, field: str | None) -> Exception:
     return fail(
-        f"'!function {ref.spec}' must be module.function made of plain identifiers (no leading dots, no paths)",
+        f"'!function {ref.qualname}' must be module.function made of plain identifiers (no leading dots, no paths)",
         file=ref.source,
         task=task,
         field=field,
@@ -79,9 +81,9 @@ SHIPPED_TASKLIB = "compiler.tasklib."
 
 def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = None) -> Location:
     """Where ``ref``'s module is, without running any of it (an installed package's parents may import)."""
-    parts = split_spec(ref.spec)
+    parts = split_qualname(ref.qualname)
     if parts is None:
-        raise _bad_spec(ref, task, field)
+        raise _bad_name(ref, task, field)
     mod_parts, _attr = parts
     mod = ".".join(mod_parts)
     if ref.base_dir is not None:
@@ -90,24 +92,23 @@ def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = Non
         if cand.exists():
             real = cand.resolve()
             if not is_inside(real, base) or not real.is_file():
-                raise fail(f"'!function {ref.spec}': {cand} resolves to {real}, outside the task folder {base}",
+                raise fail(f"'!function {ref.qualname}': {cand} resolves to {real}, outside the task folder {base}",
                            file=ref.source, task=task, field=field)  # fmt: skip
             return Location(real, base, None)
     if mod.startswith(SHIPPED_TASKLIB):  # lmeval's own task library, as the shipped configs spell it
         mod = "lmeval." + mod
     try:
-        spec = importlib.util.find_spec(mod)
+        path = module_file(mod)
     except Exception as e:  # noqa: BLE001 - a parent package that fails to import
-        spec = None
+        path = None
         why = f" ({type(e).__name__}: {e})"
     else:
         why = ""
-    origin = getattr(spec, "origin", None) if spec is not None else None
-    if spec is None or not origin or not Path(origin).is_file():
+    if path is None:
         looked = f" (looked for {Path(ref.base_dir) / (mod.replace('.', '/') + '.py')})" if ref.base_dir else ""
-        raise fail(f"cannot import '!function {ref.spec}': no module {mod!r}{why}{looked}", file=ref.source,
+        raise fail(f"cannot import '!function {ref.qualname}': no module {mod!r}{why}{looked}", file=ref.source,
                    task=task, field=field)  # fmt: skip
-    return Location(Path(origin).resolve(), None, mod)
+    return Location(path, None, mod)
 
 
 _modules: dict[Path, Any] = {}
@@ -146,7 +147,7 @@ def resolve(ref: FunctionRef, *, task: str | None = None, field: str | None = No
     if hit is not None:
         return hit
     loc = locate(ref, task=task, field=field)
-    parts = split_spec(ref.spec)
+    parts = split_qualname(ref.qualname)
     assert parts is not None
     attr = parts[1]
     fn: Any = None
@@ -164,57 +165,38 @@ def resolve(ref: FunctionRef, *, task: str | None = None, field: str | None = No
                 assert loc.module is not None
                 module = importlib.import_module(loc.module)
         except CodeRefused as e:
-            raise fail(f"'!function {ref.spec}': {e}", file=ref.source, task=task, field=field) from None
+            raise fail(f"'!function {ref.qualname}': {e}", file=ref.source, task=task, field=field) from None
         except Exception as e:  # noqa: BLE001 - any import failure is the user's module
-            raise fail(f"cannot import '!function {ref.spec}' from {loc.path}: {type(e).__name__}: {e}",
+            raise fail(f"cannot import '!function {ref.qualname}' from {loc.path}: {type(e).__name__}: {e}",
                        file=ref.source, task=task, field=field) from None  # fmt: skip
         fn = getattr(module, attr, None)
     if fn is None or not callable(fn):
-        raise fail(f"'!function {ref.spec}': {loc.path} has no function {attr!r}", file=ref.source, task=task,
+        raise fail(f"'!function {ref.qualname}': {loc.path} has no function {attr!r}", file=ref.source, task=task,
                    field=field)  # fmt: skip
     _fn_cache[ref] = fn
     return fn  # type: ignore[no-any-return]
 
 
-def builtin_for(ref: FunctionRef, loc: Location | None) -> str | None:
-    """lmeval's sandboxed built-in standing in for ``ref``: ``lmeval_builtin.NAME`` names one directly;
-    lm-eval's own humaneval/mbpp hooks (``code_eval``, run unsandboxed by Hugging Face ``evaluate``) map to
-    the sandboxed equivalents."""
-    parts = split_spec(ref.spec)
-    if parts is None:
-        return None
-    mod_parts, attr = parts
-    if mod_parts == [BUILTIN_MODULE]:
-        return attr if attr in BUILTIN_HOOKS else None
-    if loc is None or loc.root is None or loc.path.name != "utils.py":
-        return None
-    tasks = lm_eval_tasks_dir()
-    if tasks is None or loc.root.parent != tasks:
-        return None
-    from lmeval.plans.funcref import LM_EVAL_CODE_HOOKS
-
-    return LM_EVAL_CODE_HOOKS.get((loc.root.name, attr))
-
-
 def score_ref_data(ref: FunctionRef, *, task: str | None = None, field: str | None = None) -> dict[str, Any]:
     """The plan's record of a scoring hook, located but not imported (see the module docstring)."""
-    parts = split_spec(ref.spec)
+    parts = split_qualname(ref.qualname)
     if parts is None:
-        raise _bad_spec(ref, task, field)
+        raise _bad_name(ref, task, field)
     if parts[0] == [BUILTIN_MODULE]:
-        name = builtin_for(ref, None)
+        name = builtin_for(ref.qualname)
         if name is None:
-            raise fail(f"'!function {ref.spec}': no such lmeval built-in (known: {', '.join(sorted(BUILTIN_HOOKS))})",
+            known = ", ".join(sorted(BUILTIN_HOOKS))
+            raise fail(f"'!function {ref.qualname}': no such lmeval built-in (known: {known})",
                        file=ref.source, task=task, field=field)  # fmt: skip
-        return {"__function__": ref.spec, "builtin": name}
+        return builtin_data(ref.qualname, name)
     loc = locate(ref, task=task, field=field)
-    name = builtin_for(ref, loc)
+    name = builtin_for(ref.qualname, loc.path, loc.root)
     if name is not None:
-        return {"__function__": ref.spec, "builtin": name}
+        return builtin_data(ref.qualname, name)
     try:
-        return ref_data(ref.spec, loc.path, loc.root, loc.module)
+        return ref_data(ref.qualname, loc.path, loc.root, loc.module)
     except (CodeRefused, OSError) as e:
-        raise fail(f"'!function {ref.spec}': {e}", file=ref.source, task=task, field=field) from None
+        raise fail(f"'!function {ref.qualname}': {e}", file=ref.source, task=task, field=field) from None
 
 
 def as_data(ref: FunctionRef, *, with_path: bool, task: str | None = None, field: str | None = None) -> dict:
@@ -224,7 +206,7 @@ def as_data(ref: FunctionRef, *, with_path: bool, task: str | None = None, field
         return score_ref_data(ref, task=task, field=field)
     resolve(ref, task=task, field=field)
     loc = locate(ref, task=task, field=field)
-    return {"__function__": ref.spec, "sha256": sha256_file(loc.path)}
+    return hashed_data(ref.qualname, loc.path)
 
 
 def from_hydra_value(value: Any, base_dir: str | None, source: str | None) -> Any:

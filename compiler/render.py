@@ -107,45 +107,45 @@ class Renderer:
         try:
             return fn(doc)
         except Exception as e:  # noqa: BLE001
-            raise self._err(field, doc_id, f"function {ref.spec} failed: {type(e).__name__}: {e}") from None
+            raise self._err(field, doc_id, f"function {ref.qualname} failed: {type(e).__name__}: {e}") from None
 
-    def resolve_field(self, spec: Any, doc: dict[str, Any], field: str, doc_id: int | None) -> Any:
+    def resolve_field(self, value: Any, doc: dict[str, Any], field: str, doc_id: int | None) -> Any:
         """lm-eval's ``Task.resolve_field`` (description, gen_prefix): a doc key or a template."""
-        if spec:
-            if spec in doc:
-                return doc[spec]
-            return self._template(spec, field, doc, doc_id)
+        if value:
+            if value in doc:
+                return doc[value]
+            return self._template(value, field, doc, doc_id)
         return None
 
-    def prefix(self, spec: str | None, doc: dict[str, Any], doc_id: int | None) -> str | None:
+    def prefix(self, value: str | None, doc: dict[str, Any], doc_id: int | None) -> str | None:
         """``doc_to_prefix``: gen_prefix as a feature name or a template."""
-        if spec is None:
+        if value is None:
             return None
-        if spec in self.features:
-            return doc[spec]  # type: ignore[no-any-return]
-        return self._template(spec, "gen_prefix", doc, doc_id)
+        if value in self.features:
+            return doc[value]  # type: ignore[no-any-return]
+        return self._template(value, "gen_prefix", doc, doc_id)
 
-    def text(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_text") -> Any:
-        if isinstance(spec, int):
-            return spec
-        if isinstance(spec, str):
-            if spec in self.features:
-                return self._get(doc, spec, field, doc_id)
-            out = self._template(spec, field, doc, doc_id)
+    def text(self, value: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_text") -> Any:
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            if value in self.features:
+                return self._get(doc, value, field, doc_id)
+            out = self._template(value, field, doc, doc_id)
             if self.has_choice and out.isdigit():
                 return ast.literal_eval(out)
             return out
-        if isinstance(spec, FunctionRef):
-            return self._call(spec, field, doc, doc_id)
-        raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+        if isinstance(value, FunctionRef):
+            return self._call(value, field, doc, doc_id)
+        raise self._err(field, doc_id, f"unsupported value of type {type(value).__name__}")
 
-    def target(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_target") -> Any:
-        if isinstance(spec, int):
-            return spec
-        if isinstance(spec, str):
-            if spec in self.features:
-                return self._get(doc, spec, field, doc_id)
-            out = self._template(spec, field, doc, doc_id)
+    def target(self, value: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_target") -> Any:
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            if value in self.features:
+                return self._get(doc, value, field, doc_id)
+            out = self._template(value, field, doc, doc_id)
             if self.has_choice and out.isdigit():
                 return ast.literal_eval(out)
             if len(out) >= 2 and out[0] == "[" and out[-1] == "]":
@@ -154,32 +154,32 @@ class Renderer:
                 except (SyntaxError, ValueError):
                     return out
             return out
-        if isinstance(spec, list):
-            return spec
-        if isinstance(spec, FunctionRef):
-            return self._call(spec, field, doc, doc_id)
-        raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+        if isinstance(value, list):
+            return value
+        if isinstance(value, FunctionRef):
+            return self._call(value, field, doc, doc_id)
+        raise self._err(field, doc_id, f"unsupported value of type {type(value).__name__}")
 
-    def choice(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_choice") -> list[Any]:
-        if isinstance(spec, str):
-            if spec in self.features:
-                out = self._get(doc, spec, field, doc_id)
+    def choice(self, value: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_choice") -> list[Any]:
+        if isinstance(value, str):
+            if value in self.features:
+                out = self._get(doc, value, field, doc_id)
             else:
-                rendered = self._template(spec, field, doc, doc_id)
+                rendered = self._template(value, field, doc, doc_id)
                 try:
                     out = ast.literal_eval(rendered)
                 except (SyntaxError, ValueError):
                     raise self._err(
                         field, doc_id, f"template must render a Python list literal, got {rendered[:80]!r}"
                     ) from None
-        elif isinstance(spec, list):
-            out = spec
-        elif isinstance(spec, dict):
-            out = list(spec.values())
-        elif isinstance(spec, FunctionRef):
-            out = self._call(spec, field, doc, doc_id)
+        elif isinstance(value, list):
+            out = value
+        elif isinstance(value, dict):
+            out = list(value.values())
+        elif isinstance(value, FunctionRef):
+            out = self._call(value, field, doc, doc_id)
         else:
-            raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+            raise self._err(field, doc_id, f"unsupported value of type {type(value).__name__}")
         if not isinstance(out, list | tuple):
             raise self._err(field, doc_id, f"must give a list of choices, got {type(out).__name__}")
         return list(out)

@@ -13,14 +13,15 @@ from typing import Any
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef
 from lmeval.compiler.select import GroupInfo
-from lmeval.compiler.taskspec import TaskSpec
+from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.plans.funcref import name_data
 from lmeval.plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
 
 
 def _data(value: Any) -> Any:
     """The plan's data form of a config value, without importing anything (``!function`` → a reference)."""
     if isinstance(value, FunctionRef):
-        return {"__function__": value.spec}
+        return name_data(value.qualname)
     if isinstance(value, dict):
         return {str(k): _data(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -28,20 +29,20 @@ def _data(value: Any) -> Any:
     return value
 
 
-def _has_process_results(spec: TaskSpec) -> bool:
-    return spec.process_results is not None
+def _has_process_results(task: TaskConfig) -> bool:
+    return task.process_results is not None
 
 
-def check_task(spec: TaskSpec) -> None:
-    """Raise a CompileError for the first problem of ``spec``'s metric_list or filter_list."""
-    problems = check_metric_list(spec.output_type, _data(spec.metric_list), _has_process_results(spec))
-    problems += check_filter_list(_data(spec.filter_list))
+def check_task(task: TaskConfig) -> None:
+    """Raise a CompileError for the first problem of ``task``'s metric_list or filter_list."""
+    problems = check_metric_list(task.output_type, _data(task.metric_list), _has_process_results(task))
+    problems += check_filter_list(_data(task.filter_list))
     if problems:
         where, msg = problems[0]
-        raise fail(msg, file=spec.source, task=spec.name, field=where)
+        raise fail(msg, file=task.source, task=task.name, field=where)
 
 
-def check_groups(groups: list[GroupInfo], tasks: list[TaskSpec]) -> None:
+def check_groups(groups: list[GroupInfo], tasks: list[TaskConfig]) -> None:
     """Raise a CompileError when a group aggregates a metric none of its leaf tasks has."""
     by_group = {g.name: g for g in groups}
     by_task = {t.name: t for t in tasks}
@@ -57,8 +58,8 @@ def check_groups(groups: list[GroupInfo], tasks: list[TaskSpec]) -> None:
     for g in groups:
         if not g.aggregate_metric_list:
             continue
-        specs = [by_task[t] for t in leaves(g.name) if t in by_task]
-        produced = [produced_metrics(s.output_type, _data(s.metric_list), _has_process_results(s)) for s in specs]
+        members = [by_task[t] for t in leaves(g.name) if t in by_task]
+        produced = [produced_metrics(s.output_type, _data(s.metric_list), _has_process_results(s)) for s in members]
         for entry in g.aggregate_metric_list:
             problems = check_group_metric(entry, produced)
             if problems:

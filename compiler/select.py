@@ -15,7 +15,7 @@ from typing import Any
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import from_hydra_value
 from lmeval.compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
-from lmeval.compiler.taskspec import TaskSpec, build_spec
+from lmeval.compiler.taskconfig import TaskConfig, build_task_config
 from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular
 from lmeval.plans.scoring import check_group_metric
 
@@ -34,7 +34,7 @@ class GroupInfo:
 
 @dataclass
 class Selection:
-    tasks: list[TaskSpec] = field(default_factory=list)
+    tasks: list[TaskConfig] = field(default_factory=list)
     groups: list[GroupInfo] = field(default_factory=list)
     top: list[str] = field(default_factory=list)  # names as selected (for the default file name)
 
@@ -132,18 +132,18 @@ class Expander:
               default_name: str | None = None) -> list[str]:  # fmt: skip
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
-        spec = build_spec(cfg, source, default_name)
-        if spec.name in self._task_names:
+        task = build_task_config(cfg, source, default_name)
+        if task.name in self._task_names:
             raise fail(
-                f"task {spec.name!r} is selected twice (in {self._task_names[spec.name]} and in "
+                f"task {task.name!r} is selected twice (in {self._task_names[task.name]} and in "
                 f"{parents[-1] if parents else 'the task list'}); compile overlapping groups separately",
                 file=source,
-                task=spec.name,
+                task=task.name,
             )
-        self._task_names[spec.name] = parents[-1] if parents else "the task list"
-        spec.groups = list(reversed(parents))
-        self.sel.tasks.append(spec)
-        return [spec.name]
+        self._task_names[task.name] = parents[-1] if parents else "the task list"
+        task.groups = list(reversed(parents))
+        self.sel.tasks.append(task)
+        return [task.name]
 
     def _group(self, name: str, raw: dict[str, Any], source: str | None, overrides: dict[str, Any] | None,
                parents: list[str], namespace: bool) -> str:  # fmt: skip

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lmeval.plans.funcref import is_user_ref
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("run", help="compile, execute and score in one go; prints the results directory last")
@@ -69,7 +71,7 @@ def _check_user_code(plan: Path, trusted: bool, include: Any) -> None:
 
 def _refs(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, dict):
-        if "__function__" in value and "builtin" not in value:
+        if is_user_ref(value):
             yield value
         else:
             for v in value.values():

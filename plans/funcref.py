@@ -1,8 +1,9 @@
-"""User Python named by a task (``!function module.attr``): how a reference is recorded, found and loaded.
-One rule for the compiler (which records references and runs prompt-shaping functions) and the scorer
-(which runs scoring hooks only with the user's ``--trust-code``).
+"""User Python named by a task (``!function module.attr``): the plan's record of a reference. The one
+definition of its format (keys, validation, hashing, the built-in table) for the compiler, which writes it,
+and the scorer, which reads it; finding and loading the recorded code again is ``plans/funcload.py``.
 
-A reference in a plan is data, and holds no machine path (plans are byte-identical wherever files live)::
+A reference in a plan is data, and holds no machine path (plans are byte-identical wherever files live).
+A user scoring hook (``ref_data``; run by the scorer only with the user's ``--trust-code``)::
 
     {"__function__": "utils.pass_at_k",          # the name as the YAML wrote it
      "file": "utils.py",                         # the module file, relative to its task folder
@@ -10,34 +11,19 @@ A reference in a plan is data, and holds no machine path (plans are byte-identic
      "files": {"utils.py": "...", "helpers/x.py": "..."}}   # every .py of the task folder, hashed at compile
 
 (the task folder is the folder of the YAML that wrote the ``!function``), or, for a function of an importable
-installed module, ``{"__function__", "module", "sha256"}``.
-
-Finding the code again (``find_task_folder``): the scorer is given folders to search (``lmeval score
---include-path DIR``; ``lmeval run`` passes its own ``run.include_path``), then lmeval's ``conf/task`` and
-lm-eval's installed task folders (``default_task_roots``). The task folder is a folder under one of them
-whose ``file`` has the recorded sha256 and whose every recorded file matches its hash: content, not place,
-identifies it. An installed module is found by importing its spec, and its file must match the sha256.
-
-Loading (``load_module``) never reads bytecode caches: each module file under the task folder is read as
-source, checked against its recorded hash, compiled and executed. Imports the code makes while loading
-(``import sibling``, ``from pkg.task_dir import helper``) that resolve to a file under the folder go through
-the same check, so a file that was not hashed at compile time, or changed since, is refused before it runs,
-and a planted ``__pycache__/*.pyc`` is never used.
+installed module, ``{"__function__", "module", "sha256"}``. ``user_ref_problem`` is the reader's check of
+these. One of lmeval's own sandboxed hooks (``builtin_for``, ``builtin_data``): ``{"__function__",
+"builtin": NAME}``. A prompt-shaping function, already run at compile time (``hashed_data``):
+``{"__function__", "sha256"}``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import os
 import re
-import sys
-import threading
-import types
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +35,7 @@ _SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
 _INSTALLED = {"site-packages", "dist-packages"}
 
 
-def _installed_tree(rel_parts: tuple[str, ...]) -> bool:
+def installed_tree(rel_parts: tuple[str, ...]) -> bool:
     return any(p in _INSTALLED for p in rel_parts)
 
 
@@ -57,10 +43,82 @@ class CodeRefused(Exception):
     """A module file is not the one the plan recorded (changed, never hashed, or outside its folder)."""
 
 
-def split_spec(spec: str) -> tuple[list[str], str] | None:
+# --- the record's format: the only code that spells its keys -------------------------------------------------
+
+KEY = "__function__"  # the name as the YAML wrote it; the key that marks a value as a reference
+
+
+def is_ref(obj: Any) -> bool:
+    """A function reference in the plan's data form (any recorded kind)."""
+    return isinstance(obj, dict) and isinstance(obj.get(KEY), str)
+
+
+def is_user_ref(obj: Any) -> bool:
+    """A reference to user code (not one of lmeval's built-ins): what needs ``--trust-code`` to run."""
+    return is_ref(obj) and obj.get("builtin") is None
+
+
+def ref_qualname(ref: Mapping[str, Any]) -> str:
+    return str(ref.get(KEY, ""))
+
+
+def ref_attr(ref: Mapping[str, Any]) -> str:
+    """The function's own name (lm-eval names a callable metric by ``__name__``)."""
+    return ref_qualname(ref).rpartition(".")[2]
+
+
+def name_data(qualname: str) -> dict[str, Any]:
+    """A reference by name only: what the compiler's scoring checks look at before anything is located."""
+    return {KEY: qualname}
+
+
+def builtin_data(qualname: str, builtin: str) -> dict[str, Any]:
+    return {KEY: qualname, "builtin": builtin}
+
+
+def hashed_data(qualname: str, path: Path) -> dict[str, Any]:
+    """A prompt-shaping function, already run at compile time: its name and its module file's hash."""
+    return {KEY: qualname, "sha256": sha256_file(path)}
+
+
+def describe_ref(ref: Mapping[str, Any]) -> str:
+    """Where a user reference's code comes from, in words."""
+    if isinstance(ref.get("module"), str):
+        return f"from installed module {ref['module']}"
+    if isinstance(ref.get("file"), str):
+        return f"from {ref['file']} of its task folder"
+    return "(no file recorded)"
+
+
+def user_ref_problem(ref: Mapping[str, Any]) -> str | None:
+    """Why a recorded user reference cannot be located (one phrase), or None when it is well formed: a
+    module.function name, a sha256, and either an installed module or a task-folder file whose folder's
+    file list holds only relative paths inside it and records the same sha256 for the file."""
+    qual = ref_qualname(ref)
+    if split_qualname(qual) is None:
+        return f"function reference {qual!r} is not module.function"
+    want, module, rel, files = ref.get("sha256"), ref.get("module"), ref.get("file"), ref.get("files")
+    if not isinstance(want, str) or not want or not (isinstance(module, str) or isinstance(rel, str)):
+        return f"function reference {qual} has no file and sha256; refusing it (recompile the plan)"
+    if isinstance(module, str):
+        return None
+    if (
+        not isinstance(files, dict)
+        or not all(valid_relpath(k) and isinstance(v, str) for k, v in files.items())
+        or not valid_relpath(rel)
+        or files.get(rel) != want
+    ):
+        return f"function reference {qual} has a malformed file list; recompile the plan"
+    return None
+
+
+# --- names, hashes, locations --------------------------------------------------------------------------------
+
+
+def split_qualname(qualname: str) -> tuple[list[str], str] | None:
     """``a.b.f`` -> (["a", "b"], "f"); None unless every part is a plain identifier (no leading dots, no
     slashes, no empty parts), so a reference can never name a path."""
-    parts = spec.split(".")
+    parts = qualname.split(".")
     if len(parts) < 2 or not all(_IDENT.match(p) for p in parts):
         return None
     return parts[:-1], parts[-1]
@@ -78,15 +136,22 @@ def is_inside(path: Path, root: Path) -> bool:
     return True
 
 
-def hash_tree(root: Path) -> dict[str, str]:
-    """sha256 of every ``.py`` file under ``root`` (relative POSIX path -> hash), bytecode caches skipped."""
-    out: dict[str, str] = {}
+def walk_code(root: Path) -> Iterator[tuple[str, list[str]]]:
+    """``os.walk`` over a task folder's own code, sorted: bytecode caches, VCS folders, installed packages
+    and virtualenvs skipped. Yields (folder, file names)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d
             for d in dirnames
             if d not in _SKIP_DIRS and d not in _INSTALLED and not (Path(dirpath) / d / "pyvenv.cfg").exists()
         )
+        yield dirpath, filenames
+
+
+def hash_tree(root: Path) -> dict[str, str]:
+    """sha256 of every ``.py`` file under ``root`` (relative POSIX path -> hash), bytecode caches skipped."""
+    out: dict[str, str] = {}
+    for dirpath, filenames in walk_code(root):
         for name in sorted(filenames):
             if name.endswith(".py"):
                 p = Path(dirpath) / name
@@ -97,111 +162,10 @@ def hash_tree(root: Path) -> dict[str, str]:
     return out
 
 
-class _VerifiedSource(importlib.abc.Loader):
-    """Executes a module from its source bytes after checking them against the recorded hash."""
-
-    def __init__(self, path: Path, want: str) -> None:
-        self.path = path
-        self.want = want
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return None
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        data = self.path.read_bytes()
-        got = hashlib.sha256(data).hexdigest()
-        if got != self.want:
-            raise CodeRefused(f"{self.path} changed since it was hashed (sha256 {got[:12]} != {self.want[:12]})")
-        module.__file__ = str(self.path)
-        code = compile(data, str(self.path), "exec", dont_inherit=True)
-        exec(code, module.__dict__)  # noqa: S102 - the user consented to this exact file content
-
-
-class _TreeGuard(importlib.abc.MetaPathFinder):
-    """While a task module loads: imports resolving to a file under ``root`` load only hashed source."""
-
-    def __init__(self, root: Path, files: Mapping[str, str]) -> None:
-        self.root = root
-        self.files = dict(files)
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or not spec.origin or not spec.has_location:
-            return None
-        origin = Path(spec.origin).resolve()
-        if not is_inside(origin, self.root):
-            return None
-        relpath = origin.relative_to(self.root)
-        if _installed_tree(relpath.parts):
-            return None
-        rel = relpath.as_posix()
-        want = self.files.get(rel)
-        if want is None:
-            raise CodeRefused(f"{origin} was not hashed when the plan was compiled; recompile the plan")
-        loader = _VerifiedSource(origin, want)
-        search = spec.submodule_search_locations
-        return importlib.util.spec_from_file_location(fullname, origin, loader=loader,
-                                                      submodule_search_locations=search)  # fmt: skip
-
-
-_LOCK = threading.RLock()
-
-
-def load_module(path: Path, root: Path, files: Mapping[str, str], name: str) -> types.ModuleType:
-    """Execute the module file ``path`` (under ``root``) from verified source, with every import of a file
-    under ``root`` verified against ``files`` too. Raises CodeRefused for an unhashed or changed file."""
-    path = path.resolve()
-    root = root.resolve()
-    if not is_inside(path, root):
-        raise CodeRefused(f"{path} is outside its task folder {root}")
-    rel = path.relative_to(root).as_posix()
-    want = files.get(rel)
-    if want is None:
-        raise CodeRefused(f"{path} has no recorded sha256")
-    guard = _TreeGuard(root, files)
-    with _LOCK:
-        # modules already imported from this folder (by anything) would bypass the checks: forget them
-        _forget(root)
-        spec = importlib.util.spec_from_file_location(name, path, loader=_VerifiedSource(path, want))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.meta_path.insert(0, guard)
-        sys.path.insert(0, str(path.parent))
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-        finally:
-            sys.meta_path.remove(guard)
-            try:
-                sys.path.remove(str(path.parent))
-            except ValueError:
-                pass
-            # the folder's modules stay reachable from the hook's globals, but not by name: a later load
-            # (another task folder with a module of the same name) must not be handed these
-            _forget(root)
-    return module
-
-
-def _forget(root: Path) -> None:
-    for key, mod in list(sys.modules.items()):
-        f = getattr(mod, "__file__", None)
-        if f and is_inside(Path(f).resolve(), root):
-            del sys.modules[key]
-
-
-def module_name_for(path: Path, digest: str) -> str:
-    return f"_lmeval_fn_{digest[:16]}_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}"
-
-
-def ref_data(spec: str, path: Path, root: Path | None, module: str | None) -> dict[str, Any]:
-    """The plan's record of a reference (see the module docstring): ``path`` relative to ``root`` for a
-    task-folder module, the module name for an installed one; never an absolute path."""
-    out: dict[str, Any] = {"__function__": spec}
+def ref_data(qualname: str, path: Path, root: Path | None, module: str | None) -> dict[str, Any]:
+    """The plan's record of a user scoring hook (see the module docstring): ``path`` relative to ``root`` for
+    a task-folder module, the module name for an installed one; never an absolute path."""
+    out: dict[str, Any] = {KEY: qualname}
     if root is not None:
         root = root.resolve()
         real = path.resolve()
@@ -231,100 +195,23 @@ def valid_relpath(rel: object) -> bool:
     return not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
 
+def module_file(module: str) -> Path | None:
+    """The source file an importable module would load from (resolved), found without running it (its parent
+    packages may import); None when there is no such file. Errors finding it (a broken parent) propagate."""
+    module_spec = importlib.util.find_spec(module)
+    origin = getattr(module_spec, "origin", None) if module_spec is not None else None
+    if not origin or not Path(origin).is_file():
+        return None
+    return Path(origin).resolve()
+
+
 def lm_eval_tasks_dir() -> Path | None:
     """lm-eval's installed task folders (``.../lm_eval/tasks``), found without importing lm_eval."""
     try:
-        spec = importlib.util.find_spec("lm_eval")
+        init = module_file("lm_eval")
     except Exception:  # noqa: BLE001
         return None
-    if spec is None or not spec.origin:
-        return None
-    return Path(spec.origin).resolve().parent / "tasks"
-
-
-# lmeval's own task configs (compiler.config.CONF_DIR / "task"); plans may not import the compiler
-CONF_TASK_DIR = Path(__file__).resolve().parent.parent / "conf" / "task"
-
-
-def default_task_roots() -> list[Path]:
-    """Where task folders are looked for after the ones the user names: lmeval's conf/task and lm-eval's
-    installed tasks (the two catalogs a task name resolves in besides ``run.include_path``)."""
-    roots = [CONF_TASK_DIR]
-    lm = lm_eval_tasks_dir()
-    if lm is not None:
-        roots.append(lm)
-    return [r for r in roots if r.is_dir()]
-
-
-@dataclass(frozen=True)
-class Changed:
-    """A file of a candidate task folder whose content is not the recorded one."""
-
-    path: Path
-    now: str  # its sha256 now ("" when it cannot be read)
-    want: str
-
-
-@dataclass(frozen=True)
-class FolderSearch:
-    folder: Path | None  # the task folder: every recorded file matches (None when there is none)
-    changed: Changed | None  # else the nearest candidate's first mismatch, when one is telling
-
-
-def _folders(root: Path) -> Iterator[Path]:
-    """``root`` and every folder under it, sorted, skipped as ``hash_tree`` skips them."""
-    for dirpath, dirnames, _ in os.walk(root):
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in _SKIP_DIRS and d not in _INSTALLED and not (Path(dirpath) / d / "pyvenv.cfg").exists()
-        )
-        yield Path(dirpath)
-
-
-def first_mismatch(folder: Path, files: Mapping[str, str]) -> Changed | None:
-    """The first recorded file (sorted) under ``folder`` that is missing or not its recorded content."""
-    for rel, want in sorted(files.items()):
-        f = folder / rel
-        try:
-            now = sha256_file(f)
-        except OSError:
-            return Changed(f, "", want)
-        if now != want:
-            return Changed(f, now, want)
-    return None
-
-
-def find_task_folder(rel: str, files: Mapping[str, str], roots: Sequence[Path],
-                     defaults: Sequence[Path] = ()) -> FolderSearch:  # fmt: skip
-    """The folder under ``roots`` (then ``defaults``) holding ``rel`` with every file of ``files`` as
-    recorded (the first in sorted walk order: all such folders hold the same code). When none does, the
-    mismatch to report: a folder whose ``rel`` matches but another file does not; else, under ``roots``
-    only, the one folder holding ``rel`` at all (the module itself changed)."""
-    want = files[rel]
-    module_match: Changed | None = None
-    for group, is_default in ((roots, False), (defaults, True)):
-        holding: list[Path] = []
-        for root in group:
-            if not root.is_dir():
-                continue
-            for d in _folders(root.resolve()):
-                f = d / rel
-                if not f.is_file() or not is_inside(f.resolve(), d):
-                    continue
-                holding.append(d)
-                try:
-                    if sha256_file(f) != want:
-                        continue
-                except OSError:
-                    continue
-                bad = first_mismatch(d, files)
-                if bad is None:
-                    return FolderSearch(d, None)
-                module_match = module_match or bad
-        if module_match is None and not is_default and len(holding) == 1:
-            module_match = first_mismatch(holding[0], files)
-    return FolderSearch(None, module_match)
+    return None if init is None else init.parent / "tasks"
 
 
 # lmeval's built-in scoring hooks (implemented by the scorer, run in its sandbox), named in task configs as
@@ -346,3 +233,21 @@ LM_EVAL_CODE_HOOKS = {
     ("mbpp", "pass_at_1"): "pass_at_1",
     ("mbpp", "build_predictions"): "mbpp_build_predictions",
 }
+
+
+def builtin_for(qualname: str, path: Path | None = None, root: Path | None = None) -> str | None:
+    """The built-in a reference is recorded as, or None: ``lmeval_builtin.NAME`` names one directly (a
+    known NAME); lm-eval's own humaneval/mbpp hooks (``utils.py`` of its installed task folder ``root``,
+    ``path`` the module file) map to the sandboxed equivalents."""
+    parts = split_qualname(qualname)
+    if parts is None:
+        return None
+    mod_parts, attr = parts
+    if mod_parts == [BUILTIN_MODULE]:
+        return attr if attr in BUILTIN_HOOKS else None
+    if path is None or root is None or path.name != "utils.py":
+        return None
+    tasks = lm_eval_tasks_dir()
+    if tasks is None or root.parent != tasks:
+        return None
+    return LM_EVAL_CODE_HOOKS.get((root.name, attr))

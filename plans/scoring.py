@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmeval.plans.funcref import is_ref, ref_attr
+
 # option kinds: how an option's value is checked
 BOOL, INT, POS_INT, INTS, NUMBER, STR, REGEX, REGEXES, MAPPING, FUNCTION, ANY = (
     "bool", "int", "pos_int", "ints", "number", "str", "regex", "regexes", "mapping", "function", "any",
@@ -117,11 +119,6 @@ FILTERS: dict[str, Filter] = {
 Problem = tuple[str, str]  # (field, message)
 
 
-def is_function(v: Any) -> bool:
-    """A ``!function`` reference in the plan's data form."""
-    return isinstance(v, dict) and isinstance(v.get("__function__"), str)
-
-
 def compile_regex(pattern: str) -> str | None:
     """None when ``pattern`` compiles with the engine the scorer runs it with (Python's ``re``; polars only
     runs patterns translated exactly from it, see scorer/regex_compat.py), else the error."""
@@ -183,7 +180,7 @@ def check_value(kind: str, v: Any) -> str | None:
     if kind == MAPPING:
         return None if isinstance(v, dict) else f"must be a mapping, got {v!r}"
     if kind == FUNCTION:
-        return None if is_function(v) else f"must be a '!function module.fn' reference, got {v!r}"
+        return None if is_ref(v) else f"must be a '!function module.fn' reference, got {v!r}"
     if kind == REGEX:
         if not isinstance(v, str):
             return f"must be a regular expression (a string), got {v!r}"
@@ -215,8 +212,8 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
             continue
         raw = mc["metric"]
         builtin: Metric | None = None
-        if is_function(raw):
-            name = str(raw["__function__"]).rpartition(".")[2]
+        if is_ref(raw):
+            name = ref_attr(raw)
         elif isinstance(raw, str) and raw:
             name = raw
             builtin = METRICS.get(METRIC_ALIASES.get(raw, raw))
@@ -252,7 +249,7 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
                     aggs = ", ".join(AGGREGATIONS)
                     msg = f"unknown aggregation {agg!r}{_hint(agg, AGGREGATIONS)}; known: {aggs} or a '!function'"
                     out.append((f"{where}.aggregation", msg))
-            elif not is_function(agg):
+            elif not is_ref(agg):
                 out.append((f"{where}.aggregation", f"must be an aggregation name or a '!function', got {agg!r}"))
         elif builtin is None:
             out.append((f"{where}.aggregation", f"metric {name!r} needs an aggregation (none is known for it)"))
@@ -292,7 +289,7 @@ def check_filter_list(filter_list: Any) -> list[Problem]:
         for j, st in enumerate(steps):
             sw = f"{where}.filter[{j}]"
             fn = st.get("function") if isinstance(st, dict) else None
-            if is_function(fn):  # lm-eval's filter classes: the scorer runs user filters as ``custom`` steps
+            if is_ref(fn):  # lm-eval's filter classes: the scorer runs user filters as ``custom`` steps
                 out.append((f"{sw}.function", f"filter {name!r}: a '!function' filter class is not supported; "
                                               f"use function: custom with filter_fn: '!function module.fn' "
                                               f"(fn(resps, docs) -> filtered resps)"))  # fmt: skip
@@ -321,7 +318,7 @@ def produced_metrics(output_type: str, metric_list: Any, process_results: bool) 
     names: set[str] = set()
     for mc in metric_list if isinstance(metric_list, list) else []:
         raw = mc.get("metric") if isinstance(mc, dict) else None
-        if process_results or is_function(raw) or not isinstance(raw, str):
+        if process_results or is_ref(raw) or not isinstance(raw, str):
             return None
         if METRIC_ALIASES.get(raw, raw) in MULTI_KEY_METRICS:
             return None

@@ -17,7 +17,7 @@ from lmeval.scorer.errors import ScoreError
 
 
 @dataclass
-class MetricSpec:
+class MetricEntry:
     name: str  # the metric's name in metric_list (lm-eval's key into its metric tables)
     builtin: str | None  # our implementation, or None for a user callable / process_results key
     fn: Callable[..., Any] | None = None  # user metric function (trusted reference)
@@ -26,7 +26,7 @@ class MetricSpec:
 
 @dataclass
 class TaskMetrics:
-    metrics: list[MetricSpec]
+    metrics: list[MetricEntry]
     aggregation: dict[str, str | Callable[..., Any]]  # result key -> aggregation (grows with dict results)
     higher_is_better: dict[str, Any]
     process_results: Callable[..., Any] | None = None
@@ -45,17 +45,17 @@ def resolve(
         if not pyref.is_ref(pr_ref):
             raise ScoreError(f"task {task}: process_results must be a function reference, got {pr_ref!r}")
         process_results = pyref.load_ref(pr_ref, trust, f"task {task}: process_results")
-    specs: list[MetricSpec] = []
+    entries: list[MetricEntry] = []
     aggs: dict[str, str | Callable[..., Any]] = {}
     hib: dict[str, Any] = {}
     if not metric_list:
         if output_type not in DEFAULT_METRICS:
             raise ScoreError(f"task {task}: unknown output_type {output_type!r}")
         for name in DEFAULT_METRICS[output_type]:
-            specs.append(MetricSpec(name, name))
+            entries.append(MetricEntry(name, name))
             aggs[name] = METRICS[name].aggregation
             hib[name] = METRICS[name].higher_is_better
-        return TaskMetrics(specs, aggs, hib, process_results)
+        return TaskMetrics(entries, aggs, hib, process_results)
     for i, mc in enumerate(metric_list):
         if not isinstance(mc, dict) or "metric" not in mc:
             raise ScoreError(f"task {task}: metric_list[{i}] has no 'metric'")
@@ -82,7 +82,7 @@ def resolve(
             builtin, fn = None, None
         if builtin == "exact_match":
             _check_exact_match(task, kwargs)
-        specs.append(MetricSpec(name, builtin, fn, kwargs))
+        entries.append(MetricEntry(name, builtin, fn, kwargs))
         if "aggregation" in mc:
             agg = mc["aggregation"]
             if isinstance(agg, str):
@@ -103,7 +103,7 @@ def resolve(
         else:
             b = METRICS.get(METRIC_ALIASES.get(name, name))
             hib[name] = b.higher_is_better if b else None
-    return TaskMetrics(specs, aggs, hib, process_results)
+    return TaskMetrics(entries, aggs, hib, process_results)
 
 
 def _check_exact_match(task: str, kwargs: dict[str, Any]) -> None:

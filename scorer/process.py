@@ -64,17 +64,17 @@ def _rouge(references: list[Any], predictions: list[Any]) -> dict[str, float]:
 
 
 def _call_gen_metric(
-    spec_builtin: str | None, fn: Any, gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]
+    builtin: str | None, fn: Any, gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]
 ) -> Any:
-    if spec_builtin == "exact_match":
+    if builtin == "exact_match":
         return {"exact_match": exact_match_np(predictions=[result], references=[gold], **kwargs)}
-    if spec_builtin in ("bleu", "chrf", "chrf++", "ter", "bypass"):
-        return None if spec_builtin == "bypass" else [gold, result]
-    if spec_builtin == "rouge":
+    if builtin in ("bleu", "chrf", "chrf++", "ter", "bypass"):
+        return None if builtin == "bypass" else [gold, result]
+    if builtin == "rouge":
         return _rouge([gold], [result])
-    if spec_builtin == "pass_at_k":
+    if builtin == "pass_at_k":
         return pass_at_k([gold], [result], **kwargs)
-    if spec_builtin == "jsonl_spec":
+    if builtin == "jsonl_spec":
         from lmeval.scorer import spec_scoring  # type: ignore[attr-defined]
 
         return dict(spec_scoring.score_spec_doc(doc, result))
@@ -83,8 +83,8 @@ def _call_gen_metric(
             return fn(references=[gold], predictions=[result], **kwargs)
         except TypeError:
             return fn([gold, result])
-    if spec_builtin is not None:
-        raise ScoreError(f"metric {spec_builtin!r} does not apply to generate_until tasks")
+    if builtin is not None:
+        raise ScoreError(f"metric {builtin!r} does not apply to generate_until tasks")
     raise ScoreError("metric has no implementation")
 
 
@@ -106,32 +106,32 @@ def generate_doc(
     elif type(gold) is not type(result) and not ("bypass" in names or isinstance(result, list)):
         gold = type(result)(gold)
     out: dict[str, Any] = {}
-    for spec in tm.metrics:
+    for entry in tm.metrics:
         if multiple_target:
             if not isinstance(gold, list):
                 gold = [gold]
-            if spec.builtin == "exact_match":
-                s = exact_match_np(predictions=[result for _ in range(len(gold))], references=gold, **spec.kwargs)
+            if entry.builtin == "exact_match":
+                s = exact_match_np(predictions=[result for _ in range(len(gold))], references=gold, **entry.kwargs)
                 score: Any = 1.0 if s > 0.0 else 0.0
             else:
                 scores = []
                 for g in gold:
-                    r = _call_gen_metric(spec.builtin, spec.fn, g, result, spec.kwargs, doc)
+                    r = _call_gen_metric(entry.builtin, entry.fn, g, result, entry.kwargs, doc)
                     if isinstance(r, dict):
-                        r = r[spec.name]
+                        r = r[entry.name]
                     scores.append(r)
                 score = 1.0 if any(scores) else 0.0
         else:
-            score = _call_gen_metric(spec.builtin, spec.fn, gold, result, spec.kwargs, doc)
+            score = _call_gen_metric(entry.builtin, entry.fn, gold, result, entry.kwargs, doc)
         if isinstance(score, dict):
             for k, v in score.items():
                 out[k] = v
-                if k not in tm.aggregation and spec.name in tm.aggregation:
-                    tm.aggregation[k] = tm.aggregation[spec.name]
-                if k not in tm.higher_is_better and spec.name in tm.higher_is_better:
-                    tm.higher_is_better[k] = tm.higher_is_better[spec.name]
+                if k not in tm.aggregation and entry.name in tm.aggregation:
+                    tm.aggregation[k] = tm.aggregation[entry.name]
+                if k not in tm.higher_is_better and entry.name in tm.higher_is_better:
+                    tm.higher_is_better[k] = tm.higher_is_better[entry.name]
         else:
-            out[spec.name] = score
+            out[entry.name] = score
     return out
 
 

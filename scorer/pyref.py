@@ -10,7 +10,7 @@ The compiler records each hook as data, never as code (``plans/funcref.py`` has 
   ``--include-path`` folders (then conf/task and lm-eval's tasks) whose module file and every other Python
   file match the sha256 recorded at compile time. Imports of files under that folder load only hashed
   source (bytecode caches are never read). A reference without a sha256 is refused. An installed module is
-  found by its import spec; its file must match the recorded sha256.
+  found by its import machinery; its file must match the recorded sha256.
 
 A hook whose module needs a package that is not installed (lm-eval's ifeval needs ``langdetect``) fails
 with one line naming the package.
@@ -19,36 +19,37 @@ with one line naming the package.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.funcref import (
-    CodeRefused,
+from lmeval.plans.funcload import (
     FolderSearch,
     default_task_roots,
     find_task_folder,
     first_mismatch,
     load_module,
     module_name_for,
+)
+from lmeval.plans.funcref import (
+    CodeRefused,
+    describe_ref,
+    is_ref,
+    module_file,
+    ref_attr,
+    ref_qualname,
     sha256_file,
-    split_spec,
-    valid_relpath,
+    user_ref_problem,
 )
 from lmeval.scorer.errors import ScoreError
 
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
-def is_ref(obj: Any) -> bool:
-    return isinstance(obj, dict) and "__function__" in obj
+__all__ = ["Trust", "is_ref", "load_ref", "locate_ref", "ref_name"]
 
-
-def ref_name(ref: dict[str, Any]) -> str:
-    """The attribute name of a reference (lm-eval names a callable metric by ``__name__``)."""
-    return str(ref["__function__"]).rsplit(".", 1)[-1]
+ref_name = ref_attr  # the attribute name of a reference (lm-eval names a callable metric by ``__name__``)
 
 
 def _missing_package(e: ModuleNotFoundError, where: str, qual: str) -> ScoreError:
@@ -83,42 +84,25 @@ class Located:
     digest: str
 
 
-def _describe(ref: dict[str, Any]) -> str:
-    if isinstance(ref.get("module"), str):
-        return f"from installed module {ref['module']}"
-    if isinstance(ref.get("file"), str):
-        return f"from {ref['file']} of its task folder"
-    return "(no file recorded)"
-
-
 def locate_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Located | None:
     """Where a user reference's code is now, every hash checked, nothing imported; None for a built-in.
     A ScoreError (one line) without ``trust``, for a reference without a sha256, or when no folder holds
     the recorded files."""
     if ref.get("builtin") is not None:
         return None
-    qual = str(ref.get("__function__", ""))
+    qual = ref_qualname(ref)
     if trust is None:
         raise ScoreError(
-            f"{where}: scoring needs user code {qual} {_describe(ref)}; rerun with --trust-code if you trust that code"
+            f"{where}: scoring needs user code {qual} {describe_ref(ref)}; rerun with --trust-code if you trust "
+            "that code"
         )
-    if split_spec(qual) is None:
-        raise ScoreError(f"{where}: function reference {qual!r} is not module.function")
-    want = ref.get("sha256")
-    module, rel = ref.get("module"), ref.get("file")
-    if not isinstance(want, str) or not want or not (isinstance(module, str) or isinstance(rel, str)):
-        raise ScoreError(f"{where}: function reference {qual} has no file and sha256; refusing it (recompile the plan)")
+    problem = user_ref_problem(ref)
+    if problem is not None:
+        raise ScoreError(f"{where}: {problem}")
+    want, module, rel, files = ref["sha256"], ref.get("module"), ref.get("file"), ref.get("files")
     if isinstance(module, str):
         return _locate_installed(module, want, where, qual)
-    files = ref.get("files")
-    if (
-        not isinstance(files, dict)
-        or not all(valid_relpath(k) and isinstance(v, str) for k, v in files.items())
-        or not valid_relpath(rel)
-        or files.get(rel) != want
-    ):
-        raise ScoreError(f"{where}: function reference {qual} has a malformed file list; recompile the plan")
-    assert isinstance(rel, str)
+    assert isinstance(rel, str) and isinstance(files, dict)
     found = _find(rel, files, trust)
     if found.folder is not None:
         path = found.folder / rel
@@ -157,15 +141,14 @@ def _find(rel: str, files: dict[str, str], trust: Trust) -> FolderSearch:
 
 def _locate_installed(module: str, want: str, where: str, qual: str) -> Located:
     try:
-        spec = importlib.util.find_spec(module)
+        found = module_file(module)
     except ModuleNotFoundError as e:
         raise _missing_package(e, where, qual) from None
     except Exception as e:  # noqa: BLE001 - a parent package that fails to import
         raise ScoreError(f"{where}: finding module {module} failed: {type(e).__name__}: {e}") from None
-    origin = getattr(spec, "origin", None) if spec is not None else None
-    if spec is None or not origin or not Path(origin).is_file():
+    if found is None:
         raise ScoreError(f"{where}: {qual} needs the module {module!r}, which is not importable here")
-    path = Path(origin).resolve()
+    path = found
     try:
         digest = sha256_file(path)
     except OSError as e:
@@ -180,7 +163,7 @@ def _locate_installed(module: str, want: str, where: str, qual: str) -> Located:
 
 def load_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Callable[..., Any]:
     """The referenced function; ``where`` names task and field for error messages."""
-    qual = str(ref.get("__function__", ""))
+    qual = ref_qualname(ref)
     builtin = ref.get("builtin")
     if builtin is not None:
         from lmeval.scorer.codehooks import HOOKS
@@ -191,10 +174,9 @@ def load_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Callable[.
         return fn
     loc = locate_ref(ref, trust, where)
     assert loc is not None
-    parts = split_spec(qual)
-    assert parts is not None
+    attr = ref_attr(ref)
     if loc.root is None:
-        return _installed(str(ref["module"]), loc.path, parts[1], where, qual)
+        return _installed(str(ref["module"]), loc.path, attr, where, qual)
     key = (str(loc.path), loc.digest)
     module = _LOADED.get(key)
     if module is None:
@@ -207,7 +189,7 @@ def load_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Callable[.
         except Exception as e:  # noqa: BLE001 - the user's module failed while loading
             raise ScoreError(f"{where}: importing {loc.path} failed: {type(e).__name__}: {e}") from None
         _LOADED[key] = module
-    return _attr(module, parts[1], where, loc.path)
+    return _attr(module, attr, where, loc.path)
 
 
 def _installed(module_name: str, path: Path, attr: str, where: str, qual: str) -> Callable[..., Any]:

@@ -38,18 +38,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from lmeval.plans.errors import UserError
+from lmeval.plans.jsonl_spec import MCQ_LETTERS, METRICS, POST_PROCESS
 
-RULES = (
-    "none",
-    "strip_whitespace",
-    "lower",
-    "extract_letter",
-    "extract_code_block",
-    "extract_first_line",
-)
-METRICS = ("exact_match", "f1", "bleu_4", "rouge_l", "accuracy", "code_exec")
 NORMALISING_RULES = frozenset({"none", "strip_whitespace", "lower"})
-LETTERS = "ABCDE"
 FENCE = "```"
 
 
@@ -62,7 +53,7 @@ class SpecScoringError(UserError):
 
 def _extract_letter(text: str) -> str:
     for ch in text:
-        if ch in LETTERS:
+        if ch in MCQ_LETTERS:
             return ch
     return ""
 
@@ -106,7 +97,7 @@ def post_process(rule: str, text: str) -> str:
     try:
         func = _RULE_FUNCS[rule]
     except KeyError:
-        known = ", ".join(RULES)
+        known = ", ".join(POST_PROCESS)
         raise SpecScoringError(f"unknown post_process rule {rule!r} (expected one of {known})") from None
     return func(text)
 

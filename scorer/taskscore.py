@@ -218,14 +218,14 @@ def _score_generate(
         preds_df = g.select("doc_id").join(preds_df, on="doc_id", how="left", maintain_order="left")
     preds, golds = preds_df["v"], golds_series
     values: dict[str, Any] = {}
-    for spec in tm.metrics:
-        if spec.builtin == "exact_match":
+    for entry in tm.metrics:
+        if entry.builtin == "exact_match":
             try:
-                values["exact_match"] = fast.exact_match(preds, golds, spec.kwargs, cache)
+                values["exact_match"] = fast.exact_match(preds, golds, entry.kwargs, cache)
             except TypeError as e:
                 raise ScoreError(f"task {ts.name}: metric exact_match: {e}") from None
         else:
-            values[spec.name] = [[a, b] for a, b in zip(golds.to_list(), preds.to_list(), strict=True)]
+            values[entry.name] = [[a, b] for a, b in zip(golds.to_list(), preds.to_list(), strict=True)]
     return FilterScores(filt, g["doc_id"], values, preds.alias("filtered"))
 
 

@@ -47,8 +47,9 @@ reported on the later line.
 """
 
 from lmeval.compiler.spec.load import SPEC_VERSION, SpecError, SpecTask, load_spec_task, render_prompt, spec_doc
-from lmeval.compiler.spec.rules import CATEGORIES, GENERATION_KWARGS, LEGAL, METRICS, POST_PROCESS, RULES
+from lmeval.compiler.spec.rules import GENERATION_KWARGS, LEGAL, RULES
 from lmeval.compiler.spec.validate import SpecIssue, SpecReadError, SpecReport, check_record, validate_file
+from lmeval.plans.jsonl_spec import CATEGORIES, METRICS, POST_PROCESS
 
 __all__ = [
     "CATEGORIES",

@@ -1,4 +1,5 @@
-"""The frozen JSONL task spec's vocabularies and per-category tables (the data behind the validator).
+"""The frozen JSONL task spec's per-category tables and rule list (the data behind the validator); the
+vocabulary itself (fields, categories, metrics, post-process rules) is the contract's, ``plans/jsonl_spec.py``.
 
 See ``compiler/spec/__init__.py`` for the schema and the rules in words.
 """
@@ -7,23 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-REQUIRED_FIELDS = ("task_id", "category", "prompt", "targets", "metric_name", "post_process")
-OPTIONAL_FIELDS = ("few_shot_examples", "metadata")
-ALL_FIELDS = frozenset(REQUIRED_FIELDS + OPTIONAL_FIELDS)
-EXAMPLE_FIELDS = ("prompt", "completion")
+from lmeval.plans.jsonl_spec import CATEGORIES, METRICS, POST_PROCESS
 
-CATEGORIES = ("arithmetic", "mcq", "code_exec", "classification", "summary")
-METRICS = ("exact_match", "f1", "bleu_4", "rouge_l", "accuracy", "code_exec")
-POST_PROCESS = (
-    "none",
-    "strip_whitespace",
-    "lower",
-    "extract_letter",
-    "extract_code_block",
-    "extract_first_line",
-)
 MAX_FEW_SHOT = 8
-MCQ_LETTERS = frozenset("ABCDE")  # the letters extract_letter can return
 EXAMPLE_SEPARATOR = "\n\n"  # between few-shot examples and before the task prompt
 EXAMPLE_JOIN = " "  # between an example's prompt and its completion
 MAX_LINE_BYTES = 1 << 20  # 1 MiB: a longer line is reported (and skipped unread)

@@ -13,19 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.compiler.spec.rules import (
+from lmeval.compiler.spec.rules import LEGAL, MAX_FEW_SHOT, MAX_LINE_BYTES
+from lmeval.plans.errors import UserError
+from lmeval.plans.jsonl_spec import (
     ALL_FIELDS,
     CATEGORIES,
     EXAMPLE_FIELDS,
-    LEGAL,
-    MAX_FEW_SHOT,
-    MAX_LINE_BYTES,
     MCQ_LETTERS,
     METRICS,
     POST_PROCESS,
     REQUIRED_FIELDS,
 )
-from lmeval.plans.errors import UserError
 from lmeval.plans.limits import MAX_DEPTH, InputError, open_regular, value_problem
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")  # a line holding nothing but whitespace
@@ -133,6 +131,41 @@ def _check_examples(examples: Any) -> list[Problem]:
     return out
 
 
+def _nonempty_string(rec: dict[str, Any], key: str, empty_rule: str, out: list[Problem]) -> str | None:
+    """``rec[key]`` when it is a non-empty string; otherwise None, with its problem (if present) in ``out``."""
+    if key not in rec:
+        return None
+    value = rec[key]
+    if not isinstance(value, str):
+        out.append(_wrong_type(key, "string", value))
+    elif not value:
+        out.append((empty_rule, key, "must not be empty"))
+    else:
+        return value
+    return None
+
+
+def _one_of(
+    rec: dict[str, Any],
+    key: str,
+    known: tuple[str, ...],
+    unknown_rule: str,
+    out: list[Problem],
+    expected: str = "string",
+) -> str | None:
+    """``rec[key]`` when it is one of ``known``; otherwise None, with its problem (if present) in ``out``."""
+    if key not in rec:
+        return None
+    value = rec[key]
+    if not isinstance(value, str):
+        out.append(_wrong_type(key, expected, value))
+    elif value not in known:
+        out.append((unknown_rule, key, f"{value!r}; expected one of {', '.join(known)}"))
+    else:
+        return value
+    return None
+
+
 def check_record(rec: dict[str, Any]) -> list[Problem]:
     """Every rule ``rec`` breaks, as (rule, field, message). Rules that depend on a field being valid are
     skipped when it is not, so one mistake is reported once."""
@@ -144,32 +177,13 @@ def check_record(rec: dict[str, Any]) -> list[Problem]:
         if key not in rec:
             out.append(("missing_field", key, "required"))
 
-    if "task_id" in rec:
-        tid = rec["task_id"]
-        if not isinstance(tid, str):
-            out.append(_wrong_type("task_id", "string", tid))
-        elif not tid:
-            out.append(("empty_task_id", "task_id", "must not be empty"))
-        elif tid.split() != [tid]:
-            out.append(("task_id_whitespace", "task_id", "must not contain whitespace"))
-
-    category = rec.get("category")
-    if "category" in rec:
-        if not isinstance(category, str):
-            out.append(_wrong_type("category", "string", category))
-            category = None
-        elif category not in CATEGORIES:
-            out.append(("unknown_category", "category", f"{category!r}; expected one of {', '.join(CATEGORIES)}"))
-            category = None
-
-    if "prompt" in rec:
-        prompt = rec["prompt"]
-        if not isinstance(prompt, str):
-            out.append(_wrong_type("prompt", "string", prompt))
-        elif not prompt:
-            out.append(("empty_prompt", "prompt", "must not be empty"))
-        else:
-            out.extend(_check_text("prompt", prompt, trailing=True))
+    tid = _nonempty_string(rec, "task_id", "empty_task_id", out)
+    if tid is not None and tid.split() != [tid]:
+        out.append(("task_id_whitespace", "task_id", "must not contain whitespace"))
+    category = _one_of(rec, "category", CATEGORIES, "unknown_category", out)
+    prompt = _nonempty_string(rec, "prompt", "empty_prompt", out)
+    if prompt is not None:
+        out.extend(_check_text("prompt", prompt, trailing=True))
 
     targets = rec.get("targets")
     targets_ok = False
@@ -184,29 +198,8 @@ def check_record(rec: dict[str, Any]) -> list[Problem]:
                 out.append(_wrong_type(f"targets[{i}]", "string", targets[i]))
             targets_ok = not bad
 
-    metric = rec.get("metric_name")
-    if "metric_name" in rec:
-        if not isinstance(metric, str):
-            out.append(_wrong_type("metric_name", "string", metric))
-            metric = None
-        elif metric not in METRICS:
-            out.append(("unknown_metric", "metric_name", f"{metric!r}; expected one of {', '.join(METRICS)}"))
-            metric = None
-
-    post = rec.get("post_process")
-    if "post_process" in rec:
-        if not isinstance(post, str):
-            out.append(_wrong_type("post_process", "string (one rule)", post))
-            post = None
-        elif post not in POST_PROCESS:
-            out.append(
-                (
-                    "unknown_post_process",
-                    "post_process",
-                    f"{post!r}; expected one of {', '.join(POST_PROCESS)}",
-                )
-            )
-            post = None
+    metric = _one_of(rec, "metric_name", METRICS, "unknown_metric", out)
+    post = _one_of(rec, "post_process", POST_PROCESS, "unknown_post_process", out, expected="string (one rule)")
 
     if category is not None and metric is not None:
         legal = LEGAL[category]

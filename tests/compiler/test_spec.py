@@ -314,10 +314,10 @@ def test_load_spec_task_docs_and_config() -> None:
 
 
 def test_task_config_goes_through_the_compilers_task_checks() -> None:
-    from lmeval.compiler.taskspec import build_spec
+    from lmeval.compiler.taskconfig import build_task_config
 
     cfg = load_spec_task(str(GOOD), allow_bad_tasks=False).task_config
-    spec = build_spec(cfg, source=str(GOOD))
+    spec = build_task_config(cfg, source=str(GOOD))
     assert (spec.name, spec.output_type, spec.num_fewshot) == ("jsonl", "generate_until", 0)
     assert spec.target_delimiter == ""
 

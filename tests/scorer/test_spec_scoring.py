@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from lmeval.plans import jsonl_spec
 from lmeval.scorer.spec_scoring import (
+    _RULE_FUNCS,
     SpecScoringError,
     aggregate_spec,
     corpus_bleu,
@@ -73,6 +75,15 @@ def doc(
 )
 def test_post_process(rule: str, text: str, expected: str) -> None:
     assert post_process(rule, text) == expected
+
+
+def test_every_contract_rule_and_metric_is_scored() -> None:
+    """The scorer implements exactly the vocabulary the compiler validates against (plans/jsonl_spec.py)."""
+    assert set(_RULE_FUNCS) == set(jsonl_spec.POST_PROCESS)
+    for metric in jsonl_spec.METRICS:
+        targets = ["assert True"] if metric == "code_exec" else ["x"]
+        assert score_spec_row(doc(metric, "none", targets), "x")["metric_name"] == metric
+    assert post_process("extract_letter", "xyz" + jsonl_spec.MCQ_LETTERS[-1]) == jsonl_spec.MCQ_LETTERS[-1]
 
 
 def test_unknown_rule_is_an_error() -> None:

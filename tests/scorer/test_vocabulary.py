@@ -43,7 +43,7 @@ def test_metric_options_are_the_implementations_keyword_arguments() -> None:
 
 
 def _tm(names: list[str]) -> metrics.TaskMetrics:
-    return metrics.TaskMetrics([metrics.MetricSpec(n, n) for n in names], {}, {})
+    return metrics.TaskMetrics([metrics.MetricEntry(n, n) for n in names], {}, {})
 
 
 def test_each_output_type_computes_exactly_the_metrics_that_apply_to_it() -> None:

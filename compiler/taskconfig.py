@@ -1,7 +1,7 @@
 """A task config resolved with lm-eval 0.4.13's TaskConfig / FewshotConfig defaults and checked.
 
 Input: a plain dict (from an lm-eval YAML or a Hydra ``conf/task`` entry) whose functions are
-``FunctionRef``s. Output: ``TaskSpec``, every field typed and defaulted the way lm-eval does it.
+``FunctionRef``s. Output: ``TaskConfig``, every field typed and defaulted the way lm-eval does it.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ Field = str | int | list | dict | FunctionRef | None
 
 
 @dataclass
-class FewshotSpec:
+class FewshotConfig:
     sampler: str = "default"
     split: str | None = None
     process_docs: FunctionRef | None = None
@@ -52,7 +52,7 @@ class FewshotSpec:
 
 
 @dataclass
-class TaskSpec:
+class TaskConfig:
     name: str
     source: str | None  # the YAML file it came from (for error messages)
     raw: dict[str, Any]  # the merged config as written (functions as FunctionRef)
@@ -75,7 +75,7 @@ class TaskSpec:
     description: str = ""
     target_delimiter: str = " "
     fewshot_delimiter: str = "\n\n"
-    fewshot: FewshotSpec = field(default_factory=FewshotSpec)
+    fewshot: FewshotConfig = field(default_factory=FewshotConfig)
     num_fewshot: int | None = None
     metric_list: list[dict[str, Any]] | None = None
     generation_kwargs: dict[str, Any] | None = None
@@ -105,7 +105,7 @@ def _check_str(value: Any, key: str, name: str, source: str | None, optional: bo
     return value
 
 
-def build_spec(cfg: dict[str, Any], source: str | None, default_name: str | None = None) -> TaskSpec:
+def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str | None = None) -> TaskConfig:
     cfg = {k: v for k, v in cfg.items() if k not in _STRUCTURAL}
     name = cfg.get("task", default_name)
     if not isinstance(name, str) or not name:
@@ -126,7 +126,7 @@ def build_spec(cfg: dict[str, Any], source: str | None, default_name: str | None
             task=name,
             field="output_type",
         )
-    s = TaskSpec(name=name, source=source, raw=dict(cfg), output_type=output_type)
+    s = TaskConfig(name=name, source=source, raw=dict(cfg), output_type=output_type)
     for key in ("task_alias", "dataset_path", "dataset_name", "training_split", "validation_split",
                 "test_split", "fewshot_split"):  # fmt: skip
         val = cfg.get(key)
@@ -258,5 +258,5 @@ def build_spec(cfg: dict[str, Any], source: str | None, default_name: str | None
             merged[key] = s.fewshot_delimiter if key == "fewshot_delimiter" else s.target_delimiter
         if not isinstance(merged[key], str):
             raise fail("must be a string", file=source, task=name, field=f"fewshot_config.{key}")
-    s.fewshot = FewshotSpec(**merged)
+    s.fewshot = FewshotConfig(**merged)
     return s
