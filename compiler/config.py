@@ -275,3 +275,14 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     if seed2 is not None and not _int(seed2):
         raise _bad("seed", "an integer", seed2)
     return r
+
+
+def execute_model_overrides(overrides: list[str], config: dict[str, Any]) -> list[str]:
+    """What ``lmeval run`` hands ``execute`` for the plan it just compiled from ``overrides``: the
+    overrides that choose the model (the plan holds no locations, ``model.path`` among them), and
+    ``model.trust_remote_code=true`` when this user's own settings (``config``, the plan's composed
+    config) set it: execute never takes it from a plan, but this plan was made by the same command."""
+    model = [o for o in overrides if o.lstrip("+").split("=", 1)[0].split(".", 1)[0] == "model"]
+    cfg = config.get("model") or {}
+    trusted = isinstance(cfg, dict) and cfg.get("trust_remote_code") is True
+    return [*model, *(["model.trust_remote_code=true"] if trusted else [])]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.header import plain_data
 from lmeval.compiler.select import GroupInfo
 from lmeval.compiler.taskspec import TaskSpec
 from lmeval.plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
@@ -19,13 +19,7 @@ from lmeval.plans.scoring import check_filter_list, check_group_metric, check_me
 
 def _data(value: Any) -> Any:
     """The plan's data form of a config value, without importing anything (``!function`` → a reference)."""
-    if isinstance(value, FunctionRef):
-        return {"__function__": value.spec}
-    if isinstance(value, dict):
-        return {str(k): _data(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_data(v) for v in value]
-    return value
+    return plain_data(value, lambda r: {"__function__": r.spec})
 
 
 def _has_process_results(spec: TaskSpec) -> bool:
