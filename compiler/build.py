@@ -29,6 +29,8 @@ class RunOptions:
     num_fewshot: int | None = None
     limit: int | float | None = None
     fewshot_random_seed: int | None = 1234
+    python_seed: int | None = None  # run.seed's slots for the global generators (compiler/seeds.py)
+    numpy_seed: int | None = None
     apply_chat_template: bool = False
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None

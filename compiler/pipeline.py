@@ -16,6 +16,7 @@ from lmeval.compiler.header import plan_header, task_summary
 from lmeval.compiler.model_identity import model_identity
 from lmeval.compiler.plan_files import write_plan
 from lmeval.compiler.scorecheck import check_groups, check_task
+from lmeval.compiler.seeds import has_python, seeded_globals
 from lmeval.compiler.task_records import Record, task_records
 from lmeval.compiler.task_selection import select_tasks
 from lmeval.plans.identity import split_locations
@@ -81,7 +82,8 @@ def _compile(overrides: list[str]) -> Compiled:
     summaries: list[TaskSummary] = []
     notes: list[str] = []
     for spec in sel.tasks:
-        bt = TaskBuilder(spec, opts, chat).build()
+        with seeded_globals(opts.python_seed, opts.numpy_seed, with_numpy=has_python(spec.raw)):
+            bt = TaskBuilder(spec, opts, chat).build()
         notes += bt.notes
         recs, task_blobs, fingerprint = task_records(bt, tok)
         records += recs

@@ -126,20 +126,15 @@ class Renderer:
         return self._template(spec, "gen_prefix", doc, doc_id)
 
     def text(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_text") -> Any:
-        if isinstance(spec, int):
-            return spec
-        if isinstance(spec, str):
-            if spec in self.features:
-                return self._get(doc, spec, field, doc_id)
-            out = self._template(spec, field, doc, doc_id)
-            if self.has_choice and out.isdigit():
-                return ast.literal_eval(out)
-            return out
-        if isinstance(spec, FunctionRef):
-            return self._call(spec, field, doc, doc_id)
-        raise self._err(field, doc_id, f"unsupported value of type {type(spec).__name__}")
+        return self._value(spec, doc, doc_id, field, target=False)
 
     def target(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_target") -> Any:
+        """As ``text``, and a target may also be a list, or a template rendering a Python list literal."""
+        return self._value(spec, doc, doc_id, field, target=True)
+
+    def _value(self, spec: Any, doc: dict[str, Any], doc_id: int | None, field: str, target: bool) -> Any:
+        """lm-eval's ``doc_to_text``/``doc_to_target``: an int as is, a feature name, a template (a digit
+        string with choices is an index), or a function."""
         if isinstance(spec, int):
             return spec
         if isinstance(spec, str):
@@ -148,13 +143,13 @@ class Renderer:
             out = self._template(spec, field, doc, doc_id)
             if self.has_choice and out.isdigit():
                 return ast.literal_eval(out)
-            if len(out) >= 2 and out[0] == "[" and out[-1] == "]":
+            if target and len(out) >= 2 and out[0] == "[" and out[-1] == "]":
                 try:
                     return ast.literal_eval(out)
                 except (SyntaxError, ValueError):
                     return out
             return out
-        if isinstance(spec, list):
+        if target and isinstance(spec, list):
             return spec
         if isinstance(spec, FunctionRef):
             return self._call(spec, field, doc, doc_id)
