@@ -55,6 +55,7 @@ def parse_seed(value: Any) -> Seeds:
     if value is None:
         return Seeds(None, None, None, DEFAULT_SEED)
     want = "an integer, or python,numpy,torch[,fewshot] seeds (integers or None) as lm-eval's --seed"
+    slots: list[int | None]
     try:
         if isinstance(value, int) and not isinstance(value, bool):
             slots = [value] * 4
