@@ -1,38 +1,53 @@
 """Compiler: Hydra-composed task/model/run configs → a hashed, reproducible msgpack plan.
 
-Public API (imports are lazy so ``import compiler`` stays light: no torch, no vllm):
-``compile_plan(overrides) -> (PlanHeader, records)``, ``compile_to_file(overrides, out=None) -> Path``,
-``expand_sweep(overrides) -> list[list[str]]``.
+Public API (imports are lazy so ``import lmeval.compiler`` stays light: no torch, no vllm, no Hydra until
+a compile runs):
+
+- ``compile_plan(overrides) -> (PlanHeader, records)``
+- ``compile_located(overrides) -> Compiled`` (header, records, their bytes, the locations it was given;
+  ``Compiled.write(out=None, codec=...)`` writes it where ``lmeval compile`` would)
+- ``compile_to_file(overrides, out=None) -> Path``
+- ``compile_sweep(overrides, out=None) -> [(combo, Compiled)]`` (``lmeval compile -m``)
+- ``expand_sweep(overrides) -> list[list[str]]``
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lmeval.compiler.pipeline import Compiled
     from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
 
-__all__ = ["compile_plan", "compile_to_file", "expand_sweep"]
+__all__ = ["compile_located", "compile_plan", "compile_sweep", "compile_to_file", "expand_sweep"]
 
 
 def compile_plan(overrides: list[str]) -> tuple[PlanHeader, list[DocRecord | InstanceRecord]]:
-    from lmeval.compiler.api import compile_plan as _compile_plan
+    from lmeval.compiler.pipeline import compile_plan as _compile_plan
 
     return _compile_plan(overrides)
 
 
+def compile_located(overrides: list[str]) -> Compiled:
+    from lmeval.compiler.pipeline import compile_located as _compile_located
+
+    return _compile_located(overrides)
+
+
 def compile_to_file(overrides: list[str], out: str | None = None) -> Path:
-    from lmeval.compiler.api import compile_to_file as _compile_to_file
+    from lmeval.compiler.pipeline import compile_to_file as _compile_to_file
 
     return _compile_to_file(overrides, out)
+
+
+def compile_sweep(overrides: list[str], out: str | None = None) -> list[tuple[list[str], Compiled]]:
+    from lmeval.compiler.pipeline import compile_sweep as _compile_sweep
+
+    return _compile_sweep(overrides, out)
 
 
 def expand_sweep(overrides: list[str]) -> list[list[str]]:
     from lmeval.compiler.config import expand_sweep as _expand_sweep
 
     return _expand_sweep(overrides)
-
-
-def __getattr__(name: str) -> Any:
-    raise AttributeError(name)

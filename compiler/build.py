@@ -15,6 +15,7 @@ from typing import Any
 from lmeval.compiler.data import DataSource, apply_process_docs
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
+from lmeval.compiler.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
 from lmeval.compiler.render import Renderer
 from lmeval.compiler.taskconfig import TaskConfig
 
@@ -28,6 +29,8 @@ class RunOptions:
     num_fewshot: int | None = None
     limit: int | float | None = None
     fewshot_random_seed: int | None = 1234
+    python_seed: int | None = None  # run.seed's slots for the global generators (compiler/seeds.py)
+    numpy_seed: int | None = None
     apply_chat_template: bool = False
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
@@ -63,84 +66,6 @@ class BuiltTask:
     multiple_input: int
     multiple_target: int
     notes: list[str] = field(default_factory=list)
-
-
-# --- messages (lm-eval's api.utils.Message and helpers) -------------------------------------------
-
-
-Msg = tuple[str, str, str]  # role, content, plain-text delimiter
-
-
-def _maybe_delimit(prefix: str | None, suffix: str | None, delimiter: str = " ") -> str:
-    if not prefix:
-        return suffix or ""
-    if not suffix:
-        return prefix or ""
-    if prefix[-1].isspace() or suffix[0].isspace():
-        return prefix + suffix
-    return prefix + delimiter + suffix
-
-
-def _requires_delimiter(prefix: str, suffix: str) -> bool:
-    if prefix == "":
-        return False
-    return not (prefix[-1].isspace() or suffix[0].isspace())
-
-
-def _to_text(msgs: list[Msg]) -> str:
-    return "".join(c + d for _, c, d in msgs)
-
-
-def _to_dicts(msgs: list[Msg]) -> list[dict[str, str]]:
-    return [{"role": r, "content": c} for r, c, _ in msgs]
-
-
-def _single_turn(msgs: list[Msg]) -> list[dict[str, str]]:
-    """lm-eval's ``multiturn_to_singleturn`` (without mutating its input)."""
-    system: Msg | None = None
-    if msgs[0][0] == "system":
-        system, msgs = msgs[0], msgs[1:]
-    if msgs[-1][0] == "assistant":
-        users = msgs[:-1]
-        text = _to_text(users[:-1]) + users[-1][1]
-        res = [{"role": "user", "content": text}, {"role": "assistant", "content": msgs[-1][1]}]
-    else:
-        text = _to_text(msgs[:-1]) + msgs[-1][1]
-        res = [{"role": "user", "content": text}]
-    return ([{"role": system[0], "content": system[1]}] if system else []) + res
-
-
-def _qa_turn(
-    q: Any, c: list[Any] | None, a: Any, gen_prefix: str | None, tgt_delim: str, few_delim: str, where: Callable
-) -> list[Msg]:
-    """lm-eval's ``build_qa_turn``."""
-    if not isinstance(q, str):
-        raise where("doc_to_text", f"must give a string here, got {type(q).__name__} {q!r}")
-    has_answer = a is not None and a != ""
-    if has_answer and not gen_prefix:
-        user_delim = tgt_delim
-    elif gen_prefix and _requires_delimiter(q, gen_prefix):
-        user_delim = tgt_delim
-    else:
-        user_delim = ""
-    msgs: list[Msg] = [("user", q, user_delim)]
-    if has_answer:
-        if c and isinstance(a, int):
-            if not -len(c) <= a < len(c):
-                raise where("doc_to_target", f"target index {a} is out of range of doc_to_choice ({len(c)} choices)")
-            answer = c[a]
-        elif isinstance(a, list):
-            if not a:
-                raise where("doc_to_target", "gave an empty list")
-            answer = a[0]
-        else:
-            answer = a
-        if not isinstance(answer, str):
-            raise where("doc_to_target", f"few-shot answer must be a string, got {type(answer).__name__} {answer!r}")
-        msgs.append(("assistant", _maybe_delimit(gen_prefix, answer, " "), few_delim))
-    elif gen_prefix:
-        msgs.append(("assistant", gen_prefix, ""))
-    return msgs
 
 
 # --- the task builder ------------------------------------------------------------------------------
@@ -287,7 +212,7 @@ class TaskBuilder:
             ids = self._sample(n_shot, pool, doc if remove_eval_doc else None, rnd, where) if n_shot else []
             messages: list[Msg] = []
             description = r.resolve_field(s.description, doc, "description", doc_id) or ""
-            system = _maybe_delimit(self.run.system_instruction, description, s.fewshot_delimiter)
+            system = maybe_delimit(self.run.system_instruction, description, s.fewshot_delimiter)
             if system:
                 messages.append(("system", system, ""))
             for i in ids:
@@ -306,12 +231,12 @@ class TaskBuilder:
                 if choices is None:
                     raise where("doc_to_choice", "multiple-input tasks need doc_to_choice")
                 ctx: str | list[str] = [
-                    self._render(messages + _qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
+                    self._render(messages + qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
                     for cq in choices
                 ]
             else:
                 ctx = self._render(
-                    messages + _qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
+                    messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
                 )
             requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
             gold = target
@@ -375,12 +300,12 @@ class TaskBuilder:
             if not c or not isinstance(q, int) or not -len(c) <= q < len(c):
                 raise where("doc_to_text", f"multiple-input index {q!r} out of range of the choices")
             q, c = c[q], None
-        return _qa_turn(q, c, a, gp, f.target_delimiter, f.fewshot_delimiter, where)
+        return qa_turn(q, c, a, gp, f.target_delimiter, f.fewshot_delimiter, where)
 
     def _render(self, msgs: list[Msg], gen_prefix: str | None) -> str:
         if self.chat is None:
-            return _to_text(msgs)
-        conv = _to_dicts(msgs) if self.run.fewshot_as_multiturn else _single_turn(msgs)
+            return to_text(msgs)
+        conv = to_dicts(msgs) if self.run.fewshot_as_multiturn else single_turn(msgs)
         return self.chat(conv, not gen_prefix)
 
     def _requests(

@@ -10,6 +10,7 @@ from typing import Any
 
 from lmeval.compiler.build import RunOptions
 from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.seeds import Seeds, fewshot_seed, parse_seed
 from lmeval.plans.limits import value_problem
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -189,12 +190,15 @@ class RunConfig:
     tasks: list[str] | None = None
     out: str | None = None
     gen_kwargs: dict[str, Any] | None = None
+    seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/seeds.py)
 
     def options(self) -> RunOptions:
         return RunOptions(
             num_fewshot=self.num_fewshot,
             limit=self.limit,
-            fewshot_random_seed=self.fewshot_random_seed,
+            fewshot_random_seed=fewshot_seed(self.seeds, self.fewshot_random_seed),
+            python_seed=self.seeds.python,
+            numpy_seed=self.seeds.numpy,
             apply_chat_template=self.apply_chat_template,
             fewshot_as_multiturn=bool(self.fewshot_as_multiturn),
             system_instruction=self.system_instruction,
@@ -271,7 +275,17 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     if gk is not None and not isinstance(gk, dict):
         raise _bad("gen_kwargs", "a mapping", gk)
     r.gen_kwargs = gk
-    seed2 = raw.get("seed")
-    if seed2 is not None and not _int(seed2):
-        raise _bad("seed", "an integer", seed2)
+    r.seeds = parse_seed(raw.get("seed"))
+    fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
+
+
+def execute_model_overrides(overrides: list[str], config: dict[str, Any]) -> list[str]:
+    """What ``lmeval run`` hands ``execute`` for the plan it just compiled from ``overrides``: the
+    overrides that choose the model (the plan holds no locations, ``model.path`` among them), and
+    ``model.trust_remote_code=true`` when this user's own settings (``config``, the plan's composed
+    config) set it: execute never takes it from a plan, but this plan was made by the same command."""
+    model = [o for o in overrides if o.lstrip("+").split("=", 1)[0].split(".", 1)[0] == "model"]
+    cfg = config.get("model") or {}
+    trusted = isinstance(cfg, dict) and cfg.get("trust_remote_code") is True
+    return [*model, *(["model.trust_remote_code=true"] if trusted else [])]

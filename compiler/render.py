@@ -126,20 +126,15 @@ class Renderer:
         return self._template(value, "gen_prefix", doc, doc_id)
 
     def text(self, value: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_text") -> Any:
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str):
-            if value in self.features:
-                return self._get(doc, value, field, doc_id)
-            out = self._template(value, field, doc, doc_id)
-            if self.has_choice and out.isdigit():
-                return ast.literal_eval(out)
-            return out
-        if isinstance(value, FunctionRef):
-            return self._call(value, field, doc, doc_id)
-        raise self._err(field, doc_id, f"unsupported value of type {type(value).__name__}")
+        return self._value(value, doc, doc_id, field, target=False)
 
     def target(self, value: Any, doc: dict[str, Any], doc_id: int | None, field: str = "doc_to_target") -> Any:
+        """As ``text``, and a target may also be a list, or a template rendering a Python list literal."""
+        return self._value(value, doc, doc_id, field, target=True)
+
+    def _value(self, value: Any, doc: dict[str, Any], doc_id: int | None, field: str, target: bool) -> Any:
+        """lm-eval's ``doc_to_text``/``doc_to_target``: an int as is, a feature name, a template (a digit
+        string with choices is an index), or a function."""
         if isinstance(value, int):
             return value
         if isinstance(value, str):
@@ -148,13 +143,13 @@ class Renderer:
             out = self._template(value, field, doc, doc_id)
             if self.has_choice and out.isdigit():
                 return ast.literal_eval(out)
-            if len(out) >= 2 and out[0] == "[" and out[-1] == "]":
+            if target and len(out) >= 2 and out[0] == "[" and out[-1] == "]":
                 try:
                     return ast.literal_eval(out)
                 except (SyntaxError, ValueError):
                     return out
             return out
-        if isinstance(value, list):
+        if target and isinstance(value, list):
             return value
         if isinstance(value, FunctionRef):
             return self._call(value, field, doc, doc_id)

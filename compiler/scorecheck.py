@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.header import plain_data
 from lmeval.compiler.select import GroupInfo
 from lmeval.compiler.taskconfig import TaskConfig
 from lmeval.plans.funcref import name_data
@@ -20,13 +20,7 @@ from lmeval.plans.scoring import check_filter_list, check_group_metric, check_me
 
 def _data(value: Any) -> Any:
     """The plan's data form of a config value, without importing anything (``!function`` → a reference)."""
-    if isinstance(value, FunctionRef):
-        return name_data(value.qualname)
-    if isinstance(value, dict):
-        return {str(k): _data(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_data(v) for v in value]
-    return value
+    return plain_data(value, lambda r: name_data(r.qualname))
 
 
 def _has_process_results(task: TaskConfig) -> bool:

@@ -42,27 +42,22 @@ def _summary(header: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.compiler.api import compile_located, plan_path
-    from lmeval.compiler.config import expand_sweep
-    from lmeval.plans.io import write_sealed
+    from lmeval.compiler import compile_located, compile_sweep
 
-    combos = expand_sweep(args.overrides) if args.multirun else [list(args.overrides)]
-    if args.multirun and args.out and len(combos) > 1:
-        from lmeval.compiler.errors import CompileError
-
-        raise CompileError("--out names one file but -m gives several plans; use run.out or the default names")
-    # compile everything first: nothing is written when any combination fails
-    compiled = [(combo, compile_located(combo)) for combo in combos]
+    # a sweep compiles everything first: nothing is written when any combination fails
+    compiled = (
+        compile_sweep(args.overrides, args.out)
+        if args.multirun
+        else [(args.overrides, compile_located(args.overrides))]
+    )
     paths = []
     for combo, c in compiled:
-        header = c.header
-        for note in header.extra.get("notes", []):
+        for note in c.header.extra.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
-        codec = "none" if args.no_compress else "zstd"
-        path = write_sealed(plan_path(header, args.out or c.locations.get("run.out")), header, c.blobs, codec)
+        path = c.write(args.out, codec="none" if args.no_compress else "zstd")
         if args.multirun:
             print(f"[{' '.join(combo)}]")
-        print(_summary(header))
+        print(_summary(c.header))
         paths.append(path)
     for p in paths:
         print(p)

@@ -8,7 +8,6 @@ reachable as ``lm_eval:NAME``. PATTERN is a shell-style glob (``'mmlu_*'``) or a
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import sys
 
@@ -33,28 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def _match(name: str, pattern: str | None) -> bool:
-    if pattern is None:
-        return True
-    names = {name, name.removeprefix("lm_eval:")}
-    if any(c in pattern for c in "*?["):
-        return any(fnmatch.fnmatchcase(n, pattern) for n in names)
-    return any(pattern in n for n in names)
-
-
 def run(args: argparse.Namespace) -> int:
-    from lmeval.compiler.catalog import catalog, listing
-    from lmeval.compiler.config import CONF_DIR
-    from lmeval.compiler.select import include_index
+    from lmeval.compiler.catalog import catalog
+    from lmeval.compiler.task_selection import find_names
 
-    inc = include_index(args.include_path) if args.include_path else None
-    rows = [
-        r
-        for r in listing(CONF_DIR / "task", inc)
-        if (args.what == "all" or r.kind == KINDS[args.what])
-        and (args.source is None or r.source == args.source)
-        and _match(r.name, args.pattern)
-    ]
+    kind = None if args.what == "all" else KINDS[args.what]
+    rows = find_names(args.include_path, kind, args.source, args.pattern)
     out = sys.stdout
     if args.json:
         for r in rows:

@@ -47,7 +47,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.scorer.errors import PartialResultsError
     from lmeval.scorer.score import score_run
 
     trust = bool(args.trust_code)
@@ -61,12 +60,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(out.path)
     if out.partial and not args.allow_partial:
-        total = sum(out.missing.values())
-        raise PartialResultsError(
-            f"partial results: {total} instances missing in {len(out.missing)} task(s) "
-            f"({', '.join(f'{t}: {n}' for t, n in out.missing.items())}); scored complete documents only, "
-            f"see 'partial' in {out.path}/results.json (--allow-partial to accept)"
-        )
+        raise out.partial_error()
     return 0
 
 

@@ -3,5 +3,6 @@
 from lmeval.scorer.compare import compare
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.score import score
+from lmeval.scorer.usercode import check_user_code
 
-__all__ = ["ScoreError", "compare", "score"]
+__all__ = ["ScoreError", "check_user_code", "compare", "score"]

@@ -25,7 +25,7 @@ from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import metrics as met
-from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
 from lmeval.scorer.planload import PlanData, TaskDocs, load
 from lmeval.scorer.pyref import Trust
@@ -47,6 +47,15 @@ class ScoreOutcome:
     @property
     def partial(self) -> bool:
         return bool(self.missing)
+
+    def partial_error(self) -> PartialResultsError:
+        """What ``lmeval score`` says (exit status 2) for partial results without ``--allow-partial``."""
+        total = sum(self.missing.values())
+        return PartialResultsError(
+            f"partial results: {total} instances missing in {len(self.missing)} task(s) "
+            f"({', '.join(f'{t}: {n}' for t, n in self.missing.items())}); scored complete documents only, "
+            f"see 'partial' in {self.path}/results.json (--allow-partial to accept)"
+        )
 
 
 def score(

@@ -29,11 +29,12 @@ def test_byte_identical_across_processes(tmp_path: Path, data: Path) -> None:
 def test_cli_file_equals_plans_writer_bytes(tmp_path: Path, data: Path) -> None:
     """The CLI writes the sealed record bytes directly (doc records from the compiler's own doc bytes);
     they equal what plans.io writes when it encodes every record itself."""
-    from lmeval.compiler.api import compile_sealed
+    from lmeval.compiler.pipeline import compile_located
     from lmeval.plans.io import plan_bytes, write_sealed
 
-    header, records, blobs = compile_sealed(["+task=[arith,arc_easy,winogrande,gsm8k]", f"run.data_dir={data}",
-                                             "run.limit=5", "run.num_fewshot=2"])  # fmt: skip
+    c = compile_located(["+task=[arith,arc_easy,winogrande,gsm8k]", f"run.data_dir={data}", "run.limit=5",
+                         "run.num_fewshot=2"])  # fmt: skip
+    header, records, blobs = c.header, c.records, c.blobs
     assert header.n_docs == 20
     out = write_sealed(tmp_path / "p.msgpack", header, blobs)
     assert out.read_bytes() == plan_bytes(header, records)[1]

@@ -80,10 +80,11 @@ def test_execute_never_imports_model_code_the_plan_trusts(tiny_model: Path, tmp_
 def test_lmeval_run_passes_on_only_its_own_users_setting(tmp_path: Path) -> None:
     """``lmeval run`` compiles from this user's settings, so execute gets their ``trust_remote_code``."""
     from lmeval import compiler
-    from lmeval.cmd_run import user_model_trust
+    from lmeval.compiler.config import execute_model_overrides
+    from lmeval.plans.io import read_header
 
     for flag, want in (([], []), (["model.trust_remote_code=true"], ["model.trust_remote_code=true"])):
         plan = compiler.compile_to_file(
             ["+task=arith", "run.limit=1", *flag], out=str(tmp_path / f"p{len(flag)}.msgpack")
         )
-        assert user_model_trust(plan) == want
+        assert execute_model_overrides([], read_header(plan).config) == want

@@ -1,0 +1,137 @@
+"""The plan header's compile-time parts: each task's summary and resolved config (scoring hooks as
+function references, lm-eval's default metric and filter lists filled in), the groups, and ``extra``
+(selection order, aliases, notes, a JSONL spec's bad lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
+
+from lmeval.compiler.build import BuiltTask, RunOptions
+from lmeval.compiler.functions import FunctionRef, as_data
+from lmeval.compiler.select import Selection
+from lmeval.plans.records import GroupSummary, ModelInfo, PlanHeader, TaskSummary
+
+
+def plain_data(value: Any, ref: Callable[[FunctionRef], Any]) -> Any:
+    """A config value as plan data: every ``FunctionRef`` inside it replaced by ``ref(it)``."""
+    if isinstance(value, FunctionRef):
+        return ref(value)
+    if isinstance(value, dict):
+        return {str(k): plain_data(v, ref) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_data(v, ref) for v in value]
+    return value
+
+
+def _data(value: Any, spec: TaskConfig, field: str, with_path: bool) -> Any:
+    return plain_data(value, lambda r: as_data(r, with_path=with_path, task=spec.name, field=field))
+
+
+_SCORE_TIME = ("process_results", "metric_list", "filter_list")
+
+
+def task_config_data(bt: BuiltTask, run: RunOptions) -> dict[str, Any]:
+    s = bt.config
+    cfg: dict[str, Any] = {}
+    for k, v in s.raw.items():
+        if v is None or k in ("fewshot_config", "generation_kwargs", "metric_list", "filter_list"):
+            continue
+        cfg[k] = _data(v, s, k, k in _SCORE_TIME)
+    f = s.fewshot
+    cfg.update(
+        task=s.name,
+        output_type=s.output_type,
+        description=s.description,
+        target_delimiter=s.target_delimiter,
+        fewshot_delimiter=s.fewshot_delimiter,
+        repeats=s.repeats,
+        num_fewshot=bt.num_fewshot,
+        fewshot_random_seed=run.fewshot_random_seed,
+        metric_list=_data(metric_list(s), s, "metric_list", True),
+        filter_list=_data(filter_list(s), s, "filter_list", True),
+        multiple_input=bt.multiple_input,
+        multiple_target=bt.multiple_target,
+        fewshot_config=_data(
+            {
+                "sampler": f.sampler,
+                "split": f.split,
+                "samples": f.samples,
+                "fewshot_indices": f.fewshot_indices,
+                "doc_to_text": f.doc_to_text,
+                "doc_to_target": f.doc_to_target,
+                "doc_to_choice": f.doc_to_choice,
+                "gen_prefix": f.gen_prefix,
+                "fewshot_delimiter": f.fewshot_delimiter,
+                "target_delimiter": f.target_delimiter,
+                "process_docs": f.process_docs,
+            },
+            s,
+            "fewshot_config",
+            False,
+        ),
+    )
+    if s.output_type == "generate_until":
+        gk = dict(s.generation_kwargs or {})
+        gk.update(run.gen_kwargs or {})
+        cfg["generation_kwargs"] = gk
+    return cfg
+
+
+def metric_list(s: TaskConfig) -> list[dict[str, Any]]:
+    if s.metric_list is not None:
+        return [dict(m) for m in s.metric_list]
+    return [{"metric": m} for m in DEFAULT_METRICS[s.output_type]]
+
+
+def filter_list(s: TaskConfig) -> list[dict[str, Any]]:
+    if s.filter_list is not None:
+        return [dict(f) for f in s.filter_list]
+    return [{"name": "none", "filter": [{"function": "take_first"}]}]
+
+
+def task_summary(bt: BuiltTask, run: RunOptions, fingerprint: str) -> TaskSummary:
+    s = bt.config
+    return TaskSummary.of_config(  # name, output_type, num_fewshot, metric_list, filter_list from the config
+        task_config_data(bt, run),
+        n_docs=len(bt.docs),
+        n_instances=sum(len(d.requests) for d in bt.docs),
+        data_fingerprint=fingerprint,
+        version=s.version,
+        groups=s.groups,
+    )
+
+
+def plan_header(
+    config: dict[str, Any], model: ModelInfo, sel: Selection, tasks: list[TaskSummary], notes: list[str]
+) -> PlanHeader:
+    """The unsealed header (no hashes yet: ``plans.io.seal`` fills them in)."""
+    groups = [
+        GroupSummary(
+            name=g.name, subtasks=g.subtasks, aggregate_metric_list=g.aggregate_metric_list, version=g.version
+        )  # fmt: skip
+        for g in sorted(sel.groups, key=lambda g: g.name)
+    ]
+    extra: dict[str, Any] = {"selected": sel.top}
+    if getattr(sel, "bad_lines", None):
+        extra["spec_bad_lines"] = sel.bad_lines  # type: ignore[attr-defined]
+    aliases = {s.name: s.task_alias for s in sel.tasks if s.task_alias}
+    aliases.update({g.name: g.alias for g in sel.groups if g.alias})
+    if aliases:
+        extra["aliases"] = aliases
+    if notes:
+        extra["notes"] = notes
+    return PlanHeader(
+        config=config, model=model, tasks=tasks, groups=groups, lmeval_version=_lmeval_version(), extra=extra
+    )
+
+
+def _lmeval_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("lmeval")
+    except Exception:  # noqa: BLE001
+        return "0"

@@ -1,0 +1,30 @@
+"""Where a compiled plan is written: ``--out`` / ``run.out``, else ``plans/<name>-<hash12>.msgpack``
+(relative to the working folder), the name made from the selected task names."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lmeval.plans.io import DEFAULT_CODEC, write_sealed
+from lmeval.plans.records import PlanHeader
+
+
+def default_name(header: PlanHeader) -> str:
+    names = list(header.extra.get("selected") or [t.name for t in header.tasks])
+    if len(names) > 3:
+        names = names[:3] + [f"{len(names) - 3}more"]
+    name = "+".join(names) or "plan"
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+    return name[:80]
+
+
+def plan_path(header: PlanHeader, out: str | None = None) -> Path:
+    """``out`` (the --out option or ``run.out``), else ``plans/<name>-<hash12>.msgpack`` (relative to the
+    cwd)."""
+    return Path(out) if out else Path("plans") / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"
+
+
+def write_plan(header: PlanHeader, blobs: list[bytes], out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
+    """Write a sealed plan (its header and encoded records) to ``plan_path(header, out)``; the path."""
+    return write_sealed(plan_path(header, out), header, blobs, codec)

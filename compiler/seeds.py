@@ -1,0 +1,124 @@
+"""``run.seed``: lm-eval's ``--seed``, for the parts of it that act at compile time.
+
+lm-eval 0.4.13 takes one integer (used for all four slots) or ``python,numpy,torch,fewshot`` (3 or 4
+entries, each an integer or None; a missing fourth is 1234), and before building any request seeds
+Python's ``random`` (slot 1) and numpy's global generator (slot 2), and gives slot 4 to the few-shot
+sampler. Here, before each task's documents are processed and rendered (where a task's Python functions and
+Jinja's ``random`` filter run: gpqa's ``process_docs`` shuffles the choices with ``random.shuffle``),
+Python's ``random`` and, for a task with Python functions, numpy's global generator are seeded, and put
+back as they were afterwards; each task is seeded afresh, so its prompts do not depend on which other tasks
+share the plan. The torch slot has no compile-time effect (the compiler runs no torch; it is recorded in
+the plan's config with the rest). Slot 4 is the few-shot seed unless ``run.fewshot_random_seed`` sets a
+different one (see ``fewshot_seed``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from lmeval.compiler.errors import fail
+from lmeval.compiler.functions import FunctionRef
+
+DEFAULT_SEED = 1234  # lm-eval's default for the numpy, torch and few-shot slots (and run.fewshot_random_seed's)
+_NUMPY_MAX = 2**32 - 1  # numpy's legacy global generator takes seeds in [0, 2**32)
+
+
+@dataclass(frozen=True)
+class Seeds:
+    python: int | None
+    numpy: int | None
+    torch: int | None
+    fewshot: int | None
+
+
+def _slot(item: Any) -> int | None:
+    if item is None or (isinstance(item, str) and item.strip().lower() in ("none", "null")):
+        return None
+    if isinstance(item, str):
+        try:
+            return int(item.strip())
+        except ValueError:
+            pass
+    elif isinstance(item, int) and not isinstance(item, bool):
+        return item
+    raise ValueError(item)
+
+
+def parse_seed(value: Any) -> Seeds:
+    """``run.seed`` as lm-eval's ``--seed``: an integer (all four slots), or 3 or 4 of integer-or-None as a
+    list or a comma-separated string. Null seeds no global generator and leaves the few-shot seed to
+    ``run.fewshot_random_seed``."""
+    if value is None:
+        return Seeds(None, None, None, DEFAULT_SEED)
+    want = "an integer, or python,numpy,torch[,fewshot] seeds (integers or None) as lm-eval's --seed"
+    slots: list[int | None]
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            slots = [value] * 4
+        elif isinstance(value, str | list):
+            items = value.split(",") if isinstance(value, str) else value
+            slots = [_slot(x) for x in items]
+            if len(slots) == 1:
+                slots = slots * 4
+            elif len(slots) == 3:
+                slots.append(DEFAULT_SEED)
+            elif len(slots) != 4:
+                raise ValueError(value)
+        else:
+            raise ValueError(value)
+    except ValueError:
+        raise fail(f"must be {want}, got {value!r}", field="run.seed") from None
+    if slots[1] is not None and not 0 <= slots[1] <= _NUMPY_MAX:
+        raise fail(f"the numpy seed must be between 0 and 2**32 - 1, got {slots[1]}", field="run.seed")
+    return Seeds(*slots)
+
+
+def fewshot_seed(seeds: Seeds, fewshot_random_seed: int | None) -> int | None:
+    """The few-shot sampler's seed: ``run.fewshot_random_seed`` and ``run.seed``'s few-shot slot agree, or
+    one of them is left at the default (1234) and the other one counts; two different non-default values are
+    refused rather than one silently ignored."""
+    if seeds.fewshot == fewshot_random_seed or seeds.fewshot == DEFAULT_SEED:
+        return fewshot_random_seed
+    if fewshot_random_seed == DEFAULT_SEED:
+        return seeds.fewshot
+    raise fail(
+        f"sets the few-shot seed to {seeds.fewshot} but run.fewshot_random_seed is {fewshot_random_seed}; "
+        "set only one of them",
+        field="run.seed",
+    )
+
+
+@contextlib.contextmanager
+def seeded_globals(python: int | None, numpy: int | None, with_numpy: bool) -> Iterator[None]:
+    """Seed Python's ``random`` (and numpy's global generator, ``with_numpy``) for a block; both are put
+    back as they were afterwards. A None seed leaves that generator alone."""
+    np: Any = None
+    if numpy is not None and with_numpy:
+        with contextlib.suppress(ImportError):
+            import numpy as np
+    py_state = random.getstate() if python is not None else None
+    np_state = np.random.get_state() if np is not None else None
+    try:
+        if python is not None:
+            random.seed(python)
+        if np is not None:
+            np.random.seed(numpy)
+        yield
+    finally:
+        if py_state is not None:
+            random.setstate(py_state)
+        if np_state is not None:
+            np.random.set_state(np_state)
+
+
+def has_python(value: Any) -> bool:
+    """Whether a task config value holds a Python function reference (``!function``) anywhere."""
+    if isinstance(value, dict):
+        return any(has_python(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(has_python(v) for v in value)
+    return isinstance(value, FunctionRef)

@@ -1,0 +1,173 @@
+"""One built task → its plan records (each doc record, then its instances) and their encoded bytes, with
+token ids computed in a second thread, and the data fingerprint of its evaluation split."""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+
+import msgpack
+
+from lmeval.compiler.build import BuiltTask
+from lmeval.compiler.errors import fail
+from lmeval.compiler.tokens import ModelTokenizer
+from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.recordcodec import encode_doc, encode_instance
+from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
+
+Record = DocRecord | InstanceRecord
+
+TokenIds = dict[tuple[int, int], tuple[list[int] | None, list[int] | None]]
+
+
+_CHUNK_DOCS = 4096  # docs per tokenizing batch: the main thread encodes one batch while the next is tokenized
+
+
+def _token_ids(bt: BuiltTask, tok: ModelTokenizer, lo: int, hi: int) -> TokenIds:
+    """Context (and continuation) token ids of the requests of docs ``lo:hi``, by (doc index, request
+    index), in one batch."""
+    s = bt.config
+    ll_keys: list[tuple[int, int]] = []
+    ll_pairs: list[tuple[str, str]] = []
+    ctx_keys: list[tuple[int, int]] = []
+    ctx_texts: list[str] = []
+    for di in range(lo, hi):
+        for ri, rq in enumerate(bt.docs[di].requests):
+            if rq.request_type == "loglikelihood":
+                ll_keys.append((di, ri))
+                ll_pairs.append((rq.context, rq.continuation or ""))
+            else:
+                ctx_keys.append((di, ri))
+                ctx_texts.append(rq.context)
+    ids: TokenIds = {}
+    for key, (c, cont) in zip(ll_keys, tok.encode_pairs(ll_pairs), strict=True):
+        if not cont:
+            d = bt.docs[key[0]]
+            rq = d.requests[key[1]]
+            raise fail(
+                f"request idx {rq.idx}: continuation {rq.continuation!r} encodes to zero tokens",
+                file=s.source,
+                task=s.name,
+                field="doc_to_target" if s.output_type != "multiple_choice" else "doc_to_choice",
+                doc_id=d.doc_id,
+            )
+        ids[key] = (c, cont)
+    for key, c in zip(ctx_keys, tok.encode_many(ctx_texts), strict=True):
+        ids[key] = (c, None)
+    return ids
+
+
+def _fingerprint(bt: BuiltTask) -> tuple[str, list[bytes]]:
+    """The data fingerprint (``content_hash`` of the list of eval docs, computed incrementally) and the
+    canonical bytes of the selected docs."""
+    s = bt.config
+    fp = hashlib.sha256()
+    fp.update(_array_header(len(bt.eval_docs)))
+    doc_bytes: list[bytes] = []
+    for i, doc in enumerate(bt.eval_docs):
+        try:
+            b = canonical_bytes(doc)
+        except TypeError as e:
+            raise fail(f"document cannot be stored in a plan: {e}", file=s.source, task=s.name, doc_id=i) from None
+        fp.update(b)
+        if i < len(bt.docs):
+            doc_bytes.append(b)
+    return fp.hexdigest(), doc_bytes
+
+
+def _doc_records(bt: BuiltTask, doc_bytes: list[bytes]) -> tuple[list[DocRecord], list[bytes]]:
+    """The task's doc records and their stored bytes (``doc_bytes``: each doc's canonical bytes)."""
+    s = bt.config
+    recs: list[DocRecord] = []
+    blobs: list[bytes] = []
+    for di, d in enumerate(bt.docs):
+        rec = DocRecord(
+            task=s.name,
+            doc_id=d.doc_id,
+            doc=d.doc,
+            target=d.target,
+            choices=d.choices,
+            fewshot_ids=d.fewshot_ids,
+            doc_hash=hashlib.sha256(doc_bytes[di]).hexdigest(),
+        )
+        try:
+            blobs.append(encode_doc(rec, doc_bytes[di]))
+        except TypeError as e:
+            raise fail(f"target or choices cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                       doc_id=d.doc_id) from None  # fmt: skip
+        recs.append(rec)
+    return recs, blobs
+
+
+def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], list[bytes], str]:
+    """The task's records in plan order, their stored bytes (for ``seal``) and the data fingerprint.
+
+    Token ids are computed in a second thread, batch by batch, while this one encodes the documents and then
+    each batch's instances: the tokenizer's Rust core releases the GIL, so the two overlap. Results and
+    errors do not depend on the timing (batches are consumed in order)."""
+    n = len(bt.docs)
+    if tok is None:
+        fingerprint, doc_bytes = _fingerprint(bt)
+        docs, doc_blobs = _doc_records(bt, doc_bytes)
+        return (*_instance_records(bt, docs, doc_blobs, {}, 0, n), fingerprint)
+    out: list[Record] = []
+    blobs: list[bytes] = []
+    bounds = [(lo, min(lo + _CHUNK_DOCS, n)) for lo in range(0, n, _CHUNK_DOCS)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
+        pending = [pool.submit(_token_ids, bt, tok, lo, hi) for lo, hi in bounds]
+        try:
+            fingerprint, doc_bytes = _fingerprint(bt)
+            docs, doc_blobs = _doc_records(bt, doc_bytes)
+            for (lo, hi), fut in zip(bounds, pending, strict=True):
+                recs, rec_blobs = _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi)
+                out += recs
+                blobs += rec_blobs
+        finally:
+            for fut in pending:
+                fut.cancel()  # after an error: do not tokenize the rest
+    return out, blobs, fingerprint
+
+
+def _instance_records(
+    bt: BuiltTask, docs: list[DocRecord], doc_blobs: list[bytes], ids: TokenIds, lo: int, hi: int
+) -> tuple[list[Record], list[bytes]]:
+    """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes."""
+    s = bt.config
+    out: list[Record] = []
+    blobs: list[bytes] = []
+    for di in range(lo, hi):
+        d = bt.docs[di]
+        out.append(docs[di])
+        blobs.append(doc_blobs[di])
+        prev: InstanceRecord | None = None
+        for ri, rq in enumerate(d.requests):
+            c_ids, cont_ids = ids.get((di, ri), (None, None))
+            rec = InstanceRecord(
+                instance_id=instance_id_for(s.name, d.doc_id, rq.idx),
+                task=s.name,
+                doc_id=d.doc_id,
+                idx=rq.idx,
+                request_type=rq.request_type,
+                context=rq.context,
+                continuation=rq.continuation,
+                generation_kwargs=rq.generation_kwargs,
+                repeats=s.repeats,
+                context_ids=c_ids,
+                continuation_ids=cont_ids,
+                request_hash=request_hash_of(
+                    rq.request_type, rq.context, rq.continuation, rq.generation_kwargs, c_ids, cont_ids
+                ),  # fmt: skip
+            )
+            try:
+                blobs.append(encode_instance(rec, prev))
+            except TypeError as e:
+                raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                           field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
+            out.append(rec)
+            prev = rec
+    return out, blobs
+
+
+def _array_header(n: int) -> bytes:
+    p = msgpack.Packer()
+    return p.pack_array_header(n)
