@@ -94,7 +94,7 @@ MUTATIONS = [
     ),
     Mutation(
         "sandbox: no throwaway uid (programs run as root)",
-        "scorer/sandbox.py",
+        "scorer/sandbox_run.py",
         "        uid = _next_uid() if iso.drop_uid else None\n",
         "        uid = None\n",
         ("tests/scorer/test_sandbox_isolation.py::test_runs_as_a_throwaway_uid_not_root",),
@@ -124,8 +124,8 @@ MUTATIONS = [
     Mutation(
         "custom filter: documents handed over in the wrong order",
         "scorer/filters.py",
-        "        return list(f(resps, docs()))\n",
-        "        return list(f(resps, docs()[::-1]))\n",
+        "    return Responses.from_py(list(f(st.to_py(), ctx.docs())))\n",
+        "    return Responses.from_py(list(f(st.to_py(), ctx.docs()[::-1])))\n",
         ("tests/scorer/test_parity_hooks.py",),
     ),
     Mutation(
@@ -137,9 +137,9 @@ MUTATIONS = [
     ),
     Mutation(
         "pass@k: estimator off by one",
-        "scorer/process.py",
-        "        return float(1.0 - np.prod(1.0 - kk / np.arange(n - c + 1, n + 1)))\n",
-        "        return float(1.0 - np.prod(1.0 - kk / np.arange(n - c, n + 1)))\n",
+        "scorer/passk.py",
+        "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))\n",
+        "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c, n + 1)))\n",
         (
             "tests/scorer/test_code_tasks.py::test_pass_at_k_is_code_evals_estimator",
             "tests/scorer/test_parity_hooks.py",
