@@ -59,8 +59,8 @@ def raw_vllm(plan_path: str) -> None:
 
     from lmeval.executor.backends.vllm_engine import engine_args
     from lmeval.executor.engineconf import detect_platform
+    from lmeval.executor.instances import load_instances
     from lmeval.executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
-    from lmeval.executor.run import load_instances
 
     header, instances = load_instances(plan_path, None)
     spec = model_spec(resolve_model_config(header, []))

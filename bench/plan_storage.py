@@ -9,7 +9,7 @@ each side, in rounds that alternate old and new (so load on the machine falls on
 - **diff**: ``lmeval diff --json`` of that plan and one compiled with a changed anatomy description and
   astronomy few-shot selection (bench/diff.py's pair), both plan hashes verified, as a process; and
   ``lmeval.diff.diff_plans`` in-process (median of 3 in one interpreter).
-- **executor start-up**: ``executor.run.load_instances`` (open, stream, hash-verify and decode every Instance
+- **executor start-up**: ``executor.instances.load_instances`` (open, stream, hash-verify and decode every Instance
   of the plan: what ``lmeval execute`` does before the engine starts), in-process, median of 3.
 
 Reports medians over the rounds and new/old ratios (target: within 10%), plus plan sizes, and writes
@@ -52,7 +52,7 @@ print(json.dumps({"wall": walls[1], "cpu": cpus[1], "tasks": sorted(t.name for t
 
 INPROC_LOAD = """
 import json, sys, time
-from lmeval.executor.run import load_instances
+from lmeval.executor.instances import load_instances
 walls, cpus = [], []
 for _ in range(3):
     t, c = time.perf_counter(), time.process_time()

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
-
 from lmeval.compiler.build import BuiltTask, RunOptions
 from lmeval.compiler.functions import FunctionRef, as_data
 from lmeval.compiler.select import Selection
+from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
 from lmeval.plans.records import GroupSummary, ModelInfo, PlanHeader, TaskSummary
 
 

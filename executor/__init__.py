@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lmeval.executor.errors import ExecuteError
+from lmeval.executor.options import DEFAULT_PART_SIZE, RunOptions, pool_options
 
 __all__ = ["ExecuteError", "execute", "merge"]
 
@@ -44,19 +45,13 @@ def execute(
 
     Unless ``verbose``, the engine's own output goes to ``<results>/engine.log`` instead of the terminal.
     """
-    from lmeval.executor.run import execute as _execute
+    from lmeval.executor.run import run_plan
 
-    pool = None
-    if ray is not None or (workers is not None and workers != 1):
-        from lmeval.executor.distributed import PoolOptions
-
-        if workers is not None and workers < 1:
-            raise ExecuteError(f"--workers {workers}: must be at least 1")
-        pool = PoolOptions(workers=workers, address=ray, chunk_size=chunk_size, gpus_per_worker=gpus_per_worker)
-    elif chunk_size is not None or gpus_per_worker is not None:
-        raise ExecuteError("--chunk-size and --gpus-per-worker apply to runs with --workers N (N > 1) or --ray")
-    return _execute(plan_path, out=out, overrides=overrides, shard=shard, reuse=reuse, progress=progress,
-                    part_size=part_size, close_backend=close_backend, pool=pool, verbose=verbose)  # fmt: skip
+    pool = pool_options(workers, ray, chunk_size, gpus_per_worker)
+    opts = RunOptions(out=out, overrides=overrides, shard=shard, reuse=reuse, progress=progress,
+                      part_size=int(part_size or DEFAULT_PART_SIZE), close_backend=close_backend, pool=pool,
+                      verbose=verbose)  # fmt: skip
+    return run_plan(plan_path, opts)
 
 
 def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:

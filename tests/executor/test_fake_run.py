@@ -18,7 +18,8 @@ import pytest
 from lmeval.executor import execute, merge
 from lmeval.executor.backends.fake import FakeBackend
 from lmeval.executor.errors import ExecuteError
-from lmeval.executor.run import execute as run_execute
+from lmeval.executor.options import RunOptions
+from lmeval.executor.run import run_plan
 from lmeval.plans.io import read_plan
 from lmeval.plans.records import shard_of
 from lmeval.plans.results import RESULT_COLUMNS, part_files, read_manifest
@@ -291,15 +292,8 @@ def _ten_tasks(changed: int | None) -> list[pt.Task]:
 
 def _run_counting(plan: Path, out: Path, reuse: Path | None = None) -> tuple[pl.DataFrame, list[str]]:
     CountingFake.sent = []
-    d = run_execute(
-        str(plan),
-        out=str(out),
-        overrides=FAKE,
-        reuse=str(reuse) if reuse else None,
-        progress=False,
-        part_size=8,
-        backend_factory=lambda spec, md: CountingFake(spec, md),
-    )
+    opts = RunOptions(out=str(out), overrides=FAKE, reuse=str(reuse) if reuse else None, progress=False, part_size=8)
+    d = run_plan(str(plan), opts, backend_factory=lambda spec, md: CountingFake(spec, md))
     return frame(d), list(CountingFake.sent)
 
 

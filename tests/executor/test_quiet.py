@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from lmeval.executor.backends.fake import FakeBackend
-from lmeval.executor.run import execute
+from lmeval.executor.options import RunOptions
+from lmeval.executor.run import run_plan
 from lmeval.plans.results import read_results
 
 
@@ -29,8 +30,8 @@ def test_engine_output_goes_to_the_log_unless_verbose(
     mixed_plan: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], verbose: bool
 ) -> None:
     out = tmp_path / "r"
-    execute(str(mixed_plan), out=str(out), overrides=["model.backend=fake"], progress=False,
-            backend_factory=noisy, verbose=verbose)  # fmt: skip
+    opts = RunOptions(out=str(out), overrides=["model.backend=fake"], progress=False, verbose=verbose)
+    run_plan(str(mixed_plan), opts, backend_factory=noisy)
     seen = capfd.readouterr()
     terminal = seen.out + seen.err
     noise = ("fd 1", "fd 2", "engine started", "reduce_op")

@@ -15,7 +15,8 @@ import pytest
 from lmeval.executor import execute
 from lmeval.executor.backends.vllm_engine import VLLMBackend
 from lmeval.executor.modelconf import ModelSpec, model_spec, resolve_model_config
-from lmeval.executor.run import execute as run_execute
+from lmeval.executor.options import RunOptions
+from lmeval.executor.run import run_plan
 from lmeval.plans.io import read_header
 from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
 from lmeval.plans.results import part_files, read_manifest
@@ -121,13 +122,8 @@ def parity_plan(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> P
 
 @pytest.fixture(scope="module")
 def vllm_results(parity_plan: Path, engine: SharedEngine, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_execute(
-        str(parity_plan),
-        out=str(tmp_path_factory.mktemp("v") / "r"),
-        progress=False,
-        part_size=16,
-        backend_factory=engine,
-    )
+    opts = RunOptions(out=str(tmp_path_factory.mktemp("v") / "r"), progress=False, part_size=16)
+    return run_plan(str(parity_plan), opts, backend_factory=engine)
 
 
 @pytest.fixture(scope="module")
@@ -163,9 +159,8 @@ def test_vllm_matches_hf(vllm_results: Path, hf_results: Path) -> None:
 def test_same_plan_twice_identical_on_vllm(
     parity_plan: Path, vllm_results: Path, engine: SharedEngine, tmp_path: Path
 ) -> None:
-    again = run_execute(
-        str(parity_plan), out=str(tmp_path / "again"), progress=False, part_size=5, backend_factory=engine
-    )
+    opts = RunOptions(out=str(tmp_path / "again"), progress=False, part_size=5)
+    again = run_plan(str(parity_plan), opts, backend_factory=engine)
     assert frame(again).equals(frame(vllm_results))
 
 
