@@ -105,17 +105,28 @@ def check_version(obj: Any, path: str) -> int:
 
 def read_raw_header(f: IO[bytes], path: str) -> tuple[Any, int]:
     """The first msgpack object of the file (the header, unchecked) and the offset just after it."""
-    f.seek(0)
-    unpacker = msgpack.Unpacker(f, raw=False, read_size=_HEADER_READ, strict_map_key=True)
+    return _unpack_at(
+        f, 0, path, "empty or truncated plan (no complete header)",
+        "not an lmeval plan (cannot decode a msgpack header)",
+    )  # fmt: skip
+
+
+def _unpack_at(
+    f: IO[bytes], pos: int, path: str, truncated: str, undecodable: str, **limits: int
+) -> tuple[Any, int]:
+    """The msgpack object at offset ``pos`` and the offset just after it; a one-line PlanError (``truncated``
+    when the file ends inside it, ``undecodable`` when it is not msgpack) otherwise."""
+    f.seek(pos)
+    unpacker = msgpack.Unpacker(f, raw=False, read_size=_HEADER_READ, strict_map_key=True, **limits)
     try:
         obj = unpacker.unpack()
     except msgpack.OutOfData:
-        raise PlanError(f"{path}: empty or truncated plan (no complete header)") from None
+        raise PlanError(f"{path}: {truncated}") from None
     except OSError as e:
         raise PlanError(f"{path}: cannot read plan ({e.strerror})") from None
     except Exception:
-        raise PlanError(f"{path}: not an lmeval plan (cannot decode a msgpack header)") from None
-    return obj, unpacker.tell()
+        raise PlanError(f"{path}: {undecodable}") from None
+    return obj, pos + unpacker.tell()
 
 
 def _spans(raw: dict[str, Any], path: str) -> list[tuple[str, int, int]]:
@@ -142,16 +153,12 @@ def read_layout(f: IO[bytes], path: str) -> Layout:
     spans = _spans(raw, path)
     try:
         size = os.fstat(f.fileno()).st_size
-        f.seek(pos)
-        unpacker = msgpack.Unpacker(f, raw=False, read_size=_HEADER_READ, strict_map_key=True, max_buffer_size=64 << 20)
-        storage = unpacker.unpack()
-        body_start = pos + unpacker.tell()
-    except msgpack.OutOfData:
-        raise PlanError(f"{path}: truncated plan (the storage map after the header is cut short)") from None
     except OSError as e:
         raise PlanError(f"{path}: cannot read plan ({e.strerror})") from None
-    except Exception:
-        raise PlanError(f"{path}: corrupt plan (cannot decode the storage map after the header)") from None
+    storage, body_start = _unpack_at(
+        f, pos, path, "truncated plan (the storage map after the header is cut short)",
+        "corrupt plan (cannot decode the storage map after the header)", max_buffer_size=64 << 20,
+    )  # fmt: skip
     codec = storage.get("codec") if isinstance(storage, dict) else None
     stored = storage.get("frames") if isinstance(storage, dict) else None
     if codec not in CODECS or not isinstance(stored, list):
