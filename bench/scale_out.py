@@ -1,4 +1,4 @@
-"""Scheduling overhead of ``lmeval execute --workers N`` (executor/distributed.py) at 1, 2, 4 and 8 workers.
+"""Scheduling overhead of ``lmeval execute --workers N`` (executor/pool/) at 1, 2, 4 and 8 workers.
 
 The fake backend answers every request after a fixed latency (``model.engine.delay_s``, slept per request,
 eight requests a batch), so an ideal pool of N workers needs exactly ``requests x latency / N`` seconds

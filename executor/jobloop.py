@@ -6,7 +6,7 @@ built from its first Instance, which backend inputs it needs, which backend call
 outputs become one result. ``JobLoop.run_kind`` streams the inputs of all jobs of one kind through the
 backend, longest first, and hands the rows of each job to a ``Sink`` the moment its last output arrives;
 ``JobLoop.run`` does that for each kind in turn. The single-process run (executor/run.py) and every Ray
-worker (executor/worker.py) run this same loop; only their sinks differ.
+worker (executor/pool/worker.py) run this same loop; only their sinks differ.
 """
 
 from __future__ import annotations

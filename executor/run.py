@@ -3,7 +3,7 @@
 Order of work: read and verify the whole plan, resolve the model, check the tokenizer and the results
 directory (nothing is written before all of these pass); then write the manifest, copy reusable results
 (``--reuse``), and run the pending Instances, kind by kind (executor/jobloop.py: scoring, then generation),
-in this process or on a Ray pool (executor/distributed.py), writing Parquet parts as results arrive. Resume
+in this process or on a Ray pool (executor/pool/), writing Parquet parts as results arrive. Resume
 is implicit: Instances already in the directory are skipped.
 """
 
@@ -145,7 +145,7 @@ class _Run:
 
         session = None
         if opts.pool is not None and todo:
-            from lmeval.executor.distributed import PoolSession
+            from lmeval.executor.pool import PoolSession
 
             session = PoolSession(opts.pool, self.spec, out_dir, self.header.plan_hash)
         try:

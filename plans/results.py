@@ -73,7 +73,7 @@ class RunManifest:
     finished: str | None = None
     stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
     hardware: dict[str, Any] = field(default_factory=dict)  # platform, cpu, cpus, memory_gib, gpus (report)
-    # how it ran when spread over workers (executor/distributed.py): workers, chunk size, chunks per node,
+    # how it ran when spread over workers (executor/pool/): workers, chunk size, chunks per node,
     # retries; empty for a single-process run
     execution: dict[str, Any] = field(default_factory=dict)
     platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)

@@ -120,7 +120,7 @@ def test_no_import_circles_between_modules() -> None:
         seen[n] = 1
         for d in sorted(graph.get(n, ())):
             if seen.get(d) == 1:
-                cycles.append(stack[stack.index(d):] + [d])
+                cycles.append(stack[stack.index(d) :] + [d])
             elif d not in seen:
                 visit(d, [*stack, d])
         seen[n] = 2
@@ -182,3 +182,29 @@ def test_import_does_not_pull_heavy_modules(pkg: str, forbidden: list[str], tmp_
     n, bad = out.stdout.split(" ", 1)
     assert int(n) >= 2, out.stdout  # the walk really found the package's modules
     assert bad.strip() == ""
+
+
+# Subsystems are subpackages with a public face (their __init__), not file-name prefixes among flat modules.
+SUBSYSTEMS = {"scorer/sandbox": "lmeval.scorer.sandbox", "executor/pool": "lmeval.executor.pool"}
+
+
+@pytest.mark.parametrize("room", sorted(SUBSYSTEMS))
+def test_subsystems_are_subpackages_used_through_their_face(room: str) -> None:
+    face = SUBSYSTEMS[room]
+    assert (ROOT / room / "__init__.py").is_file(), room
+    stage = room.split("/")[0]
+    flat_prefix = room.split("/")[1] + "_"
+    assert [p.name for p in (ROOT / stage).glob(f"{flat_prefix}*.py")] == [], "subsystem spelt as a file prefix"
+    inner = []
+    for pkg in [*LAYERS, "lmeval"]:
+        for path in _py_files(pkg):
+            if path.is_relative_to(ROOT / room) or path.is_symlink():
+                continue
+            inner += [f"{path.relative_to(ROOT)}: {m}" for m, _ in _imports(path) if m.startswith(face + ".")]
+    assert inner == [], f"import {face} itself, not its inner modules: {inner}"
+
+
+def test_the_sandbox_launcher_is_stdlib_only() -> None:
+    """It runs as ``python -I -S launcher.py`` inside the sandbox: nothing of lmeval, nothing installed."""
+    mods = {m.split(".")[0] for m, _ in _imports(ROOT / "scorer" / "sandbox" / "launcher.py")}
+    assert mods and mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)

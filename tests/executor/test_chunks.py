@@ -1,4 +1,4 @@
-"""Chunks of a plan (executor/chunks.py) and chunk parts (executor/chunkstore.py), without Ray."""
+"""Chunks of a plan (executor/pool/chunks.py) and chunk parts (executor/pool/chunkstore.py), without Ray."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.executor.chunks import default_chunk_size, make_chunks
-from lmeval.executor.chunkstore import (
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.pool.chunks import default_chunk_size, make_chunks
+from lmeval.executor.pool.chunkstore import (
     check_chunk_parts,
     check_complete,
     check_rows,
@@ -15,7 +16,6 @@ from lmeval.executor.chunkstore import (
     commit_chunk,
     rows_to_parquet,
 )
-from lmeval.executor.errors import ExecuteError
 from lmeval.plans.io import read_plan
 from tests.executor import plantools as pt
 

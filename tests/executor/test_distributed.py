@@ -1,4 +1,4 @@
-"""One plan on many engines (executor/distributed.py) on a two-node Ray cluster on loopback with logical GPUs
+"""One plan on many engines (executor/pool/) on a two-node Ray cluster on loopback with logical GPUs
 (``ray.cluster_utils.Cluster``, 4 GPUs per node, started once for the module): any worker count gives the
 rows of a single-process run; a worker killed mid-chunk and a SIGKILLed driver lose and duplicate nothing; a
 chunk that keeps failing stops the run with one line; two real vLLM engines give a single-process run's
@@ -18,8 +18,8 @@ import polars as pl
 import pytest
 
 from lmeval.executor import execute, merge
-from lmeval.executor.chunkstore import CHUNK_PART_RE
 from lmeval.executor.errors import ExecuteError
+from lmeval.executor.pool.chunkstore import CHUNK_PART_RE
 from lmeval.plans.results import part_files, read_manifest
 from tests.executor.conftest import frame, run_cli
 

@@ -94,7 +94,7 @@ MUTATIONS = [
     ),
     Mutation(
         "sandbox: no throwaway uid (programs run as root)",
-        "scorer/sandbox_run.py",
+        "scorer/sandbox/run.py",
         "        uid = _next_uid() if iso.drop_uid else None\n",
         "        uid = None\n",
         ("tests/scorer/test_sandbox_isolation.py::test_runs_as_a_throwaway_uid_not_root",),

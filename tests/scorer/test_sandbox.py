@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.scorer import sandbox, sandbox_cgroup
+from lmeval.scorer import sandbox
 from lmeval.scorer.passk import estimate as pass_at_k
 from lmeval.scorer.sandbox import ExecResult, check_many, check_program, run_program
+from lmeval.scorer.sandbox import cgroup as sandbox_cgroup
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"))
 HUMANEVAL = DATA / "humaneval" / "test.jsonl"

@@ -1,4 +1,4 @@
-"""The driver's dispatch loop of a Ray pool run (executor/distributed.py sets it up): keep every ready worker
+"""The driver's dispatch loop of a Ray pool run (executor/pool/ sets it up): keep every ready worker
 ``DEPTH`` chunks deep, check and commit each answer as it arrives, and when a worker dies put its chunks back
 (charging the one it was running) and ping it until Ray has restarted it.
 """
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmeval.executor.chunks import Chunk
-from lmeval.executor.chunkstore import check_rows, commit_chunk
 from lmeval.executor.errors import ExecuteError, first_line
 from lmeval.executor.jobloop import RunStats
 from lmeval.executor.options import PoolOptions
+from lmeval.executor.pool.chunks import Chunk
+from lmeval.executor.pool.chunkstore import check_rows, commit_chunk
 from lmeval.executor.progress import Progress
 from lmeval.plans.results import RunManifest
 

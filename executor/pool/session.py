@@ -1,18 +1,18 @@
 """Many engines on one plan: ``lmeval execute --workers N`` (one machine) and ``--ray ADDRESS`` (a cluster).
 
 Ray Core only (imported here, never by ``import executor``). The driver (the ``lmeval execute`` process)
-cuts the pending Instances into deterministic chunks (executor/chunks.py) and starts one long-lived actor
+cuts the pending Instances into deterministic chunks (executor/pool/chunks.py) and starts one long-lived actor
 per engine (``EngineWorker``: one GPU, one tensor-parallel group, or one CPU engine), which loads the model
 once and then runs chunk after chunk; the driver keeps ``DEPTH`` chunks queued per worker, so a worker
 never waits for the next one. Workers return each chunk's rows as Parquet bytes; the driver checks them
-against the plan and commits them atomically as one part (executor/chunkstore.py). The driver is the only
+against the plan and commits them atomically as one part (executor/pool/chunkstore.py). The driver is the only
 writer, so a worker that dies mid-chunk leaves nothing behind: its chunks go back to the queue (Ray restarts
 the actor, up to ``MAX_RESTARTS`` times), each chunk at most ``max_attempts`` times, after which the run
 stops with a one-line error naming the chunk and the cause, every committed chunk kept. A killed driver
 takes its actors with it; rerunning the same command resumes from the committed parts.
 
-Here: connecting to Ray, sizing the pool and starting it (``PoolSession``); the worker is executor/worker.py,
-the driver's dispatch loop executor/dispatch.py.
+Here: connecting to Ray, sizing the pool and starting it (``PoolSession``); the worker is executor/pool/worker.py,
+the driver's dispatch loop executor/pool/dispatch.py.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.executor import faults
-from lmeval.executor.chunks import Chunk, default_chunk_size, make_chunks
-from lmeval.executor.chunkstore import check_chunk_parts, check_complete
-from lmeval.executor.dispatch import MAX_RESTARTS, Worker, drive
 from lmeval.executor.errors import ExecuteError, first_line
 from lmeval.executor.jobloop import RunStats
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.options import PoolOptions
+from lmeval.executor.pool.chunks import Chunk, default_chunk_size, make_chunks
+from lmeval.executor.pool.chunkstore import check_chunk_parts, check_complete
+from lmeval.executor.pool.dispatch import MAX_RESTARTS, Worker, drive
+from lmeval.executor.pool.worker import EngineWorker, parallel_size
 from lmeval.executor.progress import Progress
-from lmeval.executor.worker import EngineWorker, parallel_size
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import RunManifest
 

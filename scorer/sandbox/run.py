@@ -1,6 +1,6 @@
-"""Running one program in the sandbox: the launcher process (``scorer/sandbox_launcher.py``) with the
+"""Running one program in the sandbox: the launcher process (``scorer/sandbox/launcher.py``) with the
 isolation, limits and environment it is given, its output collected under caps, the process tree killed
-and its cgroup removed afterwards, and the outcome classified (``scorer.sandbox_result``). Which isolation
+and its cgroup removed afterwards, and the outcome classified (``scorer.sandbox.result``). Which isolation
 to ask for is ``scorer.sandbox``'s job."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lmeval.scorer.sandbox_cgroup import SampleCgroup
-from lmeval.scorer.sandbox_result import ExecResult, classify
+from lmeval.scorer.sandbox.cgroup import SampleCgroup
+from lmeval.scorer.sandbox.result import ExecResult, classify
 
-LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
+LAUNCHER = Path(__file__).with_name("launcher.py")
 PROGRAM_NAME = "main.py"
 
 SANDBOX_UID_BASE = 1_500_000_000  # throwaway uids for root mode: far from any real account

@@ -1,6 +1,6 @@
 """The sandbox's first process: isolates itself, then runs the untrusted program as its child.
 
-Run by ``scorer.sandbox`` as ``python -I -S sandbox_launcher.py CONFIG_JSON`` with an empty environment, in
+Run by ``scorer.sandbox`` as ``python -I -S launcher.py CONFIG_JSON`` with an empty environment, in
 its own session (so the parent can kill the whole process group). Standard library only: it must not import
 lmeval. Steps:
 

@@ -2,7 +2,7 @@
 through the executor's one job loop (executor/jobloop.py) and returns each chunk's rows as Parquet bytes,
 with what it loaded (tokenizer and config hashes, library versions) so the driver can refuse a node whose
 model or code differs. Nothing here imports Ray at module level; nothing here writes to the results
-directory (the driver, executor/distributed.py, is its only writer).
+directory (the driver, executor/pool/, is its only writer).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.executor import faults
-from lmeval.executor.chunkstore import rows_to_parquet
 from lmeval.executor.errors import first_line
 from lmeval.executor.hardware import versions
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
 from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.pool.chunkstore import rows_to_parquet
 from lmeval.plans.errors import UserError
 from lmeval.plans.records import InstanceRecord
 

@@ -1,6 +1,6 @@
 """Run untrusted generated Python in an isolated, resource-limited child process.
 
-Each program gets its own process tree, started through ``scorer/sandbox_launcher.py``:
+Each program gets its own process tree, started through ``scorer/sandbox/launcher.py``:
 
 - **network**: a new, empty network namespace (no interface is up, so even 127.0.0.1 is unreachable).
   When the machine cannot create one, ``run_program`` raises ``SandboxUnavailable`` unless the caller
@@ -14,7 +14,7 @@ Each program gets its own process tree, started through ``scorer/sandbox_launche
 - **processes**: a new pid namespace whose pid 1 is a small init that starts the program and reaps
   orphans; everything the program starts dies with it, and on a timeout the parent kills the whole
   process group.
-- **the whole process tree** (``scorer/sandbox_cgroup.py``): where the machine offers cgroups (root, with
+- **the whole process tree** (``scorer/sandbox/cgroup.py``): where the machine offers cgroups (root, with
   v1 memory and pids hierarchies or a v2 group with both controllers) each program runs in a fresh cgroup
   capping the memory (``memory_mb``, swap included) and process count (``max_processes``) of everything
   it starts together. The parent watches it: an OOM kill stops the program as ``memory``, a refused fork
@@ -34,8 +34,8 @@ level that works is used, and without a network namespace nothing runs unless ``
 order: no mount/pid namespace (root: throwaway uid, and every process of that uid is killed after the
 run), then, only with ``allow_network=True``, no network namespace and finally no namespaces at all.
 
-This module chooses the isolation and is the sandbox's public face; ``scorer.sandbox_run`` runs one
-program under it, ``scorer.sandbox_result`` says what the run gave.
+This module chooses the isolation and is the sandbox's public face; ``scorer.sandbox.run`` runs one
+program under it, ``scorer.sandbox.result`` says what the run gave.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lmeval.plans.errors import UserError
-from lmeval.scorer.sandbox_cgroup import SampleCgroup, cgroup_root
-from lmeval.scorer.sandbox_result import (
+from lmeval.scorer.sandbox.cgroup import SampleCgroup, cgroup_root
+from lmeval.scorer.sandbox.result import (
     FAILED,
     KILLED,
     MEMORY,
@@ -61,9 +61,9 @@ from lmeval.scorer.sandbox_result import (
     TIMEOUT,
     ExecResult,
 )
-from lmeval.scorer.sandbox_run import LAUNCHER, PROGRAM_NAME, Isolation
-from lmeval.scorer.sandbox_run import SANDBOX_UID_BASE as _SANDBOX_UID_BASE
-from lmeval.scorer.sandbox_run import run_isolated as _run  # module global: tests replace it
+from lmeval.scorer.sandbox.run import LAUNCHER, PROGRAM_NAME, Isolation
+from lmeval.scorer.sandbox.run import SANDBOX_UID_BASE as _SANDBOX_UID_BASE
+from lmeval.scorer.sandbox.run import run_isolated as _run  # module global: tests replace it
 
 __all__ = [
     "FAILED", "KILLED", "LAUNCHER", "MEMORY", "OUTPUT_LIMIT", "PASSED", "PROCESS_LIMIT", "PROGRAM_NAME",
