@@ -17,8 +17,8 @@ from lmeval.compiler.header import plan_header, task_summary
 from lmeval.compiler.model_identity import model_identity
 from lmeval.compiler.plan_files import write_plan
 from lmeval.compiler.scorecheck import check_groups, check_task
-from lmeval.compiler.select import Selection
 from lmeval.compiler.seeds import has_python, seeded_globals
+from lmeval.compiler.select import Selection
 from lmeval.compiler.task_records import Record, task_records
 from lmeval.compiler.task_selection import select_tasks
 from lmeval.plans.identity import split_locations

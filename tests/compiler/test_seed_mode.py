@@ -14,6 +14,7 @@ import pytest
 from lmeval import compiler
 from lmeval.compiler.errors import CompileError
 from lmeval.diff import diff_plans, render_text
+from lmeval.plans.records import DocRecord
 
 UTILS = """\
 import random
@@ -82,7 +83,7 @@ def _choices(folder: Path, *extra: str, tasks: str = "g") -> dict[str, list[Any]
     header, records = compiler.compile_plan([f"run.include_path={folder}", f"run.tasks=[{tasks}]", *extra])
     out: dict[str, list[Any]] = {}
     for r in records:
-        if hasattr(r, "fewshot_ids"):
+        if isinstance(r, DocRecord):
             out.setdefault(r.task, []).append(r.doc["choices"])
     return out
 
@@ -134,8 +135,9 @@ def test_the_mode_is_in_the_plan_and_in_diff(tmp_path: Path) -> None:
     assert "config: run.seed_mode" in text and "'lm_eval'" in text
     # t1 moved (it now draws after t2), and the doc-text cause names the setting behind it
     t1 = next(t for t in report.tasks if t.name == "t1")
-    assert t1.status == "changed" and t1.cause("doc").docs > 0
-    assert [c.path for c in t1.cause("doc").config] == ["run.seed_mode"]
+    doc = t1.cause("doc")
+    assert t1.status == "changed" and doc is not None and doc.docs > 0
+    assert [c.path for c in doc.config] == ["run.seed_mode"]
 
 
 def test_bad_seed_mode_is_refused() -> None:
