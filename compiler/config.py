@@ -157,7 +157,7 @@ def compose(overrides: list[str]) -> dict[str, Any]:
         raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
     assert isinstance(data, dict)
     run = data.get("run")
-    if isinstance(run, dict) and run.get("seed_mode") == DEFAULT_SEED_MODE:
+    if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
     # what no plan can carry (plans.limits: 64-bit ints, ...), e.g. run.limit=99999999999999999999 or
     # task.arith.num_fewshot=...; named by its key

@@ -126,6 +126,7 @@ def test_the_mode_is_in_the_plan_and_in_diff(tmp_path: Path) -> None:
     # the default is recorded by its absence: the plan is the one compiled before run.seed_mode existed
     assert "seed_mode" not in default.header.config["run"]
     assert explicit.header.plan_hash == default.header.plan_hash
+    assert compiler.compile_located([*base, "run.seed_mode=null"]).header.plan_hash == default.header.plan_hash
     assert lm.header.config["run"]["seed_mode"] == "lm_eval"
     assert lm.header.plan_hash != default.header.plan_hash
     old, new = default.write(str(tmp_path / "per_task.msgpack")), lm.write(str(tmp_path / "lm_eval.msgpack"))
