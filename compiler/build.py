@@ -140,13 +140,15 @@ class TaskBuilder:
     # -- docs
     def _processed(self, split: str, process: FunctionRef | None) -> list[dict[str, Any]]:
         key = (split, process.qualname if process is not None else None)
-        if self._lm_eval_order and key in self._memo:
+        if key in self._memo:
             return list(self._memo[key])
         rows = self.data.split(split)
         if process is not None:
             rows = apply_process_docs(process, rows, task=self.config.name, source=self.config.source)
-        self._memo[key] = rows
-        return list(rows) if self._lm_eval_order else rows
+        if self._lm_eval_order:  # each split processed once by each function, as lm-eval's map cache gives
+            self._memo[key] = rows
+            return list(rows)
+        return rows
 
     def eval_docs(self) -> list[dict[str, Any]]:
         s = self.config
