@@ -14,7 +14,7 @@ from typing import Any
 
 from lmeval.compiler.data import DataSource, apply_process_docs
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef, resolve
+from lmeval.compiler.functions import SHIPPED_TASKLIB, FunctionRef, resolve
 from lmeval.compiler.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
 from lmeval.compiler.render import Renderer
 from lmeval.compiler.taskconfig import TaskConfig
@@ -68,6 +68,18 @@ class BuiltTask:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Prepared:
+    """A task's documents processed and probed (``TaskBuilder.prepare``), ready to render."""
+
+    docs: list[dict[str, Any]]  # the whole evaluation split, processed
+    pool: list[dict[str, Any]]  # the few-shot pool (empty at 0 shots)
+    renderer: Renderer
+    n_shot: int
+    multiple_input: int
+    multiple_target: int
+
+
 # --- the task builder ------------------------------------------------------------------------------
 
 
@@ -79,6 +91,17 @@ class TaskBuilder:
         self.data = DataSource(config, run.data_dir)
         self.notes: list[str] = []
         self._drop_absent_splits()
+        # A task's own document functions (not lmeval's deterministic task library) run in lm-eval's order:
+        # its ConfigurableTask.__init__ processes the few-shot source (fewshot_docs) before the evaluation
+        # docs, even at 0 shots, and datasets' map cache hands back the same split processed by the same
+        # function without running it again; what a function drawing from the global ``random`` sees
+        # depends on that order (compiler/seeds.py).
+        f = self.config.fewshot
+        self._lm_eval_order = any(
+            isinstance(ref, FunctionRef) and not ref.qualname.startswith(SHIPPED_TASKLIB)
+            for ref in (self.config.process_docs, f.process_docs, f.samples)
+        )
+        self._memo: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
 
     def _drop_absent_splits(self) -> None:
         """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such
@@ -116,9 +139,15 @@ class TaskBuilder:
 
     # -- docs
     def _processed(self, split: str, process: FunctionRef | None) -> list[dict[str, Any]]:
+        key = (split, process.qualname if process is not None else None)
+        if key in self._memo:
+            return list(self._memo[key])
         rows = self.data.split(split)
         if process is not None:
-            return apply_process_docs(process, rows, task=self.config.name, source=self.config.source)
+            rows = apply_process_docs(process, rows, task=self.config.name, source=self.config.source)
+        if self._lm_eval_order:  # each split processed once by each function, as lm-eval's map cache gives
+            self._memo[key] = rows
+            return list(rows)
         return rows
 
     def eval_docs(self) -> list[dict[str, Any]]:
@@ -159,11 +188,17 @@ class TaskBuilder:
 
     # -- build
     def build(self) -> BuiltTask:
+        return self.render(self.prepare())
+
+    def prepare(self) -> Prepared:
+        """What lm-eval's ConfigurableTask.__init__ does before any request is built: the documents
+        processed and the first one probed (doc_to_text, doc_to_target, doc_to_choice, in lm-eval's order)."""
         s = self.config
+        n_shot = self.resolve_num_fewshot()
+        early_pool = self.fewshot_pool() if self._lm_eval_order else None
         docs = self.eval_docs()
         if not docs:
             raise fail("the evaluation split has no documents", file=s.source, task=s.name)
-        n_shot = self.resolve_num_fewshot()
         features: list[str] = list(docs[0].keys())
         seen = set(features)
         for d in docs:
@@ -177,19 +212,15 @@ class TaskBuilder:
         # lm-eval probes the first document to detect multiple-input / multiple-target tasks
         probe_text = r.text(s.doc_to_text, docs[0], 0)
         probe_target = r.target(s.doc_to_target, docs[0], 0) if s.doc_to_target is not None else None
+        probe_choice = r.choice(s.doc_to_choice, docs[0], 0) if s.doc_to_choice is not None else None
         multiple_input = 0
-        if s.doc_to_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
-            multiple_input = len(r.choice(s.doc_to_choice, docs[0], 0))
+        if probe_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
+            multiple_input = len(probe_choice)
         multiple_target = len(probe_target) if isinstance(probe_target, list) else 0
-
-        limit = self.run.limit
-        if limit is not None:
-            limit = int(math.ceil(len(docs) * limit)) if limit < 1.0 else int(limit)
-        selected = docs[:limit] if limit is not None else docs
 
         pool: list[dict[str, Any]] = []
         if n_shot > 0:
-            pool = self.fewshot_pool()
+            pool = early_pool if early_pool is not None else self.fewshot_pool()
             if s.fewshot.sampler == "default" and s.fewshot.fewshot_indices:
                 try:
                     pool = [pool[i] for i in s.fewshot.fewshot_indices]
@@ -199,6 +230,16 @@ class TaskBuilder:
             if not pool:
                 raise fail(f"num_fewshot={n_shot} but the few-shot pool is empty", file=s.source, task=s.name,
                            field="num_fewshot")  # fmt: skip
+        return Prepared(docs, pool, r, n_shot, multiple_input, multiple_target)
+
+    def render(self, p: Prepared) -> BuiltTask:
+        """Every selected document's requests (lm-eval's build_all_requests), from ``prepare``'s result."""
+        s, docs, pool, r, n_shot, multiple_input = self.config, p.docs, p.pool, p.renderer, p.n_shot, p.multiple_input
+        limit = self.run.limit
+        if limit is not None:
+            limit = int(math.ceil(len(docs) * limit)) if limit < 1.0 else int(limit)
+        selected = docs[:limit] if limit is not None else docs
+
         rnd = random.Random(self.run.fewshot_random_seed)
         remove_eval_doc = s.fewshot.split == s.test_split
         shot_cache: dict[int, list[Msg]] = {}
@@ -244,7 +285,7 @@ class TaskBuilder:
                 gold = q
             self._check_target(gold, choices, where, multiple_input)
             out.append(BuiltDoc(doc_id, doc, gold, choices, ids, requests))
-        return BuiltTask(s, n_shot, out, docs, multiple_input, multiple_target, self.notes)
+        return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes)
 
     def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
         s = self.config

@@ -10,15 +10,24 @@ from typing import Any
 
 from lmeval.compiler.build import RunOptions
 from lmeval.compiler.errors import CompileError, fail
-from lmeval.compiler.seeds import Seeds, fewshot_seed, parse_seed
+from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.plans.limits import value_problem
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
-    "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs",
+    "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
 )  # fmt: skip
+# Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
+# config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
+OPTIONAL_RUN_KEYS = ("seed_mode",)
+_OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})=", re.S)
+
+
+def optional_run_keys(overrides: list[str]) -> list[str]:
+    """``run.seed_mode=V`` as ``+run.seed_mode=V`` (the key is not in conf/run/default.yaml)."""
+    return [f"+{o}" if _OPTIONAL.match(o) else o for o in overrides]
 
 
 def _task_names(group: str) -> list[str]:
@@ -105,6 +114,8 @@ def catalog_names(overrides: list[str]) -> list[str]:
             out[i] = f"{m2.group(1)}run.tasks=[{','.join(names + moved)}]"
             return out
     return [*out, f"run.tasks=[{','.join(moved)}]"]
+
+
 _CHECKED: dict[Path, tuple[int, int]] = {}
 
 
@@ -125,7 +136,7 @@ def check_conf_files(conf_dir: Path) -> None:
 
 def compose(overrides: list[str]) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``."""
-    overrides = catalog_names(shorthand(overrides))
+    overrides = optional_run_keys(catalog_names(shorthand(overrides)))
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -145,6 +156,9 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     except ValueError as e:  # hydra's override grammar errors
         raise CompileError(f"bad override: {' '.join(str(e).split())}") from None
     assert isinstance(data, dict)
+    run = data.get("run")
+    if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
+        del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
     # what no plan can carry (plans.limits: 64-bit ints, ...), e.g. run.limit=99999999999999999999 or
     # task.arith.num_fewshot=...; named by its key
     for section, body in data.items():
@@ -191,6 +205,7 @@ class RunConfig:
     out: str | None = None
     gen_kwargs: dict[str, Any] | None = None
     seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/seeds.py)
+    seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/seeds.py)
 
     def options(self) -> RunOptions:
         return RunOptions(
@@ -276,6 +291,7 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
         raise _bad("gen_kwargs", "a mapping", gk)
     r.gen_kwargs = gk
     r.seeds = parse_seed(raw.get("seed"))
+    r.seed_mode = parse_seed_mode(raw.get("seed_mode"))
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
 

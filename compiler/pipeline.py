@@ -4,12 +4,13 @@ it is written to. The public entry points are re-exported by ``lmeval.compiler``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lmeval.common.gcpause import gc_paused
-from lmeval.compiler.build import TaskBuilder
+from lmeval.compiler.build import BuiltTask, ChatFn, RunOptions, TaskBuilder
 from lmeval.compiler.config import compose, expand_sweep, run_config
 from lmeval.compiler.errors import CompileError
 from lmeval.compiler.header import plan_header, task_summary
@@ -17,6 +18,7 @@ from lmeval.compiler.model_identity import model_identity
 from lmeval.compiler.plan_files import write_plan
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.seeds import has_python, seeded_globals
+from lmeval.compiler.select import Selection
 from lmeval.compiler.task_records import Record, task_records
 from lmeval.compiler.task_selection import select_tasks
 from lmeval.plans.identity import split_locations
@@ -67,6 +69,26 @@ def compile_located(overrides: list[str]) -> Compiled:
         return _compile(overrides)
 
 
+def built_tasks(sel: Selection, opts: RunOptions, chat: ChatFn | None, seed_mode: str) -> Iterator[BuiltTask]:
+    """Every selected task built, in plan order (``sel.tasks``), under ``run.seed_mode`` (compiler/seeds.py):
+    ``per_task`` seeds the global generators afresh for each task (built one at a time); ``lm_eval`` seeds
+    them once and, in lm-eval's load order, processes every task's documents, then renders every task."""
+    if seed_mode == "per_task":
+        for spec in sel.tasks:
+            with seeded_globals(opts.python_seed, opts.numpy_seed, with_numpy=has_python(spec.raw)):
+                bt = TaskBuilder(spec, opts, chat).build()
+            yield bt
+        return
+    by_name = {spec.name: spec for spec in sel.tasks}
+    order = [by_name[name] for name in sel.load_order]
+    with seeded_globals(opts.python_seed, opts.numpy_seed, with_numpy=any(has_python(s.raw) for s in order)):
+        builders = [TaskBuilder(spec, opts, chat) for spec in order]
+        prepared = [b.prepare() for b in builders]
+        built = {spec.name: b.render(p) for spec, b, p in zip(order, builders, prepared, strict=True)}
+    for spec in sel.tasks:
+        yield built[spec.name]
+
+
 def _compile(overrides: list[str]) -> Compiled:
     cfg = compose(overrides)
     portable, locations = split_locations(cfg)
@@ -81,9 +103,7 @@ def _compile(overrides: list[str]) -> Compiled:
     blobs: list[bytes] = []
     summaries: list[TaskSummary] = []
     notes: list[str] = []
-    for spec in sel.tasks:
-        with seeded_globals(opts.python_seed, opts.numpy_seed, with_numpy=has_python(spec.raw)):
-            bt = TaskBuilder(spec, opts, chat).build()
+    for bt in built_tasks(sel, opts, chat, run.seed_mode):
         notes += bt.notes
         recs, task_blobs, fingerprint = task_records(bt, tok)
         records += recs

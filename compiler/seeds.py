@@ -1,15 +1,25 @@
-"""``run.seed``: lm-eval's ``--seed``, for the parts of it that act at compile time.
+"""``run.seed`` and ``run.seed_mode``: lm-eval's ``--seed``, for the parts of it that act at compile time.
 
 lm-eval 0.4.13 takes one integer (used for all four slots) or ``python,numpy,torch,fewshot`` (3 or 4
 entries, each an integer or None; a missing fourth is 1234), and before building any request seeds
 Python's ``random`` (slot 1) and numpy's global generator (slot 2), and gives slot 4 to the few-shot
-sampler. Here, before each task's documents are processed and rendered (where a task's Python functions and
-Jinja's ``random`` filter run: gpqa's ``process_docs`` shuffles the choices with ``random.shuffle``),
-Python's ``random`` and, for a task with Python functions, numpy's global generator are seeded, and put
-back as they were afterwards; each task is seeded afresh, so its prompts do not depend on which other tasks
-share the plan. The torch slot has no compile-time effect (the compiler runs no torch; it is recorded in
-the plan's config with the rest). Slot 4 is the few-shot seed unless ``run.fewshot_random_seed`` sets a
-different one (see ``fewshot_seed``).
+sampler. A task's Python functions and Jinja's ``random`` filter draw from those generators while its
+documents are processed and rendered (gpqa's ``process_docs`` shuffles the choices with ``random.shuffle``).
+``run.seed_mode`` says how the draws are seeded:
+
+- ``per_task`` (the default): before each task, Python's ``random`` and, for a task with Python functions,
+  numpy's global generator are seeded, and put back as they were afterwards; each task is seeded afresh, so
+  its prompts do not depend on which other tasks share the plan (each equals lm-eval's for that task run
+  alone).
+- ``lm_eval``: seeded once for the whole compile, as lm-eval's ``simple_evaluate`` does; the tasks draw from
+  that one stream in lm-eval's load order (``Selection.load_order``): every task's documents are processed
+  first (``TaskBuilder.prepare``, as lm-eval builds its Task objects), then every task's requests are rendered
+  (``TaskBuilder.render``, as ``evaluate`` calls ``build_all_requests``). A task's prompts then depend on what
+  else is in the plan, exactly as lm-eval's do.
+
+The torch slot has no compile-time effect (the compiler runs no torch; it is recorded in the plan's config
+with the rest). Slot 4 is the few-shot seed unless ``run.fewshot_random_seed`` sets a different one (see
+``fewshot_seed``).
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef
 
 DEFAULT_SEED = 1234  # lm-eval's default for the numpy, torch and few-shot slots (and run.fewshot_random_seed's)
+SEED_MODES = ("per_task", "lm_eval")
+DEFAULT_SEED_MODE = "per_task"  # recorded in the plan's config only when another mode is chosen
 _NUMPY_MAX = 2**32 - 1  # numpy's legacy global generator takes seeds in [0, 2**32)
 
 
@@ -75,6 +87,15 @@ def parse_seed(value: Any) -> Seeds:
     if slots[1] is not None and not 0 <= slots[1] <= _NUMPY_MAX:
         raise fail(f"the numpy seed must be between 0 and 2**32 - 1, got {slots[1]}", field="run.seed")
     return Seeds(*slots)
+
+
+def parse_seed_mode(value: Any) -> str:
+    """``run.seed_mode``: ``per_task`` (the default, also for null) or ``lm_eval``."""
+    if value is None:
+        return DEFAULT_SEED_MODE
+    if isinstance(value, str) and value in SEED_MODES:
+        return value
+    raise fail(f"must be one of {', '.join(SEED_MODES)}, got {value!r}", field="run.seed_mode")
 
 
 def fewshot_seed(seeds: Seeds, fewshot_random_seed: int | None) -> int | None:

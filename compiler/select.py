@@ -37,6 +37,9 @@ class Selection:
     tasks: list[TaskConfig] = field(default_factory=list)
     groups: list[GroupInfo] = field(default_factory=list)
     top: list[str] = field(default_factory=list)  # names as selected (for the default file name)
+    # task names in lm-eval's load order (TaskManager.load: the list in order, a group's members depth first,
+    # a tag's tasks by name), before ``tasks`` is sorted by name; run.seed_mode=lm_eval builds in this order
+    load_order: list[str] = field(default_factory=list)
 
 
 @dataclass

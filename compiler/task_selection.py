@@ -62,6 +62,7 @@ def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
         ex.sel.top += ex.add_named(name, [], where="run.tasks")
     if not ex.sel.tasks:
         raise fail("no task selected: pass +task=NAME (e.g. +task=arith) or run.tasks=[...]")
+    ex.sel.load_order = [s.name for s in ex.sel.tasks]
     ex.sel.tasks.sort(key=lambda s: s.name)
     return ex.sel
 

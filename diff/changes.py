@@ -54,10 +54,15 @@ _KEY_CAUSES: dict[str, str] = {
     "tokenizer": "token_ids",
     "tokenizer_hash": "token_ids",
 }
+# Whole paths with a cause of their own: the global generators' seeding changes what a task's own Python
+# functions draw (gpqa's process_docs shuffle), i.e. the processed documents (compiler/seeds.py).
+_PATH_CAUSES: dict[str, str] = {"run.seed": "doc", "run.seed_mode": "doc"}
 _SEG = re.compile(r"[.\[\]]+")
 
 
 def cause_of_path(path: str) -> str:
+    if path in _PATH_CAUSES:
+        return _PATH_CAUSES[path]
     for seg in reversed([s for s in _SEG.split(path) if s]):
         if seg in _KEY_CAUSES:
             return _KEY_CAUSES[seg]

@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,10 @@ TASK_DIRS: dict[str, tuple[str, ...]] = {
     "boolq": ("super_glue/boolq",),
     "piqa": ("piqa",),
     "mmlu": ("mmlu/default",),
+    "leaderboard_gpqa": ("leaderboard/gpqa",),
+    "leaderboard_gpqa_diamond": ("leaderboard/gpqa",),
+    "leaderboard_gpqa_extended": ("leaderboard/gpqa",),
+    "leaderboard_gpqa_main": ("leaderboard/gpqa",),
 }
 
 # Hub dataset (path, name) -> folder under the local data dir. ``None`` as name matches any name.
@@ -75,7 +80,7 @@ DATASET_DIRS: dict[tuple[str, str | None], str] = {
 class RefSpec:
     """One lm-eval request build: a task (or group) name and the run settings that shape its prompts."""
 
-    task: str
+    task: str  # a task or group name, or several comma-separated (lm-eval's --tasks a,b)
     num_fewshot: int | None = None
     limit: int | None = None
     apply_chat_template: bool = False
@@ -83,6 +88,9 @@ class RefSpec:
     system_instruction: str | None = None
     fewshot_seed: int = 1234
     model_path: str | None = None  # tokenizer whose chat template is applied
+    # lm-eval's --seed python/numpy slots, set once before the tasks load (simple_evaluate); None: not seeded
+    python_seed: int | None = None
+    numpy_seed: int | None = None
 
     def resolved_multiturn(self) -> bool:
         return self.apply_chat_template if self.fewshot_as_multiturn is None else self.fewshot_as_multiturn
@@ -97,6 +105,8 @@ class RefSpec:
             parts.append("sys")
         if self.fewshot_seed != 1234:
             parts.append(f"seed{self.fewshot_seed}")
+        if self.python_seed is not None or self.numpy_seed is not None:
+            parts.append(f"globalseed{self.python_seed},{self.numpy_seed}")
         if self.limit is not None:
             parts.append(f"limit{self.limit}")
         return "/".join(parts)
@@ -450,12 +460,13 @@ def _worker(job_path: str, out_path: str) -> None:
 
     TaskFactory._load_full_config = load_full_config  # type: ignore[method-assign]
 
-    full = job["full_index"] or any(s.task not in TASK_DIRS and not s.task.startswith("mmlu_") for s in specs)
+    names = [n for s in specs for n in s.task.split(",")]  # "a,b": lm-eval's --tasks a,b (loaded in that order)
+    full = job["full_index"] or any(n not in TASK_DIRS and not n.startswith("mmlu_") for n in names)
     t0, c0 = time.perf_counter(), time.process_time()
     if full:
         tm = TaskManager()
     else:
-        dirs = sorted({d for s in specs for d in TASK_DIRS["mmlu" if s.task.startswith("mmlu") else s.task]})
+        dirs = sorted({d for n in names for d in TASK_DIRS["mmlu" if n.startswith("mmlu") else n]})
         tm = TaskManager(include_defaults=False, include_path=[str(root / d) for d in dirs])
     t_index, c_index = time.perf_counter() - t0, time.process_time() - c0
 
@@ -463,8 +474,20 @@ def _worker(job_path: str, out_path: str) -> None:
     results = []
     for spec in specs:
         used_now.clear()
+        if spec.python_seed is not None or spec.numpy_seed is not None:
+            # a fresh datasets cache, as on a machine that never ran these tasks: datasets' map cache hands a
+            # process_docs that shuffles the result of its first run ever back, whatever the seed since
+            import datasets.config
+
+            datasets.config.HF_DATASETS_CACHE = Path(tempfile.mkdtemp(prefix="datasets-", dir=Path(out_path).parent))
+        if spec.python_seed is not None:  # as simple_evaluate: seeded once, before any task is built
+            random.seed(spec.python_seed)
+        if spec.numpy_seed is not None:
+            import numpy as np
+
+            np.random.seed(spec.numpy_seed)
         t0, c0 = time.perf_counter(), time.process_time()
-        loaded = tm.load([spec.task])
+        loaded = tm.load(spec.task.split(","))
         tasks = loaded["tasks"]
         t_load, c_load = time.perf_counter() - t0, time.process_time() - c0
         chat = None
@@ -475,7 +498,7 @@ def _worker(job_path: str, out_path: str) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         instances: list[dict[str, Any]] = []
         n_inst = 0
-        for name in sorted(tasks):
+        for name in tasks:  # as lm_eval.evaluator.evaluate: load order (what global random draws see)
             task = tasks[name]
             # as lm_eval.evaluator.simple_evaluate: a task's explicit 0 shots win over the run's value
             if spec.num_fewshot is not None:
