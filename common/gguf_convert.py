@@ -11,6 +11,8 @@ Every transformers and torch import here is inside a function.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -43,8 +45,16 @@ def _explain(gguf: Path, arch: str, e: BaseException) -> GGUFConvertError:
 
 
 def _quiet() -> None:
+    """No warnings or progress bars from transformers: ``common.gguf`` prints one line per step."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from transformers.utils import logging
+
+        logging.set_verbosity_error()
+        logging.disable_progress_bar()
+    except ImportError:
+        pass
 
 
 def write_tokenizer_and_config(gguf: Path, arch: str, out: Path) -> None:
@@ -86,9 +96,10 @@ def write_weights(gguf: Path, arch: str, out: Path) -> None:
         import torch
         from transformers import AutoModelForCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
-        )
+        with contextlib.redirect_stderr(io.StringIO()):  # transformers' own tqdm bars
+            model = AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
+            )
     except Exception as e:  # noqa: BLE001
         raise _explain(gguf, arch, e) from None
     # save_pretrained refuses a GGUF-quantized model; its tensors are already dequantized float32
@@ -98,7 +109,8 @@ def write_weights(gguf: Path, arch: str, out: Path) -> None:
         del m.config.quantization_config
     m.is_quantized = False
     staging = out / ".weights"
-    model.save_pretrained(str(staging))
+    with contextlib.redirect_stderr(io.StringIO()):
+        model.save_pretrained(str(staging))
     del model
     for name in os.listdir(staging):
         if name.endswith((".safetensors", ".safetensors.index.json")) or name == "generation_config.json":
