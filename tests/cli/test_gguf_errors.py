@@ -77,3 +77,13 @@ def test_package_not_installed(tmp_path: Path) -> None:
     line = _fails(tmp_path, "model=smollm2", "model.package=no_such_package_24", "model.gguf_file=x.gguf")
     assert line.endswith("model.package=no_such_package_24: the package is not installed; install it with: "
                          "pip install no_such_package_24"), line  # fmt: skip
+
+
+def test_execute_needs_the_gguf_location_again(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.msgpack"
+    rc, err = _cli("compile", "+task=arith", "run.limit=2", f"model.path={smollm2_gguf()}", "--out", str(plan))
+    assert rc == 0, err
+    rc, err = _cli("execute", str(plan), "--out", str(tmp_path / "results"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the plan does not say where the model lives" in err and "model.path=FILE.gguf" in err, err
+    assert not (tmp_path / "results").exists()
