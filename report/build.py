@@ -93,7 +93,7 @@ def _chance_note(comps: dict[int, Comparison]) -> str:
 
 def _hib(runs: list[Run], task: str) -> dict[str, bool]:
     for r in runs:
-        h = r.results.get("higher_is_better", {}).get(task)
+        h = r.results.higher_is_better.get(task)
         if isinstance(h, dict):
             return {k: bool(v) for k, v in h.items() if isinstance(v, bool)}
     return {}

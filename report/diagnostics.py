@@ -64,23 +64,18 @@ def run_findings(run: Run) -> list[Finding]:
     out: list[Finding] = [Finding(run.index, "", "note", 0, 0, detail=n) for n in run.notes]
     if not run.manifest.get("finished"):
         out.append(Finding(run.index, "", "note", 0, 0, detail="the manifest records no finish time (unfinished run?)"))
-    partial = run.results.get("partial")
-    if isinstance(partial, dict):
-        for task, p in sorted(partial.items()):
-            if not isinstance(p, dict):
-                continue
-            first = [int(x["doc_id"]) for x in p.get("first_missing", []) if isinstance(x, dict) and "doc_id" in x]
-            out.append(
-                Finding(
-                    run.index,
-                    task,
-                    "missing",
-                    int(p.get("missing_instances", 0)),
-                    int(p.get("expected_instances", 0)),
-                    _ids(first),
-                    detail=f"{p.get('incomplete_docs', '?')} documents left out of the scores",
-                )
+    for task, p in sorted(run.results.partial.items()):
+        out.append(
+            Finding(
+                run.index,
+                task,
+                "missing",
+                p.missing_instances,
+                p.expected_instances,
+                _ids([m.doc_id for m in p.first_missing]),
+                detail=f"{p.incomplete_docs} documents left out of the scores",
             )
+        )
     max_len, max_gen = _model_limits(run)
     rows = run.rows
     for task in rows["task"].unique(maintain_order=True).to_list():

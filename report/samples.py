@@ -202,7 +202,7 @@ def task_payload(task: str, runs: list[Run], hib: dict[str, bool]) -> dict[str, 
         per_run[str(r.index)] = entry
     if not output_type:
         for r in present:
-            t = r.results.get("configs", {}).get(task, {})
+            t = r.results.configs.get(task, {})
             if isinstance(t, dict) and isinstance(t.get("output_type"), str):
                 output_type = t["output_type"]
                 break

@@ -36,7 +36,8 @@ class FilterScores:
     filtered: pl.Series | None = None  # one String per document (the first instance's filtered response)
 
 
-def _json(x: Any) -> str:
+def items_json(x: Any) -> str:
+    """A document's non-numeric metric values as samples.parquet's ``items`` JSON (numpy values unwrapped)."""
     return json.dumps(x, ensure_ascii=False, default=_np_default)
 
 
@@ -140,7 +141,7 @@ def _score_python(
             if k not in keys:
                 keys.append(k)
     values = {k: _as_series_or_list([dct.get(k, MISSING) for dct in dicts]) for k in keys}
-    filtered = pl.Series("filtered", [v if isinstance(v, str) else _json(v) for v in firsts], dtype=pl.String)
+    filtered = pl.Series("filtered", [v if isinstance(v, str) else items_json(v) for v in firsts], dtype=pl.String)
     return FilterScores(filt, docs["doc_id"], values, filtered)
 
 
@@ -336,7 +337,7 @@ def _score_mc_fast(
             for key in keys:
                 v = out[key]
                 if key in ("f1", "mcc"):
-                    row["_item_" + key] = _json(v)
+                    row["_item_" + key] = items_json(v)
                 else:
                     row[key] = float(v)
             slow_rows.append(row)
