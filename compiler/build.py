@@ -25,7 +25,9 @@ ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generatio
 
 
 @dataclass
-class RunOptions:
+class BuildOptions:
+    """What building one task's documents and requests needs (``RunConfig.options()``)."""
+
     num_fewshot: int | None = None
     limit: int | float | None = None
     fewshot_random_seed: int | None = 1234
@@ -72,7 +74,7 @@ class BuiltTask:
 
 
 class TaskBuilder:
-    def __init__(self, config: TaskConfig, run: RunOptions, chat: ChatFn | None) -> None:
+    def __init__(self, config: TaskConfig, run: BuildOptions, chat: ChatFn | None) -> None:
         self.config = config
         self.run = run
         self.chat = chat if run.apply_chat_template else None
@@ -136,8 +138,12 @@ class TaskBuilder:
                 fn = resolve(f.samples, task=s.name, field="fewshot_config.samples")
                 got = fn()
                 if not isinstance(got, list):
-                    raise fail("function must return a list of documents", file=s.source, task=s.name,
-                               field="fewshot_config.samples")  # fmt: skip
+                    raise fail(
+                        "function must return a list of documents",
+                        file=s.source,
+                        task=s.name,
+                        field="fewshot_config.samples",
+                    )
                 return got
             return list(f.samples)
         if s.training_split is not None:
@@ -194,11 +200,19 @@ class TaskBuilder:
                 try:
                     pool = [pool[i] for i in s.fewshot.fewshot_indices]
                 except IndexError:
-                    raise fail(f"index out of range of the {len(pool)}-document few-shot pool", file=s.source,
-                               task=s.name, field="fewshot_config.fewshot_indices") from None  # fmt: skip
+                    raise fail(
+                        f"index out of range of the {len(pool)}-document few-shot pool",
+                        file=s.source,
+                        task=s.name,
+                        field="fewshot_config.fewshot_indices",
+                    ) from None
             if not pool:
-                raise fail(f"num_fewshot={n_shot} but the few-shot pool is empty", file=s.source, task=s.name,
-                           field="num_fewshot")  # fmt: skip
+                raise fail(
+                    f"num_fewshot={n_shot} but the few-shot pool is empty",
+                    file=s.source,
+                    task=s.name,
+                    field="num_fewshot",
+                )
         rnd = random.Random(self.run.fewshot_random_seed)
         remove_eval_doc = s.fewshot.split == s.test_split
         shot_cache: dict[int, list[Msg]] = {}

@@ -13,8 +13,8 @@ from lmeval.compiler.build import TaskBuilder
 from lmeval.compiler.config import compose, expand_sweep, run_config
 from lmeval.compiler.errors import CompileError
 from lmeval.compiler.header import plan_header, task_summary
-from lmeval.compiler.model_identity import model_identity
-from lmeval.compiler.plan_files import write_plan
+from lmeval.compiler.modelinfo import load_model_info
+from lmeval.compiler.plan_files import write_compiled
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.seeds import has_python, seeded_globals
 from lmeval.compiler.task_records import Record, task_records
@@ -36,7 +36,7 @@ class Compiled:
 
     def write(self, out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
         """Write the plan to ``out``, else ``run.out``, else ``plans/<name>-<hash12>.msgpack`` (cwd)."""
-        return write_plan(self.header, self.blobs, out or self.locations.get("run.out"), codec)
+        return write_compiled(self.header, self.blobs, out or self.locations.get("run.out"), codec)
 
 
 def compile_plan(overrides: list[str]) -> tuple[PlanHeader, list[Record]]:
@@ -71,7 +71,7 @@ def _compile(overrides: list[str]) -> Compiled:
     cfg = compose(overrides)
     portable, locations = split_locations(cfg)
     run = run_config(cfg.get("run") or {})
-    tok, model, chat = model_identity(cfg.get("model"), run.apply_chat_template)
+    tok, model, chat = load_model_info(cfg.get("model"), run.apply_chat_template)
     sel = select_tasks(cfg, run)
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)

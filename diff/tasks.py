@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lmeval.diff.changes import dict_changes, group_by_cause, same_value, summary_changes
+from lmeval.diff.model import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.diff.render import short_pair, unified
-from lmeval.diff.report import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.plans.errors import PlanError
 from lmeval.plans.integrity import same_task_records
 from lmeval.plans.io import PlanReader

@@ -20,7 +20,7 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances
 from lmeval.executor.modelconf import REUSE_KEYS
 from lmeval.executor.store import fsync_dir
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import PlanError, reraised_as
 from lmeval.plans.records import InstanceRecord, shard_of
 from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, write_manifest
 from lmeval.plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
@@ -60,10 +60,8 @@ def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
         raise ExecuteError("merge: no results directories given")
     manifests: list[tuple[str, RunManifest]] = []
     for d in dirs:
-        try:
+        with reraised_as(ExecuteError):
             manifests.append((str(d), read_manifest(d)))
-        except PlanError as e:
-            raise ExecuteError(str(e)) from None
     d0, m0 = manifests[0]
     for d, m in manifests[1:]:
         if m.plan_hash != m0.plan_hash:

@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.common.atomic import os_error_of
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import PlanError, reraised_as
 from lmeval.plans.integrity import plan_hasher, verify_plan
 from lmeval.plans.io import PlanReader, read_header, unpack_stream
 from lmeval.plans.records import DocRecord, PlanHeader
@@ -106,22 +106,18 @@ def _stamp(plan_hash: str, idx: Path) -> dict[str, Any]:
 def _check_content(path: str, header: PlanHeader) -> None:
     """The plan file's content hashes to its header's ``plan_hash`` (streamed, compressed or not: the hash is
     over the uncompressed records; no record is decoded)."""
-    try:
+    with reraised_as(ScoreError):
         f, layout = open_layout(path)
         f.close()
         if layout.raw.get("plan_hash") != header.plan_hash:
             raise PlanError(f"{path}: plan hash mismatch: the file was modified or truncated")
         verify_plan(layout)
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
 
 
 def load(path: str, index_dir: str | None = None) -> PlanData:
     """The plan's scoring data; ``index_dir`` (a results directory) holds the scoring index, if given."""
-    try:
+    with reraised_as(ScoreError):
         header = read_header(path)
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
     idx = Path(index_dir) / f".score-index-{header.plan_hash[:16]}" if index_dir else None
     if idx is not None:
         cached = _read_index(idx, path, header)

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import reraised_as
 from lmeval.plans.records import TaskSummary, instance_id_for
 from lmeval.plans.results import plan_of, polars_schema, read_manifest
 from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows
@@ -70,8 +70,14 @@ def score(
     bootstrap_iters: int = agg.BOOTSTRAP_ITERS,
 ) -> Path:
     """Score ``results_dir`` and return it (results.json and samples.parquet written into it)."""
-    return score_run(results_dir, plan_path, console, trust_code=trust_code, include_path=include_path,
-                     bootstrap_iters=bootstrap_iters).path  # fmt: skip
+    return score_run(
+        results_dir,
+        plan_path,
+        console,
+        trust_code=trust_code,
+        include_path=include_path,
+        bootstrap_iters=bootstrap_iters,
+    ).path
 
 
 def score_run(
@@ -87,14 +93,10 @@ def score_run(
     plan records that code by content only (``plans.funcref``)."""
     # only the caller's explicit --trust-code grants trust (never the environment)
     trust = Trust.of(include_path) if trust_code else None
-    try:
+    with reraised_as(ScoreError):
         manifest = read_manifest(results_dir)
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
-    try:
+    with reraised_as(ScoreError):
         ppath = plan_of(results_dir, manifest, plan_path)
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
     plan = load(ppath, index_dir=results_dir)
     if manifest.plan_hash != plan.header.plan_hash:
         raise ScoreError(
@@ -125,10 +127,8 @@ def _check_rows(rows: Rows, plan: PlanData) -> None:
     expected = pl.concat([plan.tasks[n].instances.with_columns(task=pl.lit(n, dtype=pl.String)) for n in names]).select(
         KEY_COLUMNS
     )
-    try:
+    with reraised_as(ScoreError):
         check_rows(rows.keys(names), expected, plan.path, [str(p) for p in rows.parts])
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
 
 
 @dataclass

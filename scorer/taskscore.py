@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from lmeval.plans.records import OUTPUT_TYPES, DocRecord, TaskSummary, instance_id_for
-from lmeval.scorer import fast, process
+from lmeval.scorer import doc_metrics, vector_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from lmeval.scorer.metrics import TaskMetrics
@@ -164,12 +164,12 @@ def _doc_metrics(
         if ot == "multiple_choice":
             if d.choices is None:
                 raise ScoreError(f"{where}: multiple_choice document has no choices in the plan")
-            return process.mc_doc(tm, d.target, d.choices, results, multiple_target)
+            return doc_metrics.mc_doc(tm, d.target, d.choices, results, multiple_target)
         if ot == "loglikelihood":
-            return process.loglikelihood_doc(tm, results)
+            return doc_metrics.loglikelihood_doc(tm, results)
         if ot == "loglikelihood_rolling":
-            return process.rolling_doc(tm, d.target, results)
-        return process.generate_doc(tm, d.doc, d.target, d.choices, results[0], multiple_target)
+            return doc_metrics.rolling_doc(tm, d.target, results)
+        return doc_metrics.generate_doc(tm, d.doc, d.target, d.choices, results[0], multiple_target)
     except ScoreError as e:
         if str(e).startswith("task "):
             raise
@@ -222,7 +222,7 @@ def _score_generate(
     for entry in tm.metrics:
         if entry.builtin == "exact_match":
             try:
-                values["exact_match"] = fast.exact_match(preds, golds, entry.kwargs, cache)
+                values["exact_match"] = vector_metrics.exact_match(preds, golds, entry.kwargs, cache)
             except TypeError as e:
                 raise ScoreError(f"task {ts.name}: metric exact_match: {e}") from None
         else:
@@ -330,7 +330,7 @@ def _score_mc_fast(
                     f"task {rec.task} doc {rec.doc_id}: multiple_choice document has no choices in the plan"
                 )
             try:
-                out = process.mc_doc(tm, rec.target, rec.choices, resps[rec.doc_id], multiple_target)
+                out = doc_metrics.mc_doc(tm, rec.target, rec.choices, resps[rec.doc_id], multiple_target)
             except (TypeError, ValueError, IndexError, KeyError) as e:
                 raise ScoreError(f"task {rec.task} doc {rec.doc_id}: cannot score ({type(e).__name__}: {e})") from None
             row: dict[str, Any] = {"doc_id": rec.doc_id}
