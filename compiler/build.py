@@ -40,6 +40,19 @@ class BuildOptions:
     data_dir: str | None = None
 
 
+def _features(docs: list[dict[str, Any]]) -> list[str]:
+    """Every field name of the documents, in first-seen order."""
+    features: list[str] = list(docs[0].keys())
+    seen = set(features)
+    for d in docs:
+        if len(d) != len(features) or any(k not in seen for k in d):
+            for k in d:
+                if k not in seen:
+                    seen.add(k)
+                    features.append(k)
+    return features
+
+
 @dataclass
 class Request:
     request_type: str
@@ -165,58 +178,22 @@ class TaskBuilder:
 
     # -- build
     def build(self) -> BuiltTask:
+        """Every selected document with its few-shot examples, rendered prompt and requests."""
         s = self.config
         docs = self.eval_docs()
         if not docs:
             raise fail("the evaluation split has no documents", file=s.source, task=s.name)
         n_shot = self.resolve_num_fewshot()
-        features: list[str] = list(docs[0].keys())
-        seen = set(features)
-        for d in docs:
-            if len(d) != len(features) or any(k not in seen for k in d):
-                for k in d:
-                    if k not in seen:
-                        seen.add(k)
-                        features.append(k)
-        r = Renderer(s.name, s.source, features, s.doc_to_choice is not None)
-
-        # lm-eval probes the first document to detect multiple-input / multiple-target tasks
-        probe_text = r.text(s.doc_to_text, docs[0], 0)
-        probe_target = r.target(s.doc_to_target, docs[0], 0) if s.doc_to_target is not None else None
-        multiple_input = 0
-        if s.doc_to_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
-            multiple_input = len(r.choice(s.doc_to_choice, docs[0], 0))
-        multiple_target = len(probe_target) if isinstance(probe_target, list) else 0
-
+        r = Renderer(s.name, s.source, _features(docs), s.doc_to_choice is not None)
+        multiple_input, multiple_target = self._probe(r, docs[0])
         limit = self.run.limit
         if limit is not None:
             limit = int(math.ceil(len(docs) * limit)) if limit < 1.0 else int(limit)
         selected = docs[:limit] if limit is not None else docs
-
-        pool: list[dict[str, Any]] = []
-        if n_shot > 0:
-            pool = self.fewshot_pool()
-            if s.fewshot.sampler == "default" and s.fewshot.fewshot_indices:
-                try:
-                    pool = [pool[i] for i in s.fewshot.fewshot_indices]
-                except IndexError:
-                    raise fail(
-                        f"index out of range of the {len(pool)}-document few-shot pool",
-                        file=s.source,
-                        task=s.name,
-                        field="fewshot_config.fewshot_indices",
-                    ) from None
-            if not pool:
-                raise fail(
-                    f"num_fewshot={n_shot} but the few-shot pool is empty",
-                    file=s.source,
-                    task=s.name,
-                    field="num_fewshot",
-                )
+        pool = self._shot_pool(n_shot) if n_shot > 0 else []
         rnd = random.Random(self.run.fewshot_random_seed)
         remove_eval_doc = s.fewshot.split == s.test_split
         shot_cache: dict[int, list[Msg]] = {}
-
         out: list[BuiltDoc] = []
         for doc_id, doc in enumerate(selected):
 
@@ -235,30 +212,71 @@ class TaskBuilder:
                     turn = self._shot(r, pool[i], multiple_input, i)
                     shot_cache[i] = turn
                 messages.extend(turn)
-
-            q = r.text(s.doc_to_text, doc, doc_id)
-            choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
-            target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
-            gen_prefix = r.prefix(s.gen_prefix, doc, doc_id)
-
-            if multiple_input:
-                if choices is None:
-                    raise where("doc_to_choice", "multiple-input tasks need doc_to_choice")
-                ctx: str | list[str] = [
-                    self._render(messages + qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
-                    for cq in choices
-                ]
-            else:
-                ctx = self._render(
-                    messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
-                )
-            requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
-            gold = target
-            if multiple_input:
-                gold = q
-            self._check_target(gold, choices, where, multiple_input)
-            out.append(BuiltDoc(doc_id, doc, gold, choices, ids, requests))
+            out.append(self._doc(r, doc_id, doc, ids, messages, multiple_input, where))
         return BuiltTask(s, n_shot, out, docs, multiple_input, multiple_target, self.notes)
+
+    def _probe(self, r: Renderer, first: dict[str, Any]) -> tuple[int, int]:
+        """lm-eval probes the first document to detect multiple-input / multiple-target tasks: (choices of a
+        multiple-input task or 0, targets of a multiple-target task or 0)."""
+        s = self.config
+        probe_text = r.text(s.doc_to_text, first, 0)
+        probe_target = r.target(s.doc_to_target, first, 0) if s.doc_to_target is not None else None
+        multiple_input = 0
+        if s.doc_to_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
+            multiple_input = len(r.choice(s.doc_to_choice, first, 0))
+        return multiple_input, len(probe_target) if isinstance(probe_target, list) else 0
+
+    def _shot_pool(self, n_shot: int) -> list[dict[str, Any]]:
+        """The documents few-shot examples are drawn from (``fewshot_indices`` picks them), never empty."""
+        s = self.config
+        pool = self.fewshot_pool()
+        if s.fewshot.sampler == "default" and s.fewshot.fewshot_indices:
+            try:
+                pool = [pool[i] for i in s.fewshot.fewshot_indices]
+            except IndexError:
+                raise fail(
+                    f"index out of range of the {len(pool)}-document few-shot pool",
+                    file=s.source,
+                    task=s.name,
+                    field="fewshot_config.fewshot_indices",
+                ) from None
+        if not pool:
+            raise fail(
+                f"num_fewshot={n_shot} but the few-shot pool is empty", file=s.source, task=s.name, field="num_fewshot"
+            )
+        return pool
+
+    def _doc(
+        self,
+        r: Renderer,
+        doc_id: int,
+        doc: dict[str, Any],
+        ids: list[int],
+        messages: list[Msg],
+        multiple_input: int,
+        where: Callable[[str, str], Exception],
+    ) -> BuiltDoc:
+        """One document's prompt (after its few-shot ``messages``), requests and checked target."""
+        s = self.config
+        q = r.text(s.doc_to_text, doc, doc_id)
+        choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
+        target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
+        gen_prefix = r.prefix(s.gen_prefix, doc, doc_id)
+        if multiple_input:
+            if choices is None:
+                raise where("doc_to_choice", "multiple-input tasks need doc_to_choice")
+            ctx: str | list[str] = [
+                self._render(messages + qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
+                for cq in choices
+            ]
+        else:
+            ctx = self._render(
+                messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
+            )
+        requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
+        gold = q if multiple_input else target
+        self._check_target(gold, choices, where, multiple_input)
+        return BuiltDoc(doc_id, doc, gold, choices, ids, requests)
 
     def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
         s = self.config

@@ -178,39 +178,42 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
             f"{path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
             f"header says {header.n_docs} and {header.n_instances}"
         )
-    tasks = {}
-    for name, c in cols.items():
-        targets = c["target"]
-        t_str = [t if type(t) is str else None for t in targets]
-        t_int = [t if type(t) is int else None for t in targets]
-        t_json = [None if type(t) in (str, int) else json.dumps(t) for t in targets]
-        choices = c["choices"]
-        if not all(ch is None or all(type(x) is str for x in ch) for ch in choices):
-            raise ScoreError(f"{path}: task {name}: choices must be lists of strings")
-        docs = pl.DataFrame(
-            {
-                "doc_id": c["doc_id"],
-                "target_str": t_str,
-                "target_int": t_int,
-                "target_json": t_json,
-                "choices": choices,
-            },
-            schema=DOC_SCHEMA,
-        )
-        if not docs["doc_id"].is_sorted():
-            docs = docs.sort("doc_id")
-        inst = pl.DataFrame(
-            {
-                "doc_id": c["i_doc"],
-                "idx": c["i_idx"],
-                "instance_id": c["i_id"],
-                "request_type": c["i_rt"],
-                "request_hash": c["i_rh"],
-            },
-            schema=INST_SCHEMA,
-        ).sort(["doc_id", "idx"])
-        tasks[name] = TaskDocs(name, path, docs, inst, _raw={o["doc_id"]: o for o in c["rec"]})
+    tasks = {name: _task_docs(path, name, c) for name, c in cols.items()}
     return PlanData(path=path, header=header, tasks=tasks)
+
+
+def _task_docs(path: str, name: str, c: dict[str, list[Any]]) -> TaskDocs:
+    """One task's documents and Instances as the scorer's frames (``DOC_SCHEMA``, ``INST_SCHEMA``)."""
+    targets = c["target"]
+    t_str = [t if type(t) is str else None for t in targets]
+    t_int = [t if type(t) is int else None for t in targets]
+    t_json = [None if type(t) in (str, int) else json.dumps(t) for t in targets]
+    choices = c["choices"]
+    if not all(ch is None or all(type(x) is str for x in ch) for ch in choices):
+        raise ScoreError(f"{path}: task {name}: choices must be lists of strings")
+    docs = pl.DataFrame(
+        {
+            "doc_id": c["doc_id"],
+            "target_str": t_str,
+            "target_int": t_int,
+            "target_json": t_json,
+            "choices": choices,
+        },
+        schema=DOC_SCHEMA,
+    )
+    if not docs["doc_id"].is_sorted():
+        docs = docs.sort("doc_id")
+    inst = pl.DataFrame(
+        {
+            "doc_id": c["i_doc"],
+            "idx": c["i_idx"],
+            "instance_id": c["i_id"],
+            "request_type": c["i_rt"],
+            "request_hash": c["i_rh"],
+        },
+        schema=INST_SCHEMA,
+    ).sort(["doc_id", "idx"])
+    return TaskDocs(name, path, docs, inst, _raw={o["doc_id"]: o for o in c["rec"]})
 
 
 def _read_index(idx: Path, path: str, header: PlanHeader) -> PlanData | None:
