@@ -82,7 +82,7 @@ def _to_json(index: Index, root: Path) -> dict[str, Any]:
                 "members": e.members,
                 "output_type": _output_type(e),
                 "unsupported": e.unsupported,
-            }  # fmt: skip
+            }
             for e in index.entries.values()
         ],
         "broken": {rel(Path(p)): why for p, why in index.broken.items()},

@@ -65,12 +65,14 @@ def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]
             where, msg = problems[0]
             raise fail(msg, file=source, field=f"group {group} {where}")
         fl = it.get("filter_list")
-        out.append({
-            "metric": it["metric"],
-            "filter_list": [fl] if isinstance(fl, str) else fl,
-            "aggregation": "mean",
-            "weight_by_size": bool(it.get("weight_by_size", True)),
-        })  # fmt: skip
+        out.append(
+            {
+                "metric": it["metric"],
+                "filter_list": [fl] if isinstance(fl, str) else fl,
+                "aggregation": "mean",
+                "weight_by_size": bool(it.get("weight_by_size", True)),
+            }
+        )
     return out
 
 

@@ -132,11 +132,18 @@ def load(path: str, index_dir: str | None = None) -> PlanData:
 def _read_plan(path: str, header: PlanHeader) -> PlanData:
     cols: dict[str, dict[str, list[Any]]] = {
         t.name: {
-            "doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": [], "i_id": [], "i_rt": [],
+            "doc_id": [],
+            "target": [],
+            "choices": [],
+            "rec": [],
+            "i_doc": [],
+            "i_idx": [],
+            "i_id": [],
+            "i_rt": [],
             "i_rh": [],
         }
         for t in header.tasks
-    }  # fmt: skip
+    }
     n_docs = n_inst = 0
     try:
         f, layout = open_layout(path)

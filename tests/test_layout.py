@@ -175,6 +175,21 @@ def test_long_functions_say_why() -> None:
     assert long == [], long
 
 
+def test_the_scored_run_files_are_named_only_by_their_contract() -> None:
+    """results.json and samples.parquet are spelt (as a string, not in prose) only in plans/scored.py: every
+    writer and reader goes through it (#27)."""
+    names = {"results.json", "samples.parquet"}
+    spelt = []
+    for path in [p for pkg in [*LAYERS, "lmeval"] for p in _py_files(pkg)]:
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "plans/scored.py" or (ROOT / "lmeval" / path.parent.name).is_symlink() and rel.startswith("lmeval/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                spelt.append(f"{rel}:{node.lineno} {node.value}")
+    assert spelt == [], spelt
+
+
 def test_cli_package_holds_only_the_command_line() -> None:
     """lmeval/ is argument parsing and printing: no dataclasses, no classes of its own."""
     for path in (ROOT / "lmeval").glob("*.py"):
