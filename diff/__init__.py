@@ -7,8 +7,9 @@
 
 Plans are read and their hashes checked through the contract (``lmeval.plans.io.PlanReader``,
 ``lmeval.plans.integrity``). These names are the package's public face; its modules are: ``compare``
-(``diff_plans``), ``tasks`` (one task compared doc by doc), ``changes`` (config differences and their causes),
-``model`` (the report's types) and ``render`` (text, whitespace made visible).
+(``diff_plans``), ``tasks`` (one task compared doc by doc), ``docs`` (a task's documents of both plans joined
+by doc_id), ``changes`` (config differences and their causes), ``model`` (the report's types) and ``render``
+(text, whitespace made visible).
 """
 
 from lmeval.diff.changes import cause_of_path, dict_changes

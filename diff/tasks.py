@@ -4,13 +4,12 @@ changed prompts (as unified diffs) accumulate in the report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from lmeval.diff.changes import dict_changes, group_by_cause, same_value, summary_changes
+from lmeval.diff.docs import DocGroup, Unordered, doc_groups, join_dict, join_sorted
 from lmeval.diff.model import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.diff.render import short_pair, unified
-from lmeval.plans.errors import PlanError
 from lmeval.plans.integrity import same_task_records
 from lmeval.plans.io import PlanReader
 from lmeval.plans.records import TaskSummary
@@ -30,14 +29,6 @@ _INST_FIELDS = (
 )
 
 
-class DocGroup(NamedTuple):
-    """One document of a plan as record maps."""
-
-    doc_id: int
-    doc: dict[str, Any]  # the doc record
-    instances: dict[int, dict[str, Any]]  # idx -> instance record
-
-
 class ChangedInstance(NamedTuple):
     """An Instance present on both sides whose fields differ."""
 
@@ -52,78 +43,6 @@ _TEXT_CAUSES = frozenset(
     ("description", "system_instruction", "delimiters", "template", "chat_template", "fewshot", "doc", "prompt")
     + ("data", "choices")
 )
-
-
-def doc_groups(plan: PlanReader, task: str) -> Iterator[DocGroup]:
-    """``DocGroup(doc_id, doc record, {idx: instance record})`` per document, in plan order."""
-    doc: dict[str, Any] | None = None
-    insts: dict[int, dict[str, Any]] = {}
-    for rec in plan.record_maps(task):
-        if rec["kind"] == "doc":
-            if doc is not None:
-                yield DocGroup(doc["doc_id"], doc, insts)
-            doc, insts = rec, {}
-            if not isinstance(doc.get("doc_id"), int):
-                raise PlanError(f"{plan.path}: task {task!r}: doc record without an integer doc_id")
-        else:
-            if doc is None or rec.get("doc_id") != doc["doc_id"]:
-                raise PlanError(
-                    f"{plan.path}: task {task!r}: instance {rec.get('instance_id')!r} (doc {rec.get('doc_id')!r}) "
-                    f"does not follow its doc record"
-                )
-            idx = rec.get("idx")
-            if not isinstance(idx, int) or idx in insts:
-                raise PlanError(
-                    f"{plan.path}: task {task!r} doc {doc['doc_id']}: missing or repeated instance idx {idx!r}"
-                )
-            insts[idx] = rec
-    if doc is not None:
-        yield DocGroup(doc["doc_id"], doc, insts)
-
-
-class _Unordered(Exception):
-    pass
-
-
-def _join_sorted(
-    old: Iterator[DocGroup], new: Iterator[DocGroup]
-) -> Iterator[tuple[int, DocGroup | None, DocGroup | None]]:
-    """Merge-join two doc streams by ascending doc_id: (doc_id, old group or None, new group or None).
-
-    Raises ``_Unordered`` when either side is not in ascending doc_id order (the caller then re-joins by dict).
-    """
-    o = next(old, None)
-    n = next(new, None)
-    last_o = last_n = None
-    while o is not None or n is not None:
-        if (o is not None and last_o is not None and o.doc_id <= last_o) or (
-            n is not None and last_n is not None and n.doc_id <= last_n
-        ):
-            raise _Unordered
-        if n is None or (o is not None and o.doc_id < n.doc_id):
-            assert o is not None
-            yield o.doc_id, o, None
-            last_o = o.doc_id
-            o = next(old, None)
-        elif o is None or n.doc_id < o.doc_id:
-            yield n.doc_id, None, n
-            last_n = n.doc_id
-            n = next(new, None)
-        else:
-            yield o.doc_id, o, n
-            last_o, last_n = o.doc_id, n.doc_id
-            o, n = next(old, None), next(new, None)
-
-
-def _join_dict(
-    old: Iterator[DocGroup], new: Iterator[DocGroup]
-) -> Iterator[tuple[int, DocGroup | None, DocGroup | None]]:
-    """Join docs in any order: the old side of this one task is held in memory."""
-    rest = {g.doc_id: g for g in old}
-    for n in new:
-        yield n.doc_id, rest.pop(n.doc_id, None), n
-    for doc_id, g in rest.items():
-        yield doc_id, g, None
 
 
 class _TaskDiffer:
@@ -196,11 +115,11 @@ class _TaskDiffer:
         inst_causes: dict[str, int] = {}
         changed: list[ChangedInstance] = []
         for idx in sorted(set(oi) | set(ni)):
-            c = self._instance(oi.get(idx), ni.get(idx), idx, doc_causes)
-            if c is not None:
-                for cause in c.causes:
+            ch = self._instance(oi.get(idx), ni.get(idx), idx, doc_causes)
+            if ch is not None:
+                for cause in ch.causes:
                     inst_causes[cause] = inst_causes.get(cause, 0) + 1
-                changed.append(c)
+                changed.append(ch)
         for c in doc_causes:
             self._stat(c).docs += 1
         for c, k in inst_causes.items():
@@ -364,8 +283,8 @@ def diff_task(
     else:
         n_prompts, n_total = len(report.prompts), report.prompts_total
         try:
-            td = _join_task(old, new, ot, nt, td, task_causes, run_causes, report, _join_sorted, labels)
-        except _Unordered:
+            td = _join_task(old, new, ot, nt, td, task_causes, run_causes, report, join_sorted, labels)
+        except Unordered:
             del report.prompts[n_prompts:]
             report.prompts_total = n_total
             fresh = TaskDiff(
@@ -379,7 +298,7 @@ def diff_task(
                 td.new_instances,
                 changes=td.changes,
             )
-            td = _join_task(old, new, ot, nt, fresh, task_causes, run_causes, report, _join_dict, labels)
+            td = _join_task(old, new, ot, nt, fresh, task_causes, run_causes, report, join_dict, labels)
     if (
         not td.records_identical
         and not any((c.docs or c.instances) for c in td.causes)

@@ -26,7 +26,8 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
             m, _, f = mf.partition(",")
             if m.endswith("_stderr"):
                 continue
-            arrow = _ARROW.get(hib.get(m), "") if isinstance(hib.get(m), bool) else ""
+            up = hib.get(m)
+            arrow = _ARROW[up] if isinstance(up, bool) else ""
             value = f"{v:.4f}" if isinstance(v, float) else str(v)
             se_key = f"{m}_stderr,{f}"
             if se_key in dic:
