@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("compiler", "executor", "scorer")
 # what each package of the namespace may import of lmeval's own (itself always); the CLI (lmeval/) may import all
 LAYERS: dict[str, set[str]] = {
-    "common": set(),  # shared plumbing that is not contract: atomic writes, the tiny model
+    "common": set(),  # shared plumbing that is not contract: atomic writes, the tiny model, model lookup, conf/
     "plans": {"common"},  # the contract
     "compiler": {"plans", "common"},
     "executor": {"plans", "common"},
