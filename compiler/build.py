@@ -9,9 +9,10 @@ import logging
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
+from lmeval.compiler.built import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request
 from lmeval.compiler.data import DataSource, apply_process_docs
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import SHIPPED_TASKLIB, FunctionRef, resolve
@@ -21,70 +22,25 @@ from lmeval.compiler.taskconfig import TaskConfig
 
 log = logging.getLogger("lmeval.compile")
 
-ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
 
-
-@dataclass
-class RunOptions:
-    num_fewshot: int | None = None
-    limit: int | float | None = None
-    fewshot_random_seed: int | None = 1234
-    python_seed: int | None = None  # run.seed's slots for the global generators (compiler/seeds.py)
-    numpy_seed: int | None = None
-    apply_chat_template: bool = False
-    fewshot_as_multiturn: bool = False
-    system_instruction: str | None = None
-    gen_kwargs: dict[str, Any] | None = None
-    data_dir: str | None = None
-
-
-@dataclass
-class Request:
-    request_type: str
-    context: str
-    continuation: str | None
-    generation_kwargs: dict[str, Any] | None
-    idx: int
-
-
-@dataclass
-class BuiltDoc:
-    doc_id: int
-    doc: dict[str, Any]
-    target: Any
-    choices: list[Any] | None
-    fewshot_ids: list[int]
-    requests: list[Request]
-
-
-@dataclass
-class BuiltTask:
-    config: TaskConfig
-    num_fewshot: int
-    docs: list[BuiltDoc]
-    eval_docs: list[dict[str, Any]]  # the whole evaluation split, processed (for the data fingerprint)
-    multiple_input: int
-    multiple_target: int
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Prepared:
-    """A task's documents processed and probed (``TaskBuilder.prepare``), ready to render."""
-
-    docs: list[dict[str, Any]]  # the whole evaluation split, processed
-    pool: list[dict[str, Any]]  # the few-shot pool (empty at 0 shots)
-    renderer: Renderer
-    n_shot: int
-    multiple_input: int
-    multiple_target: int
+def _features(docs: list[dict[str, Any]]) -> list[str]:
+    """Every field name of the documents, in first-seen order."""
+    features: list[str] = list(docs[0].keys())
+    seen = set(features)
+    for d in docs:
+        if len(d) != len(features) or any(k not in seen for k in d):
+            for k in d:
+                if k not in seen:
+                    seen.add(k)
+                    features.append(k)
+    return features
 
 
 # --- the task builder ------------------------------------------------------------------------------
 
 
 class TaskBuilder:
-    def __init__(self, config: TaskConfig, run: RunOptions, chat: ChatFn | None) -> None:
+    def __init__(self, config: TaskConfig, run: BuildOptions, chat: ChatFn | None) -> None:
         self.config = config
         self.run = run
         self.chat = chat if run.apply_chat_template else None
@@ -165,8 +121,12 @@ class TaskBuilder:
                 fn = resolve(f.samples, task=s.name, field="fewshot_config.samples")
                 got = fn()
                 if not isinstance(got, list):
-                    raise fail("function must return a list of documents", file=s.source, task=s.name,
-                               field="fewshot_config.samples")  # fmt: skip
+                    raise fail(
+                        "function must return a list of documents",
+                        file=s.source,
+                        task=s.name,
+                        field="fewshot_config.samples",
+                    )
                 return got
             return list(f.samples)
         if s.training_split is not None:
@@ -188,6 +148,7 @@ class TaskBuilder:
 
     # -- build
     def build(self) -> BuiltTask:
+        """Every selected document with its few-shot examples, rendered prompt and requests."""
         return self.render(self.prepare())
 
     def prepare(self) -> Prepared:
@@ -199,37 +160,9 @@ class TaskBuilder:
         docs = self.eval_docs()
         if not docs:
             raise fail("the evaluation split has no documents", file=s.source, task=s.name)
-        features: list[str] = list(docs[0].keys())
-        seen = set(features)
-        for d in docs:
-            if len(d) != len(features) or any(k not in seen for k in d):
-                for k in d:
-                    if k not in seen:
-                        seen.add(k)
-                        features.append(k)
-        r = Renderer(s.name, s.source, features, s.doc_to_choice is not None)
-
-        # lm-eval probes the first document to detect multiple-input / multiple-target tasks
-        probe_text = r.text(s.doc_to_text, docs[0], 0)
-        probe_target = r.target(s.doc_to_target, docs[0], 0) if s.doc_to_target is not None else None
-        probe_choice = r.choice(s.doc_to_choice, docs[0], 0) if s.doc_to_choice is not None else None
-        multiple_input = 0
-        if probe_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
-            multiple_input = len(probe_choice)
-        multiple_target = len(probe_target) if isinstance(probe_target, list) else 0
-
-        pool: list[dict[str, Any]] = []
-        if n_shot > 0:
-            pool = early_pool if early_pool is not None else self.fewshot_pool()
-            if s.fewshot.sampler == "default" and s.fewshot.fewshot_indices:
-                try:
-                    pool = [pool[i] for i in s.fewshot.fewshot_indices]
-                except IndexError:
-                    raise fail(f"index out of range of the {len(pool)}-document few-shot pool", file=s.source,
-                               task=s.name, field="fewshot_config.fewshot_indices") from None  # fmt: skip
-            if not pool:
-                raise fail(f"num_fewshot={n_shot} but the few-shot pool is empty", file=s.source, task=s.name,
-                           field="num_fewshot")  # fmt: skip
+        r = Renderer(s.name, s.source, _features(docs), s.doc_to_choice is not None)
+        multiple_input, multiple_target = self._probe(r, docs[0])
+        pool = self._shot_pool(n_shot, early_pool) if n_shot > 0 else []
         return Prepared(docs, pool, r, n_shot, multiple_input, multiple_target)
 
     def render(self, p: Prepared) -> BuiltTask:
@@ -239,11 +172,9 @@ class TaskBuilder:
         if limit is not None:
             limit = int(math.ceil(len(docs) * limit)) if limit < 1.0 else int(limit)
         selected = docs[:limit] if limit is not None else docs
-
         rnd = random.Random(self.run.fewshot_random_seed)
         remove_eval_doc = s.fewshot.split == s.test_split
         shot_cache: dict[int, list[Msg]] = {}
-
         out: list[BuiltDoc] = []
         for doc_id, doc in enumerate(selected):
 
@@ -262,30 +193,73 @@ class TaskBuilder:
                     turn = self._shot(r, pool[i], multiple_input, i)
                     shot_cache[i] = turn
                 messages.extend(turn)
-
-            q = r.text(s.doc_to_text, doc, doc_id)
-            choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
-            target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
-            gen_prefix = r.prefix(s.gen_prefix, doc, doc_id)
-
-            if multiple_input:
-                if choices is None:
-                    raise where("doc_to_choice", "multiple-input tasks need doc_to_choice")
-                ctx: str | list[str] = [
-                    self._render(messages + qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
-                    for cq in choices
-                ]
-            else:
-                ctx = self._render(
-                    messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
-                )
-            requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
-            gold = target
-            if multiple_input:
-                gold = q
-            self._check_target(gold, choices, where, multiple_input)
-            out.append(BuiltDoc(doc_id, doc, gold, choices, ids, requests))
+            out.append(self._doc(r, doc_id, doc, ids, messages, multiple_input, where))
         return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes)
+
+    def _probe(self, r: Renderer, first: dict[str, Any]) -> tuple[int, int]:
+        """lm-eval probes the first document to detect multiple-input / multiple-target tasks: (choices of a
+        multiple-input task or 0, targets of a multiple-target task or 0)."""
+        s = self.config
+        probe_text = r.text(s.doc_to_text, first, 0)
+        probe_target = r.target(s.doc_to_target, first, 0) if s.doc_to_target is not None else None
+        probe_choice = r.choice(s.doc_to_choice, first, 0) if s.doc_to_choice is not None else None
+        multiple_input = 0
+        if probe_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
+            multiple_input = len(probe_choice)
+        return multiple_input, len(probe_target) if isinstance(probe_target, list) else 0
+
+    def _shot_pool(self, n_shot: int, early: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The documents few-shot examples are drawn from (``fewshot_indices`` picks them), never empty;
+        ``early`` is the pool when ``prepare`` had to process it first (lm-eval's order)."""
+        s = self.config
+        pool = early if early is not None else self.fewshot_pool()
+        if s.fewshot.sampler == "default" and s.fewshot.fewshot_indices:
+            try:
+                pool = [pool[i] for i in s.fewshot.fewshot_indices]
+            except IndexError:
+                raise fail(
+                    f"index out of range of the {len(pool)}-document few-shot pool",
+                    file=s.source,
+                    task=s.name,
+                    field="fewshot_config.fewshot_indices",
+                ) from None
+        if not pool:
+            raise fail(
+                f"num_fewshot={n_shot} but the few-shot pool is empty", file=s.source, task=s.name, field="num_fewshot"
+            )
+        return pool
+
+    def _doc(
+        self,
+        r: Renderer,
+        doc_id: int,
+        doc: dict[str, Any],
+        ids: list[int],
+        messages: list[Msg],
+        multiple_input: int,
+        where: Callable[[str, str], Exception],
+    ) -> BuiltDoc:
+        """One document's prompt (after its few-shot ``messages``), requests and checked target."""
+        s = self.config
+        q = r.text(s.doc_to_text, doc, doc_id)
+        choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
+        target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
+        gen_prefix = r.prefix(s.gen_prefix, doc, doc_id)
+        if multiple_input:
+            if choices is None:
+                raise where("doc_to_choice", "multiple-input tasks need doc_to_choice")
+            ctx: str | list[str] = [
+                self._render(messages + qa_turn(cq, None, None, gen_prefix, "", "\n\n", where), gen_prefix)
+                for cq in choices
+            ]
+        else:
+            ctx = self._render(
+                messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
+            )
+        requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
+        gold = q if multiple_input else target
+        self._check_target(gold, choices, where, multiple_input)
+        return BuiltDoc(doc_id, doc, gold, choices, ids, requests)
 
     def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
         s = self.config

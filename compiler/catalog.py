@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.atomic import write_atomic
+from lmeval.common.errors import InputError
 from lmeval.compiler.lmyaml import QUALIFIER, Entry, Index, build_index
 from lmeval.plans.funcref import lm_eval_tasks_dir as installed_tasks_dir
 
@@ -81,7 +82,7 @@ def _to_json(index: Index, root: Path) -> dict[str, Any]:
                 "members": e.members,
                 "output_type": _output_type(e),
                 "unsupported": e.unsupported,
-            }  # fmt: skip
+            }
             for e in index.entries.values()
         ],
         "broken": {rel(Path(p)): why for p, why in index.broken.items()},
@@ -128,15 +129,12 @@ def load_catalog(root: Path, cache: Path) -> Catalog:
     index = build_index([root])
     data = _to_json(index, root)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".catalog-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
+        text = json.dumps(data)
+        write_atomic(path, lambda f: f.write(text.encode("utf-8")))
         for old in cache.glob("lm_eval-*.json"):
             if old != path:
                 old.unlink(missing_ok=True)  # indexes of files as they were before: never valid again
-    except OSError:
+    except (OSError, InputError):
         pass  # a read-only cache only costs time
     return _from_json(data, root)
 
@@ -154,13 +152,14 @@ class Listed:
 def listing(conf_task_dir: Path, include_index: Index | None = None) -> list[Listed]:
     """Everything that can be named in ``run.tasks``/``+task``, each name once, resolved in lookup order;
     a shadowed lm-eval entry stays listed under ``lm_eval:NAME``."""
-    from lmeval.compiler.select import conf_entries
+    from lmeval.compiler.task_tree import conf_entries
 
     out: dict[str, Listed] = {}
     if include_index is not None:
         for e in include_index.entries.values():
-            out[e.name] = Listed(e.name, e.kind, _output_type(e), "include_path", str(e.path) if e.path else None,
-                                 e.unsupported or "")  # fmt: skip
+            out[e.name] = Listed(
+                e.name, e.kind, _output_type(e), "include_path", str(e.path) if e.path else None, e.unsupported or ""
+            )
     for name, kind, ot, path in conf_entries(conf_task_dir):
         if name not in out:
             out[name] = Listed(name, kind, ot, "conf/task", path)
@@ -171,9 +170,15 @@ def listing(conf_task_dir: Path, include_index: Index | None = None) -> list[Lis
             epath = str(e.path) if e.path else None
             if e.name in out:
                 shadow = out[e.name]
-                out[e.name] = Listed(shadow.name, shadow.kind, shadow.output_type, shadow.source, shadow.path,
-                                     (shadow.note + "; " if shadow.note else "")
-                                     + f"shadows lm-eval's {e.kind} (use {QUALIFIER}{e.name})")  # fmt: skip
+                out[e.name] = Listed(
+                    shadow.name,
+                    shadow.kind,
+                    shadow.output_type,
+                    shadow.source,
+                    shadow.path,
+                    (shadow.note + "; " if shadow.note else "")
+                    + f"shadows lm-eval's {e.kind} (use {QUALIFIER}{e.name})",
+                )
                 q = QUALIFIER + e.name
                 out[q] = Listed(q, e.kind, ot, "lm-eval", epath, e.unsupported or "shadowed by " + shadow.source)
             else:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.build import RunOptions
+from lmeval.common.conf import conf_dir
+from lmeval.compiler.built import BuildOptions
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.plans.limits import value_problem
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = conf_dir()
 
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
@@ -119,12 +120,12 @@ def catalog_names(overrides: list[str]) -> list[str]:
 _CHECKED: dict[Path, tuple[int, int]] = {}
 
 
-def check_conf_files(conf_dir: Path) -> None:
-    """Every YAML under ``conf_dir`` within the input limits (``plans.limits``: a regular file, no alias
+def check_conf_files(root: Path) -> None:
+    """Every YAML under ``root`` within the input limits (``plans.limits``: a regular file, no alias
     bomb, 64-bit ints) before Hydra and OmegaConf, which expand aliases, read any of them."""
     from lmeval.compiler.lmyaml import load_yaml
 
-    for path in sorted(conf_dir.glob("**/*.yaml")):
+    for path in sorted(root.glob("**/*.yaml")):
         try:
             st = path.stat()
         except OSError:
@@ -207,19 +208,20 @@ class RunConfig:
     seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/seeds.py)
     seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/seeds.py)
 
-    def options(self) -> RunOptions:
-        return RunOptions(
-            num_fewshot=self.num_fewshot,
-            limit=self.limit,
+    def options(self) -> BuildOptions:
+        """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/seeds.py)."""
+        same = {f.name: getattr(self, f.name) for f in fields(BuildOptions) if f.name in _RUN_FIELDS}
+        return BuildOptions(
+            **same,
             fewshot_random_seed=fewshot_seed(self.seeds, self.fewshot_random_seed),
             python_seed=self.seeds.python,
             numpy_seed=self.seeds.numpy,
-            apply_chat_template=self.apply_chat_template,
             fewshot_as_multiturn=bool(self.fewshot_as_multiturn),
-            system_instruction=self.system_instruction,
-            gen_kwargs=self.gen_kwargs,
-            data_dir=self.data_dir,
         )
+
+
+_DERIVED = {"fewshot_random_seed", "python_seed", "numpy_seed", "fewshot_as_multiturn"}  # set by options()
+_RUN_FIELDS = {f.name for f in fields(RunConfig)} - _DERIVED
 
 
 def _bad(key: str, want: str, got: Any) -> CompileError:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.compiler.build import BuiltTask, RunOptions
+from lmeval.compiler.built import BuildOptions, BuiltTask
 from lmeval.compiler.functions import FunctionRef, as_data
-from lmeval.compiler.select import Selection
+from lmeval.compiler.task_tree import Selection
 from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
 from lmeval.plans.records import GroupSummary, ModelInfo, PlanHeader, TaskSummary
 
@@ -32,7 +32,7 @@ def _data(value: Any, spec: TaskConfig, field: str, with_path: bool) -> Any:
 _SCORE_TIME = ("process_results", "metric_list", "filter_list")
 
 
-def task_config_data(bt: BuiltTask, run: RunOptions) -> dict[str, Any]:
+def task_config_data(bt: BuiltTask, run: BuildOptions) -> dict[str, Any]:
     s = bt.config
     cfg: dict[str, Any] = {}
     for k, v in s.raw.items():
@@ -91,7 +91,7 @@ def filter_list(s: TaskConfig) -> list[dict[str, Any]]:
     return [{"name": "none", "filter": [{"function": "take_first"}]}]
 
 
-def task_summary(bt: BuiltTask, run: RunOptions, fingerprint: str) -> TaskSummary:
+def task_summary(bt: BuiltTask, run: BuildOptions, fingerprint: str) -> TaskSummary:
     s = bt.config
     return TaskSummary.of_config(  # name, output_type, num_fewshot, metric_list, filter_list from the config
         task_config_data(bt, run),
@@ -114,8 +114,8 @@ def plan_header(
         for g in sorted(sel.groups, key=lambda g: g.name)
     ]
     extra: dict[str, Any] = {"selected": sel.top}
-    if getattr(sel, "bad_lines", None):
-        extra["spec_bad_lines"] = sel.bad_lines  # type: ignore[attr-defined]
+    if sel.bad_lines:
+        extra["spec_bad_lines"] = sel.bad_lines
     aliases = {s.name: s.task_alias for s in sel.tasks if s.task_alias}
     aliases.update({g.name: g.alias for g in sel.groups if g.alias})
     if aliases:

@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.gcpause import gc_paused
-from lmeval.compiler.build import BuiltTask, ChatFn, RunOptions, TaskBuilder
+from lmeval.compiler.build import TaskBuilder
+from lmeval.compiler.built import BuildOptions, BuiltTask, ChatFn
 from lmeval.compiler.config import compose, expand_sweep, run_config
 from lmeval.compiler.errors import CompileError
 from lmeval.compiler.header import plan_header, task_summary
-from lmeval.compiler.model_identity import model_identity
-from lmeval.compiler.plan_files import write_plan
+from lmeval.compiler.modelinfo import load_model_info
+from lmeval.compiler.plan_files import write_compiled
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.seeds import has_python, seeded_globals
-from lmeval.compiler.select import Selection
 from lmeval.compiler.task_records import Record, task_records
 from lmeval.compiler.task_selection import select_tasks
+from lmeval.compiler.task_tree import Selection
 from lmeval.plans.identity import split_locations
 from lmeval.plans.io import DEFAULT_CODEC, seal
 from lmeval.plans.records import PlanHeader, TaskSummary
@@ -38,7 +39,7 @@ class Compiled:
 
     def write(self, out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
         """Write the plan to ``out``, else ``run.out``, else ``plans/<name>-<hash12>.msgpack`` (cwd)."""
-        return write_plan(self.header, self.blobs, out or self.locations.get("run.out"), codec)
+        return write_compiled(self.header, self.blobs, out or self.locations.get("run.out"), codec)
 
 
 def compile_plan(overrides: list[str]) -> tuple[PlanHeader, list[Record]]:
@@ -69,7 +70,7 @@ def compile_located(overrides: list[str]) -> Compiled:
         return _compile(overrides)
 
 
-def built_tasks(sel: Selection, opts: RunOptions, chat: ChatFn | None, seed_mode: str) -> Iterator[BuiltTask]:
+def built_tasks(sel: Selection, opts: BuildOptions, chat: ChatFn | None, seed_mode: str) -> Iterator[BuiltTask]:
     """Every selected task built, in plan order (``sel.tasks``), under ``run.seed_mode`` (compiler/seeds.py):
     ``per_task`` seeds the global generators afresh for each task (built one at a time); ``lm_eval`` seeds
     them once and, in lm-eval's load order, processes every task's documents, then renders every task."""
@@ -93,7 +94,7 @@ def _compile(overrides: list[str]) -> Compiled:
     cfg = compose(overrides)
     portable, locations = split_locations(cfg)
     run = run_config(cfg.get("run") or {})
-    tok, model, chat = model_identity(cfg.get("model"), run.apply_chat_template)
+    tok, model, chat = load_model_info(cfg.get("model"), run.apply_chat_template)
     sel = select_tasks(cfg, run)
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)

@@ -25,6 +25,6 @@ def plan_path(header: PlanHeader, out: str | None = None) -> Path:
     return Path(out) if out else Path("plans") / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"
 
 
-def write_plan(header: PlanHeader, blobs: list[bytes], out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
+def write_compiled(header: PlanHeader, blobs: list[bytes], out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
     """Write a sealed plan (its header and encoded records) to ``plan_path(header, out)``; the path."""
     return write_sealed(plan_path(header, out), header, blobs, codec)

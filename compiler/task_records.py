@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import msgpack
 
-from lmeval.compiler.build import BuiltTask
+from lmeval.compiler.built import BuiltTask
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tokens import ModelTokenizer
 from lmeval.plans.canonical import canonical_bytes

@@ -1,6 +1,6 @@
 """Which tasks a composed config selects: ``+task=NAME`` nodes (conf/task files, inline task configs,
 ``kind: jsonl_spec`` nodes) and ``run.tasks`` names, looked up in ``run.include_path``, conf/task and, only
-when some name needs it, lm-eval's installed catalog; groups and tags expanded (``compiler.select``)."""
+when some name needs it, lm-eval's installed catalog; groups and tags expanded (``compiler.task_tree``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from lmeval.compiler.catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.config import CONF_DIR, RunConfig
 from lmeval.compiler.errors import fail
-from lmeval.compiler.select import (
+from lmeval.compiler.task_tree import (
     Expander,
     Selection,
     chain_lookups,
@@ -40,8 +40,6 @@ def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
         return (index.names() if index is not None else []) + names + (cat.index.names() if cat else [])
 
     ex = Expander(lookup, known, broken)
-    bad_lines: list[str] = []
-    ex.sel.bad_lines = bad_lines  # type: ignore[attr-defined]
     hydra_tasks = cfg.get("task") or {}
     if not isinstance(hydra_tasks, dict):
         raise fail("the 'task' config must map task names to task configs (use +task=NAME)")
@@ -51,13 +49,13 @@ def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
             raise fail(f"task.{key} must be a task config mapping, got {type(body).__name__}")
         src = task_dir / f"{key}.yaml"
         if body.get("kind") == "jsonl_spec":
-            ex.sel.top += _jsonl_spec_task(ex, key, body, bad_lines)
+            ex.sel.top += _jsonl_spec_task(ex, key, body)
             continue
         found = hydra_found(key, body, task_dir, str(src) if src.is_file() else f"task.{key}")
         if found.kind == "group":
-            ex.sel.top.append(ex._group(str(found.cfg["group"]), found.cfg, found.source, None, [], False))
+            ex.sel.top.append(ex.add_group(str(found.cfg["group"]), found.cfg, found.source, None, [], False))
         else:
-            ex.sel.top += ex._task(found.cfg, found.source, [], default_name=key)
+            ex.sel.top += ex.add_task(found.cfg, found.source, [], default_name=key)
     for name in run.tasks or []:
         ex.sel.top += ex.add_named(name, [], where="run.tasks")
     if not ex.sel.tasks:
@@ -81,7 +79,7 @@ def _needs_catalog(cfg: dict[str, Any], run: RunConfig, index: Any, conf: Any) -
     return False
 
 
-def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: list[str]) -> list[str]:
+def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any]) -> list[str]:
     """A ``kind: jsonl_spec`` task node (compiler/spec): validated docs + a task config for the normal path."""
     from lmeval.compiler.spec import load_spec_task
 
@@ -93,8 +91,8 @@ def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any], bad_lines: li
         raise fail(f"must be true or false, got {allow!r}", field=f"task.{key}.allow_bad_tasks")
     st = load_spec_task(path, allow, name=key)
     # the plan keeps the file's name, not where it lives (plans/identity.py)
-    bad_lines += [_portable_line(line, path) for line in st.bad_lines]
-    names = ex._task(dict(st.task_config), path, [], default_name=key)
+    ex.sel.bad_lines += [_portable_line(line, path) for line in st.bad_lines]
+    names = ex.add_task(dict(st.task_config), path, [], default_name=key)
     spec = ex.sel.tasks[-1]
     split = spec.test_split if spec.test_split is not None else spec.validation_split
     assert split is not None

@@ -10,7 +10,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.compiler.errors import fail
+from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.functions import FunctionRef
 from lmeval.plans.records import OUTPUT_TYPES
 from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
@@ -106,6 +106,8 @@ def _check_str(value: Any, key: str, name: str, source: str | None, optional: bo
 
 
 def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str | None = None) -> TaskConfig:
+    """A ``TaskConfig`` from a task's YAML mapping, every field checked (one-line ``CompileError`` naming
+    file, task and field), lm-eval's defaults filled in."""
     cfg = {k: v for k, v in cfg.items() if k not in _STRUCTURAL}
     name = cfg.get("task", default_name)
     if not isinstance(name, str) or not name:
@@ -116,7 +118,6 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
     for key in ("doc_to_image", "doc_to_audio", "use_prompt"):
         if cfg.get(key) is not None:
             raise fail("is not supported by lmeval (text-only tasks)", file=source, task=name, field=key)
-
     output_type = cfg.get("output_type", "generate_until")
     if output_type not in OUTPUT_TYPES:
         raise fail(
@@ -127,8 +128,24 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
             field="output_type",
         )
     s = TaskConfig(name=name, source=source, raw=dict(cfg), output_type=output_type)
-    for key in ("task_alias", "dataset_path", "dataset_name", "training_split", "validation_split",
-                "test_split", "fewshot_split"):  # fmt: skip
+    _strings(s, cfg)
+    _documents(s, cfg)
+    _counts(s, cfg)
+    _scoring_lists(s, cfg)
+    s.generation_kwargs = _generation_kwargs(s, cfg)
+    s.fewshot = _fewshot(s, cfg)
+    return s
+
+
+def _bad(s: TaskConfig, message: str, field: str) -> CompileError:
+    return fail(message, file=s.source, task=s.name, field=field)
+
+
+def _strings(s: TaskConfig, cfg: dict[str, Any]) -> None:
+    """Names, splits, delimiters and prefixes: strings (``dataset_name`` may be a number)."""
+    name, source = s.name, s.source
+    splits = ("training_split", "validation_split", "test_split", "fewshot_split")
+    for key in ("task_alias", "dataset_path", "dataset_name", *splits):
         val = cfg.get(key)
         if val is not None and not isinstance(val, str):
             val = str(val) if isinstance(val, int | float) and key == "dataset_name" else val
@@ -140,90 +157,99 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
             if val is None:
                 val = ""
             if not isinstance(val, str):
-                raise fail(f"must be a string, got {type(val).__name__}", file=source, task=name, field=key)
+                raise _bad(s, f"must be a string, got {type(val).__name__}", key)
             setattr(s, key, val)
     s.gen_prefix = _check_str(cfg.get("gen_prefix"), "gen_prefix", name, source)
+
+
+def _documents(s: TaskConfig, cfg: dict[str, Any]) -> None:
+    """Where the documents come from and how a document becomes a prompt, target and choices."""
     for key in ("custom_dataset", "process_docs"):
         val = cfg.get(key)
         if val is not None and not isinstance(val, FunctionRef):
-            raise fail("must be a '!function module.fn' reference", file=source, task=name, field=key)
+            raise _bad(s, "must be a '!function module.fn' reference", key)
         setattr(s, key, val)
     for key in ("doc_to_text", "doc_to_target", "doc_to_choice"):
         val = cfg.get(key)
         if val is not None and not isinstance(val, str | int | list | dict | FunctionRef) or isinstance(val, bool):
-            raise fail(
-                f"must be a field name, a Jinja template or '!function', got {type(val).__name__}",
-                file=source,
-                task=name,
-                field=key,
-            )
+            raise _bad(s, f"must be a field name, a Jinja template or '!function', got {type(val).__name__}", key)
         setattr(s, key, val)
     if s.doc_to_text is None:
-        raise fail("missing (every task needs doc_to_text)", file=source, task=name, field="doc_to_text")
+        raise _bad(s, "missing (every task needs doc_to_text)", "doc_to_text")
     if s.doc_to_target is None and s.output_type != "loglikelihood_rolling":
-        raise fail("missing (every task needs doc_to_target)", file=source, task=name, field="doc_to_target")
+        raise _bad(s, "missing (every task needs doc_to_target)", "doc_to_target")
     if s.output_type == "multiple_choice" and s.doc_to_choice is None:
-        raise fail("missing: multiple_choice tasks need doc_to_choice", file=source, task=name, field="doc_to_choice")
+        raise _bad(s, "missing: multiple_choice tasks need doc_to_choice", "doc_to_choice")
     s.process_results = cfg.get("process_results")
     s.dataset_kwargs = cfg.get("dataset_kwargs")
     if s.dataset_kwargs is not None and not isinstance(s.dataset_kwargs, dict):
-        raise fail("must be a mapping", file=source, task=name, field="dataset_kwargs")
+        raise _bad(s, "must be a mapping", "dataset_kwargs")
     if s.custom_dataset is None and s.dataset_path is None:
-        raise fail("missing: a task needs dataset_path (or custom_dataset)", file=source, task=name,
-                   field="dataset_path")  # fmt: skip
+        raise _bad(s, "missing: a task needs dataset_path (or custom_dataset)", "dataset_path")
     if s.test_split is None and s.validation_split is None:
-        raise fail("a task needs test_split or validation_split to evaluate on", file=source, task=name,
-                   field="test_split")  # fmt: skip
+        raise _bad(s, "a task needs test_split or validation_split to evaluate on", "test_split")
 
+
+def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
     nf = cfg.get("num_fewshot")
     if nf is not None and (not isinstance(nf, int) or isinstance(nf, bool) or nf < 0):
-        raise fail(f"must be a non-negative integer, got {nf!r}", file=source, task=name, field="num_fewshot")
+        raise _bad(s, f"must be a non-negative integer, got {nf!r}", "num_fewshot")
     s.num_fewshot = nf
     rep = cfg.get("repeats", 1)
     if not isinstance(rep, int) or isinstance(rep, bool) or rep < 1:
-        raise fail(f"must be a positive integer, got {rep!r}", file=source, task=name, field="repeats")
+        raise _bad(s, f"must be a positive integer, got {rep!r}", "repeats")
     s.repeats = rep
 
+
+def _scoring_lists(s: TaskConfig, cfg: dict[str, Any]) -> None:
     ml = cfg.get("metric_list")
     if ml is not None:
         if not isinstance(ml, list) or not all(isinstance(m, dict) and "metric" in m for m in ml):
-            raise fail("must be a list of mappings, each with a 'metric' key", file=source, task=name,
-                       field="metric_list")  # fmt: skip
+            raise _bad(s, "must be a list of mappings, each with a 'metric' key", "metric_list")
     s.metric_list = ml
     fl = cfg.get("filter_list")
     if fl is not None:
         if not isinstance(fl, list) or not all(isinstance(f, dict) and "name" in f and "filter" in f for f in fl):
-            raise fail("must be a list of mappings with 'name' and 'filter'", file=source, task=name,
-                       field="filter_list")  # fmt: skip
+            raise _bad(s, "must be a list of mappings with 'name' and 'filter'", "filter_list")
     s.filter_list = fl
     md = cfg.get("metadata")
     s.metadata = md if isinstance(md, dict) else ({"_metadata": md} if md is not None else None)
 
-    gk = cfg.get("generation_kwargs")
-    if gk is not None:
-        if not isinstance(gk, dict):
-            raise fail("must be a mapping", file=source, task=name, field="generation_kwargs")
-        gk = dict(gk)
-        if "temperature" in gk:
-            try:
-                gk["temperature"] = float(gk["temperature"])
-            except (TypeError, ValueError):
-                raise fail(f"temperature must be a number, got {gk['temperature']!r}", file=source, task=name,
-                           field="generation_kwargs") from None  # fmt: skip
-        if "until" not in gk:
-            gk["until"] = [s.fewshot_delimiter]
-    elif s.output_type == "generate_until":
-        gk = {"temperature": 0.0, "do_sample": False, "max_gen_toks": DEFAULT_MAX_GEN_TOKS,
-              "until": [s.fewshot_delimiter]}  # fmt: skip
-    s.generation_kwargs = gk
 
+def _generation_kwargs(s: TaskConfig, cfg: dict[str, Any]) -> dict[str, Any] | None:
+    """The task's generation kwargs (temperature a float, ``until`` the few-shot delimiter by default);
+    lm-eval's greedy defaults for a generate_until task without any."""
+    gk = cfg.get("generation_kwargs")
+    if gk is None:
+        if s.output_type != "generate_until":
+            return None
+        return {
+            "temperature": 0.0,
+            "do_sample": False,
+            "max_gen_toks": DEFAULT_MAX_GEN_TOKS,
+            "until": [s.fewshot_delimiter],
+        }
+    if not isinstance(gk, dict):
+        raise _bad(s, "must be a mapping", "generation_kwargs")
+    gk = dict(gk)
+    if "temperature" in gk:
+        try:
+            gk["temperature"] = float(gk["temperature"])
+        except (TypeError, ValueError):
+            raise _bad(s, f"temperature must be a number, got {gk['temperature']!r}", "generation_kwargs") from None
+    if "until" not in gk:
+        gk["until"] = [s.fewshot_delimiter]
+    return gk
+
+
+def _fewshot(s: TaskConfig, cfg: dict[str, Any]) -> FewshotConfig:
+    """``fewshot_config`` over the task's own fields (split, delimiters, doc_to_*), checked."""
     fc = cfg.get("fewshot_config") or {}
     if not isinstance(fc, dict):
-        raise fail("must be a mapping", file=source, task=name, field="fewshot_config")
+        raise _bad(s, "must be a mapping", "fewshot_config")
     for key in fc:
         if key not in FEWSHOT_FIELDS:
-            raise fail(f"unknown fewshot_config field{_suggest(key, FEWSHOT_FIELDS)}", file=source, task=name,
-                       field=f"fewshot_config.{key}")  # fmt: skip
+            raise _bad(s, f"unknown fewshot_config field{_suggest(key, FEWSHOT_FIELDS)}", f"fewshot_config.{key}")
     merged: dict[str, Any] = {
         "split": s.fewshot_split,
         "process_docs": s.process_docs,
@@ -238,25 +264,22 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
     merged.setdefault("sampler", "default")
     sampler = merged["sampler"]
     if sampler not in SAMPLERS:
-        raise fail(
+        raise _bad(
+            s,
             f"unknown sampler {sampler!r}{_suggest(str(sampler), SAMPLERS)}; expected one of {', '.join(SAMPLERS)}",
-            file=source,
-            task=name,
-            field="fewshot_config.sampler",
+            "fewshot_config.sampler",
         )
     samples = merged.get("samples")
     if samples is not None and not (
         isinstance(samples, FunctionRef) or (isinstance(samples, list) and all(isinstance(x, dict) for x in samples))
     ):
-        raise fail("must be a list of documents or a '!function'", file=source, task=name,
-                   field="fewshot_config.samples")  # fmt: skip
+        raise _bad(s, "must be a list of documents or a '!function'", "fewshot_config.samples")
     idx = merged.get("fewshot_indices")
     if idx is not None and not (isinstance(idx, list) and all(isinstance(i, int) for i in idx)):
-        raise fail("must be a list of integers", file=source, task=name, field="fewshot_config.fewshot_indices")
+        raise _bad(s, "must be a list of integers", "fewshot_config.fewshot_indices")
     for key in ("fewshot_delimiter", "target_delimiter"):
         if merged[key] is None:
             merged[key] = s.fewshot_delimiter if key == "fewshot_delimiter" else s.target_delimiter
         if not isinstance(merged[key], str):
-            raise fail("must be a string", file=source, task=name, field=f"fewshot_config.{key}")
-    s.fewshot = FewshotConfig(**merged)
-    return s
+            raise _bad(s, "must be a string", f"fewshot_config.{key}")
+    return FewshotConfig(**merged)

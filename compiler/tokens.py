@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.modelref import tokenizer_hash
 from lmeval.compiler.errors import fail
-from lmeval.plans.modelref import tokenizer_hash
 from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
 

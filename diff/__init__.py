@@ -7,14 +7,15 @@
 
 Plans are read and their hashes checked through the contract (``lmeval.plans.io.PlanReader``,
 ``lmeval.plans.integrity``). These names are the package's public face; its modules are: ``compare``
-(``diff_plans``), ``tasks`` (one task compared doc by doc), ``changes`` (config differences and their causes),
-``report`` (the report's types) and ``render`` (text, whitespace made visible).
+(``diff_plans``), ``tasks`` (one task compared doc by doc), ``docs`` (a task's documents of both plans joined
+by doc_id), ``changes`` (config differences and their causes), ``model`` (the report's types) and ``render``
+(text, whitespace made visible).
 """
 
 from lmeval.diff.changes import cause_of_path, dict_changes
 from lmeval.diff.compare import diff_plans
+from lmeval.diff.model import CAUSES, CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.diff.render import change_line, render_text, short, short_pair, visible_inline, visible_line, visible_lines
-from lmeval.diff.report import CAUSES, CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 
 __all__ = [
     "CAUSES",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lmeval.diff.report import Change
+from lmeval.diff.model import Change
 from lmeval.plans.records import TaskSummary
 
 # Config key (any segment of a dotted path, last one first) → cause.

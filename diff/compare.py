@@ -13,7 +13,7 @@ import os
 from contextlib import ExitStack
 
 from lmeval.diff.changes import dict_changes, group_by_cause
-from lmeval.diff.report import DiffReport, TaskDiff
+from lmeval.diff.model import DiffReport, TaskDiff
 from lmeval.diff.tasks import diff_task
 from lmeval.plans.errors import PlanError, UserError
 from lmeval.plans.integrity import verify_plans

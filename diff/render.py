@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from lmeval.diff.report import CAUSES, Change, DiffReport, TaskDiff
+from lmeval.diff.model import CAUSES, Change, DiffReport, TaskDiff
 
 _TRAILING_WS = re.compile(r"[ \t]+$")
 _INNER_SPACES = re.compile(r"  +")

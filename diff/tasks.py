@@ -4,13 +4,12 @@ changed prompts (as unified diffs) accumulate in the report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from lmeval.diff.changes import dict_changes, group_by_cause, same_value, summary_changes
+from lmeval.diff.docs import DocGroup, Unordered, doc_groups, join_dict, join_sorted
+from lmeval.diff.model import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.diff.render import short_pair, unified
-from lmeval.diff.report import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
-from lmeval.plans.errors import PlanError
 from lmeval.plans.integrity import same_task_records
 from lmeval.plans.io import PlanReader
 from lmeval.plans.records import TaskSummary
@@ -30,76 +29,20 @@ _INST_FIELDS = (
 )
 
 
-def doc_groups(plan: PlanReader, task: str) -> Iterator[tuple[int, dict[str, Any], dict[int, dict[str, Any]]]]:
-    """``(doc_id, doc record, {idx: instance record})`` per document, in plan order."""
-    doc: dict[str, Any] | None = None
-    insts: dict[int, dict[str, Any]] = {}
-    for rec in plan.record_maps(task):
-        if rec["kind"] == "doc":
-            if doc is not None:
-                yield doc["doc_id"], doc, insts
-            doc, insts = rec, {}
-            if not isinstance(doc.get("doc_id"), int):
-                raise PlanError(f"{plan.path}: task {task!r}: doc record without an integer doc_id")
-        else:
-            if doc is None or rec.get("doc_id") != doc["doc_id"]:
-                raise PlanError(
-                    f"{plan.path}: task {task!r}: instance {rec.get('instance_id')!r} (doc {rec.get('doc_id')!r}) "
-                    f"does not follow its doc record"
-                )
-            idx = rec.get("idx")
-            if not isinstance(idx, int) or idx in insts:
-                raise PlanError(
-                    f"{plan.path}: task {task!r} doc {doc['doc_id']}: missing or repeated instance idx {idx!r}"
-                )
-            insts[idx] = rec
-    if doc is not None:
-        yield doc["doc_id"], doc, insts
+class ChangedInstance(NamedTuple):
+    """An Instance present on both sides whose fields differ."""
+
+    idx: int
+    old: dict[str, Any]
+    new: dict[str, Any]
+    causes: set[str]
 
 
-class _Unordered(Exception):
-    pass
-
-
-def _join_sorted(
-    old: Iterator[tuple[int, Any, Any]], new: Iterator[tuple[int, Any, Any]]
-) -> Iterator[tuple[int, Any, Any]]:
-    """Merge-join two doc streams by ascending doc_id: (doc_id, old group or None, new group or None).
-
-    Raises ``_Unordered`` when either side is not in ascending doc_id order (the caller then re-joins by dict).
-    """
-    o = next(old, None)
-    n = next(new, None)
-    last_o = last_n = None
-    while o is not None or n is not None:
-        if (o is not None and last_o is not None and o[0] <= last_o) or (
-            n is not None and last_n is not None and n[0] <= last_n
-        ):
-            raise _Unordered
-        if n is None or (o is not None and o[0] < n[0]):
-            assert o is not None
-            yield o[0], o, None
-            last_o = o[0]
-            o = next(old, None)
-        elif o is None or n[0] < o[0]:
-            yield n[0], None, n
-            last_n = n[0]
-            n = next(new, None)
-        else:
-            yield o[0], o, n
-            last_o, last_n = o[0], n[0]
-            o, n = next(old, None), next(new, None)
-
-
-def _join_dict(
-    old: Iterator[tuple[int, Any, Any]], new: Iterator[tuple[int, Any, Any]]
-) -> Iterator[tuple[int, Any, Any]]:
-    """Join docs in any order: the old side of this one task is held in memory."""
-    rest = {g[0]: g for g in old}
-    for n in new:
-        yield n[0], rest.pop(n[0], None), n
-    for doc_id, g in rest.items():
-        yield doc_id, g, None
+# causes that explain a token-id change already (otherwise changed ids alone are "token_ids")
+_TEXT_CAUSES = frozenset(
+    ("description", "system_instruction", "delimiters", "template", "chat_template", "fewshot", "doc", "prompt")
+    + ("data", "choices")
+)
 
 
 class _TaskDiffer:
@@ -152,21 +95,45 @@ class _TaskDiffer:
             return True
         return bool(old_s) and o.replace(old_s, new_s, -1 if every else 1) == n
 
-    def doc(self, doc_id: int, og: Any, ng: Any) -> None:
+    def doc(self, doc_id: int, og: DocGroup | None, ng: DocGroup | None) -> None:
+        """One document: added, removed, or compared field by field and Instance by Instance."""
         td = self.td
         if og is None:
+            assert ng is not None
             td.docs_added += 1
-            td.instances_added += len(ng[2])
-            td.to_execute += len(ng[2])
-            self._prompt_whole(doc_id, ng[2], "added")
+            td.instances_added += len(ng.instances)
+            td.to_execute += len(ng.instances)
+            self._prompt_whole(doc_id, ng.instances, "added")
             return
         if ng is None:
             td.docs_removed += 1
-            td.instances_removed += len(og[2])
-            self._prompt_whole(doc_id, og[2], "removed")
+            td.instances_removed += len(og.instances)
+            self._prompt_whole(doc_id, og.instances, "removed")
             return
-        od, oi = og[1], og[2]
-        nd, ni = ng[1], ng[2]
+        oi, ni = og.instances, ng.instances
+        doc_causes = self._doc_causes(doc_id, og.doc, ng.doc)
+        inst_causes: dict[str, int] = {}
+        changed: list[ChangedInstance] = []
+        for idx in sorted(set(oi) | set(ni)):
+            ch = self._instance(oi.get(idx), ni.get(idx), idx, doc_causes)
+            if ch is not None:
+                for cause in ch.causes:
+                    inst_causes[cause] = inst_causes.get(cause, 0) + 1
+                changed.append(ch)
+        for c in doc_causes:
+            self._stat(c).docs += 1
+        for c, k in inst_causes.items():
+            st = self._stat(c)
+            st.instances += k
+            if c not in doc_causes:
+                st.docs += 1
+        if doc_causes or changed or len(oi) != len(ni) or set(oi) != set(ni):
+            td.docs_changed += 1
+        if changed:
+            self._prompt_changed(doc_id, changed)
+
+    def _doc_causes(self, doc_id: int, od: dict[str, Any], nd: dict[str, Any]) -> set[str]:
+        """The causes of a document's own fields changing (examples recorded per cause)."""
         doc_causes: set[str] = set()
         for f in _DOC_FIELDS:
             ov, nv = od.get(f), nd.get(f)
@@ -181,70 +148,44 @@ class _TaskDiffer:
                     st.examples.append({"doc_id": doc_id, "fields": fields})
                 else:
                     st.examples.append({"doc_id": doc_id, "old": ov, "new": nv})
-        inst_causes: dict[str, int] = {}
-        changed_pairs: list[tuple[int, dict[str, Any], dict[str, Any], set[str]]] = []
-        for idx in sorted(set(oi) | set(ni)):
-            o, n = oi.get(idx), ni.get(idx)
-            if o is None:
-                td.instances_added += 1
-                td.to_execute += 1
-                continue
-            if n is None:
-                td.instances_removed += 1
-                continue
-            diff = [f for f in _INST_FIELDS if o.get(f) != n.get(f)]
-            if o.get("request_hash") != n.get("request_hash") or diff:
-                td.to_execute += 1
-            if not diff:
-                continue
-            td.instances_changed += 1
-            causes: set[str] = set()
-            if "context" in diff:
-                causes |= self._context_causes(o["context"], n["context"], doc_causes)
-            if "continuation" in diff:
-                if "delimiters" in self.task_prompt_causes:
-                    causes.add("delimiters")
-                elif "chat_template" in self.task_prompt_causes or "chat_template" in self.run_prompt_causes:
-                    causes.add("chat_template")
-                else:
-                    causes.add("choices")
-            if "generation_kwargs" in diff or "repeats" in diff:
-                causes.add("generation_kwargs")
-            if "request_type" in diff:
-                causes.add("request_type")
-            if (
-                not causes
-                & {
-                    "description",
-                    "system_instruction",
-                    "delimiters",
-                    "template",
-                    "chat_template",
-                    "fewshot",
-                    "doc",
-                    "prompt",
-                    "data",
-                    "choices",
-                }
-                and ("context_ids" in diff or "continuation_ids" in diff)
-                and "context" not in diff
-                and "continuation" not in diff
-            ):
-                causes.add("token_ids")
-            for c in causes:
-                inst_causes[c] = inst_causes.get(c, 0) + 1
-            changed_pairs.append((idx, o, n, causes))
-        for c in doc_causes:
-            self._stat(c).docs += 1
-        for c, k in inst_causes.items():
-            st = self._stat(c)
-            st.instances += k
-            if c not in doc_causes:
-                st.docs += 1
-        if doc_causes or changed_pairs or len(oi) != len(ni) or set(oi) != set(ni):
-            td.docs_changed += 1
-        if changed_pairs:
-            self._prompt_changed(doc_id, changed_pairs)
+        return doc_causes
+
+    def _instance(
+        self, o: dict[str, Any] | None, n: dict[str, Any] | None, idx: int, doc_causes: set[str]
+    ) -> ChangedInstance | None:
+        """One Instance counted (added, removed, to execute); its causes when it changed."""
+        td = self.td
+        if o is None:
+            td.instances_added += 1
+            td.to_execute += 1
+            return None
+        if n is None:
+            td.instances_removed += 1
+            return None
+        diff = [f for f in _INST_FIELDS if o.get(f) != n.get(f)]
+        if o.get("request_hash") != n.get("request_hash") or diff:
+            td.to_execute += 1
+        if not diff:
+            return None
+        td.instances_changed += 1
+        causes: set[str] = set()
+        if "context" in diff:
+            causes |= self._context_causes(o["context"], n["context"], doc_causes)
+        if "continuation" in diff:
+            if "delimiters" in self.task_prompt_causes:
+                causes.add("delimiters")
+            elif "chat_template" in self.task_prompt_causes or "chat_template" in self.run_prompt_causes:
+                causes.add("chat_template")
+            else:
+                causes.add("choices")
+        if "generation_kwargs" in diff or "repeats" in diff:
+            causes.add("generation_kwargs")
+        if "request_type" in diff:
+            causes.add("request_type")
+        ids_only = ("context_ids" in diff or "continuation_ids" in diff) and not {"context", "continuation"} & set(diff)
+        if ids_only and not causes & _TEXT_CAUSES:
+            causes.add("token_ids")
+        return ChangedInstance(idx, o, n, causes)
 
     # --- prompt diffs -------------------------------------------------------------------------------------
     def _room(self) -> bool:
@@ -264,16 +205,16 @@ class _TaskDiffer:
         lines = unified(old, new, self._label(0, doc_id, idxs), self._label(1, doc_id, idxs))
         self.report.prompts.append(PromptDiff(self.td.name, doc_id, idxs, kind, [], "\n".join(lines)))
 
-    def _prompt_changed(self, doc_id: int, pairs: list[tuple[int, dict[str, Any], dict[str, Any], set[str]]]) -> None:
-        groups: dict[tuple[str, str], list[tuple[int, dict[str, Any], dict[str, Any], set[str]]]] = {}
+    def _prompt_changed(self, doc_id: int, pairs: list[ChangedInstance]) -> None:
+        groups: dict[tuple[str, str], list[ChangedInstance]] = {}
         for p in pairs:
-            groups.setdefault((p[1]["context"], p[2]["context"]), []).append(p)
+            groups.setdefault((p.old["context"], p.new["context"]), []).append(p)
         for (oc, nc), items in groups.items():
             self.report.prompts_total += 1
             if not self._room():
                 continue
-            idxs = [p[0] for p in items]
-            causes = sorted(set().union(*(p[3] for p in items)))
+            idxs = [p.idx for p in items]
+            causes = sorted(set().union(*(p.causes for p in items)))
             lines: list[str] = []
             if oc != nc:
                 lines += unified(oc, nc, self._label(0, doc_id, idxs), self._label(1, doc_id, idxs))
@@ -342,8 +283,8 @@ def diff_task(
     else:
         n_prompts, n_total = len(report.prompts), report.prompts_total
         try:
-            td = _join_task(old, new, ot, nt, td, task_causes, run_causes, report, _join_sorted, labels)
-        except _Unordered:
+            td = _join_task(old, new, ot, nt, td, task_causes, run_causes, report, join_sorted, labels)
+        except Unordered:
             del report.prompts[n_prompts:]
             report.prompts_total = n_total
             fresh = TaskDiff(
@@ -357,7 +298,7 @@ def diff_task(
                 td.new_instances,
                 changes=td.changes,
             )
-            td = _join_task(old, new, ot, nt, fresh, task_causes, run_causes, report, _join_dict, labels)
+            td = _join_task(old, new, ot, nt, fresh, task_causes, run_causes, report, join_dict, labels)
     if (
         not td.records_identical
         and not any((c.docs or c.instances) for c in td.causes)

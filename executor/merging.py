@@ -20,7 +20,7 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances
 from lmeval.executor.modelconf import REUSE_KEYS
 from lmeval.executor.store import fsync_dir
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import PlanError, reraised_as
 from lmeval.plans.records import InstanceRecord, shard_of
 from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, write_manifest
 from lmeval.plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
@@ -56,14 +56,20 @@ def _plan_instances(
 def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
     """Merge shard directories into ``out``; every row is checked against the plan (``plan``, or the one the
     manifests name) first."""
+    manifests = _same_plan_and_model(dirs)
+    seen = _all_shards(manifests)
+    _check_rows_of_shards(manifests, plan, len(seen))
+    return _write_merged(manifests, seen, Path(out))
+
+
+def _same_plan_and_model(dirs: Sequence[str]) -> list[tuple[str, RunManifest]]:
+    """The shards' manifests, refused unless they share the plan and the model's identity."""
     if not dirs:
         raise ExecuteError("merge: no results directories given")
     manifests: list[tuple[str, RunManifest]] = []
     for d in dirs:
-        try:
+        with reraised_as(ExecuteError):
             manifests.append((str(d), read_manifest(d)))
-        except PlanError as e:
-            raise ExecuteError(str(e)) from None
     d0, m0 = manifests[0]
     for d, m in manifests[1:]:
         if m.plan_hash != m0.plan_hash:
@@ -75,6 +81,12 @@ def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
         if diff:
             k = diff[0]
             raise ExecuteError(f"{d}: model {k}={m.model.get(k)!r}, but {d0} has {m0.model.get(k)!r}")
+    return manifests
+
+
+def _all_shards(manifests: list[tuple[str, RunManifest]]) -> dict[int, str]:
+    """Shard index -> its directory, refused unless the shards are i/n of one n, each once, none missing."""
+    d0, m0 = manifests[0]
     seen: dict[int, str] = {}
     n_shards = None
     for d, m in manifests:
@@ -90,6 +102,12 @@ def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
     missing = sorted(set(range(n_shards)) - set(seen))
     if missing:
         raise ExecuteError(f"merge: missing shard(s) {', '.join(f'{i}/{n_shards}' for i in missing)}")
+    return seen
+
+
+def _check_rows_of_shards(manifests: list[tuple[str, RunManifest]], plan: str | None, n_shards: int) -> None:
+    """Every row answers an Instance of its shard of the plan, once; every shard finished."""
+    d0, m0 = manifests[0]
     import polars as pl
 
     plan_file, by_shard = _plan_instances(d0, m0, plan, n_shards)
@@ -116,7 +134,10 @@ def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
     except PlanError as e:
         raise ExecuteError(f"{e}; merge refuses it") from None
 
-    target = Path(out)
+
+def _write_merged(manifests: list[tuple[str, RunManifest]], seen: dict[int, str], target: Path) -> Path:
+    """The shards' parts and one manifest, into a new directory renamed into place (nothing half-written)."""
+    m0 = manifests[0][1]
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExecuteError(f"{target}: already exists and is not empty; merge writes a new directory")
     target.parent.mkdir(parents=True, exist_ok=True)

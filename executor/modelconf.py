@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.conf import conf_dir
+from lmeval.common.modelref import ModelRef, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans.errors import UserError
-from lmeval.plans.modelref import ModelRef, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from lmeval.plans.records import PlanHeader
 from lmeval.plans.tokenization import TokenRule
 
 BACKENDS = ("vllm", "hf", "openai", "fake")
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "model"
+CONF_DIR = conf_dir("model")
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("what", nargs="?", default="all", choices=["all", *KINDS], help="which kind to list")
     p.add_argument("pattern", nargs="?", default=None, help="glob ('mmlu_*') or substring to filter names")
-    p.add_argument("--include-path", action="append", default=[], metavar="DIR",
-                   help="also list the task YAMLs under DIR (as run.include_path=DIR would)")  # fmt: skip
-    p.add_argument("--source", choices=["conf/task", "include_path", "lm-eval"], default=None,
-                   help="only names from this source")  # fmt: skip
+    p.add_argument(
+        "--include-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also list the task YAMLs under DIR (as run.include_path=DIR would)",
+    )
+    p.add_argument(
+        "--source", choices=["conf/task", "include_path", "lm-eval"], default=None, help="only names from this source"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=run)
 
@@ -41,8 +47,19 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.json:
         for r in rows:
-            out.write(json.dumps({"name": r.name, "kind": r.kind, "output_type": r.output_type, "source": r.source,
-                                  "path": r.path, "note": r.note}) + "\n")  # fmt: skip
+            out.write(
+                json.dumps(
+                    {
+                        "name": r.name,
+                        "kind": r.kind,
+                        "output_type": r.output_type,
+                        "source": r.source,
+                        "path": r.path,
+                        "note": r.note,
+                    }
+                )
+                + "\n"
+            )
         return 0
     width = max([len(r.name) for r in rows] + [4])
     for r in rows:

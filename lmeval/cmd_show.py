@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from lmeval.plans import DocRecord, InstanceRecord, PlanHeader, PlanReader
+from lmeval.plans import InstanceRecord, PlanHeader, PlanReader
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -125,6 +125,3 @@ def run(args: argparse.Namespace) -> int:
         for _ in reader:
             pass
     return 0
-
-
-__all__ = ["register", "run", "instance_json", "DocRecord"]

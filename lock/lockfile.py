@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.atomic import write_atomic
 from lmeval.diff import Change, change_line, dict_changes
 from lmeval.plans.canonical import content_hash
 from lmeval.plans.errors import UserError
@@ -106,20 +106,9 @@ def load_lock(path: str | os.PathLike[str] = LOCK_PATH) -> Lock:
 
 
 def write_lock(lock: Lock, path: str | os.PathLike[str] = LOCK_PATH) -> Path:
-    """Write atomically (temp file + rename); keys sorted, one entry per line block, so diffs review well."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    """Write atomically (``common.atomic``); one entry per line block, so diffs review well."""
     text = json.dumps(lock.to_dict(), indent=1, sort_keys=False, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    return write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 @dataclass

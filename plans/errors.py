@@ -4,10 +4,23 @@ Every stage raises a subclass of ``UserError`` for bad input (configs, data, pla
 is a bug and keeps its traceback.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from lmeval.common.errors import UserError
 
-__all__ = ["PlanError", "UserError"]
+__all__ = ["PlanError", "UserError", "reraised_as"]
 
 
 class PlanError(UserError):
     """A plan file (or a results directory) that cannot be read or does not match what it claims to be."""
+
+
+@contextmanager
+def reraised_as(error: type[UserError]) -> Iterator[None]:
+    """A ``PlanError`` raised inside the block becomes ``error`` with the same one-line message (the stage's
+    own error class; no chained traceback)."""
+    try:
+        yield
+    except PlanError as e:
+        raise error(str(e)) from None

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmeval.common.conf import conf_dir
 from lmeval.plans.funcref import (
     CodeRefused,
     installed_tree,
@@ -142,7 +143,7 @@ def module_name_for(path: Path, digest: str) -> str:
 
 
 # lmeval's own task configs (compiler.config.CONF_DIR / "task"); plans may not import the compiler
-CONF_TASK_DIR = Path(__file__).resolve().parent.parent / "conf" / "task"
+CONF_TASK_DIR = conf_dir("task")
 
 
 def default_task_roots() -> list[Path]:

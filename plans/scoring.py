@@ -121,7 +121,7 @@ Problem = tuple[str, str]  # (field, message)
 
 def compile_regex(pattern: str) -> str | None:
     """None when ``pattern`` compiles with the engine the scorer runs it with (Python's ``re``; polars only
-    runs patterns translated exactly from it, see scorer/regex_compat.py), else the error."""
+    runs patterns translated exactly from it, see scorer/regex_translate.py), else the error."""
     try:
         re.compile(pattern)
     except re.error as e:
@@ -146,8 +146,12 @@ def _check_options(
     for key, value in given.items():
         kind = options.get(key)
         if kind is None:
-            out.append((f"{where}.{key}", f"unknown {what}{_hint(key, options)}{' in ' + context if context else ''}; "
-                                          f"{listing}: {known}"))  # fmt: skip
+            out.append(
+                (
+                    f"{where}.{key}",
+                    f"unknown {what}{_hint(key, options)}{' in ' + context if context else ''}; {listing}: {known}",
+                )
+            )
             continue
         err = check_value(kind, value)
         if err is not None:
@@ -290,14 +294,23 @@ def check_filter_list(filter_list: Any) -> list[Problem]:
             sw = f"{where}.filter[{j}]"
             fn = st.get("function") if isinstance(st, dict) else None
             if is_ref(fn):  # lm-eval's filter classes: the scorer runs user filters as ``custom`` steps
-                out.append((f"{sw}.function", f"filter {name!r}: a '!function' filter class is not supported; "
-                                              f"use function: custom with filter_fn: '!function module.fn' "
-                                              f"(fn(resps, docs) -> filtered resps)"))  # fmt: skip
+                out.append(
+                    (
+                        f"{sw}.function",
+                        f"filter {name!r}: a '!function' filter class is not supported; "
+                        f"use function: custom with filter_fn: '!function module.fn' "
+                        f"(fn(resps, docs) -> filtered resps)",
+                    )
+                )
                 continue
             if not isinstance(fn, str) or fn not in FILTERS:
                 hint = _hint(fn, FILTERS) if isinstance(fn, str) else ""
-                out.append((f"{sw}.function", f"unknown filter function {fn!r}{hint} in filter {name!r}; known: "
-                                              f"{', '.join(FILTERS)}"))  # fmt: skip
+                out.append(
+                    (
+                        f"{sw}.function",
+                        f"unknown filter function {fn!r}{hint} in filter {name!r}; known: {', '.join(FILTERS)}",
+                    )
+                )
                 continue
             spec = FILTERS[fn]
             assert isinstance(st, dict)

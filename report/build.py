@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.atomic import write_atomic
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import reraised_as
 from lmeval.report.diagnostics import LABELS, Finding, run_findings
 from lmeval.report.errors import ReportError
 from lmeval.report.html import esc, json_script
@@ -93,7 +93,7 @@ def _chance_note(comps: dict[int, Comparison]) -> str:
 
 def _hib(runs: list[Run], task: str) -> dict[str, bool]:
     for r in runs:
-        h = r.results.get("higher_is_better", {}).get(task)
+        h = r.results.higher_is_better.get(task)
         if isinstance(h, dict):
             return {k: bool(v) for k, v in h.items() if isinstance(v, bool)}
     return {}
@@ -110,10 +110,8 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
                     comps[r.index] = compare(base.path, r.path)
                 except ScoreError as e:
                     raise ReportError(str(e)) from None
-    try:
+    with reraised_as(ReportError):
         plans_html = plans_section(runs, base)
-    except PlanError as e:
-        raise ReportError(str(e)) from None
     findings = [f for r in runs for f in run_findings(r)]
     tasks = task_order(runs)
     payloads = [task_payload(t, runs, _hib(runs, t)) for t in tasks]

@@ -61,92 +61,109 @@ def _ids(xs: list[int]) -> list[int]:
 
 
 def run_findings(run: Run) -> list[Finding]:
+    """What may be wrong with one run: notes, missing Instances, odd answers, truncated prompts, no answer."""
     out: list[Finding] = [Finding(run.index, "", "note", 0, 0, detail=n) for n in run.notes]
     if not run.manifest.get("finished"):
         out.append(Finding(run.index, "", "note", 0, 0, detail="the manifest records no finish time (unfinished run?)"))
-    partial = run.results.get("partial")
-    if isinstance(partial, dict):
-        for task, p in sorted(partial.items()):
-            if not isinstance(p, dict):
-                continue
-            first = [int(x["doc_id"]) for x in p.get("first_missing", []) if isinstance(x, dict) and "doc_id" in x]
+    for task, p in sorted(run.results.partial.items()):
+        out.append(
+            Finding(
+                run.index,
+                task,
+                "missing",
+                p.missing_instances,
+                p.expected_instances,
+                _ids([m.doc_id for m in p.first_missing]),
+                detail=f"{p.incomplete_docs} documents left out of the scores",
+            )
+        )
+    max_len, max_gen = _model_limits(run)
+    for task in run.rows["task"].unique(maintain_order=True).to_list():
+        out += _answer_findings(run, task)
+        if run.plan is not None and max_len is not None and task in run.plan.tasks:
+            out += _truncated(run, task, max_len, max_gen)
+    out += _no_answer(run)
+    order = list(LABELS)
+    return sorted(out, key=lambda f: (f.run, f.task, order.index(f.kind), f.detail))
+
+
+def _answer_findings(run: Run, task: str) -> list[Finding]:
+    """Unanswered, non-finite, empty and cut-off (finish_reason length) answers of one task."""
+    out: list[Finding] = []
+    t = run.rows.filter(pl.col("task") == task)
+    scoring = t.filter(pl.col("request_type") != "generate_until")
+    gen = t.filter(pl.col("request_type") == "generate_until")
+    if scoring.height:
+        ll = scoring["loglikelihood"].to_list()
+        docs = scoring["doc_id"].to_list()
+        none = [d for d, x in zip(docs, ll, strict=True) if x is None]
+        bad = [d for d, x in zip(docs, ll, strict=True) if x is not None and not math.isfinite(x)]
+        if none:
+            out.append(Finding(run.index, task, "unanswered", len(none), scoring.height, _ids(none)))
+        if bad:
+            out.append(Finding(run.index, task, "nonfinite", len(bad), scoring.height, _ids(bad)))
+    if gen.height:
+        docs = gen["doc_id"].to_list()
+        resp = gen["response"].to_list()
+        fin = gen["finish_reason"].to_list()
+        none = [d for d, x in zip(docs, resp, strict=True) if x is None]
+        empty = [d for d, x in zip(docs, resp, strict=True) if x is not None and not x.strip()]
+        length = [d for d, x in zip(docs, fin, strict=True) if x == "length"]
+        if none:
+            out.append(Finding(run.index, task, "unanswered", len(none), gen.height, _ids(none)))
+        if empty:
+            out.append(Finding(run.index, task, "empty", len(empty), gen.height, _ids(empty)))
+        if length:
             out.append(
                 Finding(
                     run.index,
                     task,
-                    "missing",
-                    int(p.get("missing_instances", 0)),
-                    int(p.get("expected_instances", 0)),
-                    _ids(first),
-                    detail=f"{p.get('incomplete_docs', '?')} documents left out of the scores",
+                    "max_gen_toks",
+                    len(length),
+                    gen.height,
+                    _ids(length),
+                    detail="finish_reason = length",
                 )
             )
-    max_len, max_gen = _model_limits(run)
-    rows = run.rows
-    for task in rows["task"].unique(maintain_order=True).to_list():
-        t = rows.filter(pl.col("task") == task)
-        scoring = t.filter(pl.col("request_type") != "generate_until")
-        gen = t.filter(pl.col("request_type") == "generate_until")
-        if scoring.height:
-            ll = scoring["loglikelihood"].to_list()
-            docs = scoring["doc_id"].to_list()
-            none = [d for d, x in zip(docs, ll, strict=True) if x is None]
-            bad = [d for d, x in zip(docs, ll, strict=True) if x is not None and not math.isfinite(x)]
-            if none:
-                out.append(Finding(run.index, task, "unanswered", len(none), scoring.height, _ids(none)))
-            if bad:
-                out.append(Finding(run.index, task, "nonfinite", len(bad), scoring.height, _ids(bad)))
-        if gen.height:
-            docs = gen["doc_id"].to_list()
-            resp = gen["response"].to_list()
-            fin = gen["finish_reason"].to_list()
-            none = [d for d, x in zip(docs, resp, strict=True) if x is None]
-            empty = [d for d, x in zip(docs, resp, strict=True) if x is not None and not x.strip()]
-            length = [d for d, x in zip(docs, fin, strict=True) if x == "length"]
-            if none:
-                out.append(Finding(run.index, task, "unanswered", len(none), gen.height, _ids(none)))
-            if empty:
-                out.append(Finding(run.index, task, "empty", len(empty), gen.height, _ids(empty)))
-            if length:
-                out.append(
-                    Finding(
-                        run.index,
-                        task,
-                        "max_gen_toks",
-                        len(length),
-                        gen.height,
-                        _ids(length),
-                        detail="finish_reason = length",
-                    )
-                )
-        if run.plan is not None and max_len is not None and task in run.plan.tasks:
-            cut: list[int] = []
-            n = 0
-            for doc in run.plan.tasks[task].values():
-                for inst in doc.instances:
-                    n += 1
-                    if inst.n_context_ids is None:
-                        continue
-                    if inst.request_type == "loglikelihood":
-                        over = inst.n_context_ids + (inst.n_continuation_ids or 0) > max_len - 1
-                    elif inst.request_type == "generate_until":
-                        over = inst.n_context_ids + (inst.max_gen_toks or max_gen) > max_len
-                    else:
-                        over = False  # rolling windows cover every token
-                    if over:
-                        cut.append(doc.doc_id)
-            if cut:
-                out.append(
-                    Finding(
-                        run.index,
-                        task,
-                        "truncated",
-                        len(cut),
-                        n,
-                        _ids(cut),
-                        detail=f"max_model_len {max_len}, left side cut",
-                    )
-                )
+    return out
+
+
+def _truncated(run: Run, task: str, max_len: int, max_gen: int) -> list[Finding]:
+    """Instances whose prompt (plus continuation or generation budget) exceeds the model's length."""
+    assert run.plan is not None
+    cut: list[int] = []
+    n = 0
+    for doc in run.plan.tasks[task].values():
+        for inst in doc.instances:
+            n += 1
+            if inst.n_context_ids is None:
+                continue
+            if inst.request_type == "loglikelihood":
+                over = inst.n_context_ids + (inst.n_continuation_ids or 0) > max_len - 1
+            elif inst.request_type == "generate_until":
+                over = inst.n_context_ids + (inst.max_gen_toks or max_gen) > max_len
+            else:
+                over = False  # rolling windows cover every token
+            if over:
+                cut.append(doc.doc_id)
+    if not cut:
+        return []
+    return [
+        Finding(
+            run.index,
+            task,
+            "truncated",
+            len(cut),
+            n,
+            _ids(cut),
+            detail=f"max_model_len {max_len}, left side cut",
+        )
+    ]
+
+
+def _no_answer(run: Run) -> list[Finding]:
+    """Documents whose filtered answer is lm-eval's ``[invalid]`` (the filter found no answer)."""
+    out: list[Finding] = []
     s = run.samples
     if "filtered" in s.columns:
         inv = s.filter(pl.col("filtered") == INVALID)
@@ -163,5 +180,4 @@ def run_findings(run: Run) -> list[Finding]:
                     detail=f"filter {filt}",
                 )
             )
-    order = list(LABELS)
-    return sorted(out, key=lambda f: (f.run, f.task, order.index(f.kind), f.detail))
+    return out

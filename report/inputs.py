@@ -8,8 +8,6 @@ no longer on disk is not an error: the report then shows no prompts or choices f
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +15,13 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import reraised_as
 from lmeval.plans.io import PlanReader, read_header
+from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
 from lmeval.plans.results import MANIFEST, read_results
+from lmeval.plans.scored import RESULTS_JSON, ScoredRun, read_scored
 from lmeval.report.errors import ReportError
-from lmeval.scorer.score import RESULTS_JSON, SAMPLES_PARQUET
 
 
 @dataclass
@@ -64,8 +63,8 @@ class Run:
     path: str  # as given on the command line
     label: str  # short name shown in the page (unique among the runs)
     manifest: dict[str, Any]
-    results: dict[str, Any]
-    samples: pl.DataFrame
+    results: ScoredRun  # results.json
+    samples: pl.DataFrame  # samples.parquet
     rows: pl.DataFrame
     plan_path: str
     plan: PlanView | None
@@ -73,42 +72,25 @@ class Run:
 
     @property
     def plan_hash(self) -> str:
-        return str(self.results.get("plan_hash") or self.manifest.get("plan_hash") or "")
+        return str(self.results.plan_hash or self.manifest.get("plan_hash") or "")
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _read_manifest(path: Path) -> dict[str, Any]:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f, parse_constant=lambda c: {"NaN": math.nan, "Infinity": math.inf}.get(c, -math.inf))
-    except FileNotFoundError:
-        raise ReportError(f"{path}: missing ({what})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: cannot read ({e})") from None
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: malformed JSON (line {e.lineno}: {e.msg})") from None
+        with open_regular(path, max_bytes=MAX_MANIFEST_BYTES, what="manifest") as f:
+            data = loads_json(f.read())
+    except InputError as e:
+        raise ReportError(f"{e}; not a results directory?") from None
+    except ValueError as e:
+        raise ReportError(f"{path}: malformed manifest: {e}") from None
     if not isinstance(data, dict):
-        raise ReportError(f"{path}: malformed {what} (not a JSON object)")
+        raise ReportError(f"{path}: malformed manifest (not a JSON object)")
     return data
 
 
-def _check_results(path: Path, res: dict[str, Any]) -> None:
-    table = res.get("results")
-    if not isinstance(table, dict):
-        raise ReportError(f"{path}: malformed results.json (no 'results' map)")
-    for task, metrics in table.items():
-        if not isinstance(metrics, dict):
-            raise ReportError(f"{path}: task {task}: malformed results entry (not a map)")
-        for key, v in metrics.items():
-            if "," in key and (isinstance(v, bool) or not (isinstance(v, (int, float, str)) or v is None)):
-                raise ReportError(f"{path}: task {task}: field {key}: not a number")
-    for name in ("n-shot", "versions", "higher_is_better", "group_subtasks", "groups", "configs"):
-        if name in res and not isinstance(res[name], dict):
-            raise ReportError(f"{path}: malformed results.json (field {name!r} is not a map)")
-
-
-def resolve_plan(results_dir: Path, manifest: dict[str, Any], results: dict[str, Any]) -> str:
+def resolve_plan(results_dir: Path, manifest: dict[str, Any], results: ScoredRun) -> str:
     """The plan file a run names (results.json, else the manifest), relative names tried beside the run."""
-    name = str(results.get("plan_path") or manifest.get("plan_path") or "")
+    name = str(results.plan_path or manifest.get("plan_path") or "")
     if not name:
         return ""
     p = Path(name)
@@ -122,29 +104,19 @@ def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
     d = Path(path)
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
-    manifest = _read_json(d / MANIFEST, "run manifest; not a results directory?")
-    results = _read_json(d / RESULTS_JSON, f"not a scored run; run `lmeval score {path}` first")
-    _check_results(d / RESULTS_JSON, results)
-    mh, rh = manifest.get("plan_hash"), results.get("plan_hash")
+    manifest = _read_manifest(d / MANIFEST)
+    with reraised_as(ReportError):
+        scored = read_scored(d)
+    results, samples = scored.results, scored.samples
+    mh, rh = manifest.get("plan_hash"), results.plan_hash
     if mh and rh and mh != rh:
         raise ReportError(
             f"{d / RESULTS_JSON}: scored from plan {str(rh)[:12]} but the manifest says {str(mh)[:12]}; "
             f"rescore with `lmeval score {path}`"
         )
-    sp = d / SAMPLES_PARQUET
     try:
-        samples = pl.read_parquet(sp)
-    except FileNotFoundError:
-        raise ReportError(f"{sp}: missing; rescore with `lmeval score {path}`") from None
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise ReportError(f"{sp}: unreadable ({type(e).__name__})") from None
-    for col, dtype in (("task", pl.String), ("doc_id", pl.Int64), ("filter", pl.String)):
-        if samples.schema.get(col) != dtype:
-            raise ReportError(f"{sp}: column {col!r} missing or not {dtype}")
-    try:
-        rows = read_results(d)
-    except PlanError as e:
-        raise ReportError(str(e)) from None
+        with reraised_as(ReportError):
+            rows = read_results(d)
     except (OSError, pl.exceptions.PolarsError) as e:
         raise ReportError(f"{path}: unreadable result parts ({type(e).__name__})") from None
     run = Run(index, path, "", manifest, results, samples, rows, resolve_plan(d, manifest, results), None)
@@ -161,7 +133,7 @@ def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
 
 def read_plan_view(path: str, expected_hash: str) -> PlanView:
     """Every document and Instance of the plan at ``path``, hash verified, refused if it is another plan."""
-    try:
+    with reraised_as(ReportError):
         header = read_header(path)
         if expected_hash and header.plan_hash != expected_hash:
             raise ReportError(
@@ -180,8 +152,6 @@ def read_plan_view(path: str, expected_hash: str) -> PlanView:
                     if doc is None:
                         raise ReportError(f"{path}: task {rec.task} doc {rec.doc_id}: Instance before its document")
                     doc.instances.append(_instance_view(rec))
-    except PlanError as e:
-        raise ReportError(str(e)) from None
     return PlanView(path, header, tasks)
 
 

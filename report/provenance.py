@@ -91,7 +91,7 @@ def rows_for(run: Run) -> dict[str, str]:
         ", ".join(f"{k.replace('_', ' ')} {stats[k]:,}" for k in _COUNTS if isinstance(stats.get(k), int))
         or str(m.get("n_instances", ""))
     )
-    out["bootstrap iters"] = esc(run.results.get("bootstrap_iters", ""))
+    out["bootstrap iters"] = esc("" if run.results.bootstrap_iters is None else run.results.bootstrap_iters)
     extra = {k: v for k, v in m.items() if k not in _KNOWN}
     if extra:
         out["other manifest fields"] = _kv(extra)

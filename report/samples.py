@@ -106,103 +106,26 @@ def task_payload(task: str, runs: list[Run], hib: dict[str, bool]) -> dict[str, 
     frames = {r.index: r.samples.filter(pl.col("task") == task) for r in present}
     ids = sorted({int(i) for f in frames.values() for i in f["doc_id"].to_list()})
     pos = {d: k for k, d in enumerate(ids)}
-    n = len(ids)
     output_type = ""
-    target: list[Any] = [None] * n
-    choices: list[Any] = [None] * n
+    target: list[Any] = [None] * len(ids)
+    choices: list[Any] = [None] * len(ids)
     filters: list[str] = []
     metrics: list[str] = []
     per_run: dict[str, Any] = {}
     seen_prompts: list[tuple[int, Any]] = []
     for r in present:
         f = frames[r.index]
-        for name in f["filter"].unique(maintain_order=True).to_list():
-            if name not in filters:
-                filters.append(name)
-        mcols = _metric_columns(f)
-        for m in mcols:
-            if m not in metrics:
-                metrics.append(m)
-        entry: dict[str, Any] = {"filtered": {}, "score": {}}
-        for filt in f["filter"].unique(maintain_order=True).to_list():
-            ff = f.filter(pl.col("filter") == filt).sort("doc_id")
-            doc_pos = [pos[int(d)] for d in ff["doc_id"].to_list()]
-            if "target" in ff.columns:
-                for p, t in zip(doc_pos, ff["target"].to_list(), strict=True):
-                    if target[p] is None and t is not None:
-                        target[p] = str(t)
-            if "filtered" in ff.columns and ff["filtered"].null_count() < ff.height:
-                col: list[Any] = [None] * n
-                for p, v in zip(doc_pos, ff["filtered"].to_list(), strict=True):
-                    col[p] = v
-                entry["filtered"][filt] = col
-            scores: dict[str, list[Any]] = {}
-            for m in mcols:
-                if ff[m].null_count() == ff.height:
-                    continue
-                col = [None] * n
-                for p, v in zip(doc_pos, ff[m].to_list(), strict=True):
-                    col[p] = num(v)
-                scores[m] = col
-            entry["score"][filt] = scores
-        # what the model answered: result rows by doc, ordered by idx
-        rows = r.rows.filter(pl.col("task") == task).sort(["doc_id", "idx"])
-        by_doc: dict[int, list[dict[str, Any]]] = {}
-        for row in rows.iter_rows(named=True):
-            by_doc.setdefault(int(row["doc_id"]), []).append(row)
-        kinds = {row["request_type"] for rs in by_doc.values() for row in rs}
-        if "generate_until" in kinds:
-            entry["resp"] = [None] * n
-            entry["finish"] = [None] * n
-            entry["repeats"] = [None] * n
-        if kinds & {"loglikelihood", "loglikelihood_rolling"}:
-            entry["ll"] = [None] * n
-            entry["greedy"] = [None] * n
-        for d, rs in by_doc.items():
-            if d not in pos:
-                continue
-            p = pos[d]
-            if "ll" in entry:
-                entry["ll"][p] = [_ll(x["loglikelihood"]) for x in rs]
-                entry["greedy"][p] = [None if x["is_greedy"] is None else int(x["is_greedy"]) for x in rs]
-            if "resp" in entry:
-                g = rs[0]
-                entry["resp"][p] = g["response"]
-                entry["finish"][p] = g["finish_reason"]
-                reps = g["responses"]
-                if reps is not None and len(reps) > 1:
-                    entry["repeats"][p] = list(reps)
-        if "repeats" in entry and all(v is None for v in entry["repeats"]):
-            del entry["repeats"]
-        # prompts from the plan
+        filters += [x for x in f["filter"].unique(maintain_order=True).to_list() if x not in filters]
+        metrics += [m for m in _metric_columns(f) if m not in metrics]
+        entry = _scores(f, pos, target)
+        entry.update(_answers(r, task, pos))
         if r.plan is not None and task in r.plan.tasks:
-            pdocs = r.plan.tasks[task]
-            ts = next((t for t in r.plan.header.tasks if t.name == task), None)
-            if ts is not None and not output_type:
-                output_type = ts.output_type
-            views = [pdocs.get(d) for d in ids]
-            for k, v in enumerate(views):
-                if v is None:
-                    continue
-                if choices[k] is None and v.choices is not None:
-                    choices[k] = v.choices
-            prefix, ctx, cont = _prompts(views)
-            prompt: dict[str, Any] = {"prefix": prefix, "ctx": ctx, "cont": cont}
-            fewshot = [None if v is None or not v.fewshot_ids else v.fewshot_ids for v in views]
-            if any(f is not None for f in fewshot):
-                prompt["fewshot"] = fewshot
-            same = next((i for i, p in seen_prompts if p == prompt), None)
-            if same is not None:
-                entry["same_as"] = same
-            else:
-                seen_prompts.append((r.index, dict(prompt)))
-                for name in ("ctx", "cont"):
-                    prompt[name] = _refer(prompt[name], seen_prompts[:-1], name)
-                entry.update(prompt)
+            output_type = output_type or _plan_output_type(r, task)
+            entry.update(_prompts_of(r, task, ids, choices, seen_prompts))
         per_run[str(r.index)] = entry
     if not output_type:
         for r in present:
-            t = r.results.get("configs", {}).get(task, {})
+            t = r.results.configs.get(task, {})
             if isinstance(t, dict) and isinstance(t.get("output_type"), str):
                 output_type = t["output_type"]
                 break
@@ -217,3 +140,94 @@ def task_payload(task: str, runs: list[Run], hib: dict[str, bool]) -> dict[str, 
         "metrics": [{"key": m, "hib": hib.get(m, True)} for m in metrics],
         "per_run": per_run,
     }
+
+
+def _scores(f: pl.DataFrame, pos: dict[int, int], target: list[Any]) -> dict[str, Any]:
+    """One run's filtered responses and per-document scores by filter (``target`` filled in on the way)."""
+    n = len(pos)
+    mcols = _metric_columns(f)
+    entry: dict[str, Any] = {"filtered": {}, "score": {}}
+    for filt in f["filter"].unique(maintain_order=True).to_list():
+        ff = f.filter(pl.col("filter") == filt).sort("doc_id")
+        doc_pos = [pos[int(d)] for d in ff["doc_id"].to_list()]
+        if "target" in ff.columns:
+            for p, t in zip(doc_pos, ff["target"].to_list(), strict=True):
+                if target[p] is None and t is not None:
+                    target[p] = str(t)
+        if "filtered" in ff.columns and ff["filtered"].null_count() < ff.height:
+            col: list[Any] = [None] * n
+            for p, v in zip(doc_pos, ff["filtered"].to_list(), strict=True):
+                col[p] = v
+            entry["filtered"][filt] = col
+        scores: dict[str, list[Any]] = {}
+        for m in mcols:
+            if ff[m].null_count() == ff.height:
+                continue
+            col = [None] * n
+            for p, v in zip(doc_pos, ff[m].to_list(), strict=True):
+                col[p] = num(v)
+            scores[m] = col
+        entry["score"][filt] = scores
+    return entry
+
+
+def _answers(r: Run, task: str, pos: dict[int, int]) -> dict[str, Any]:
+    """What the model answered: the result rows by document, ordered by idx."""
+    n = len(pos)
+    rows = r.rows.filter(pl.col("task") == task).sort(["doc_id", "idx"])
+    by_doc: dict[int, list[dict[str, Any]]] = {}
+    for row in rows.iter_rows(named=True):
+        by_doc.setdefault(int(row["doc_id"]), []).append(row)
+    kinds = {row["request_type"] for rs in by_doc.values() for row in rs}
+    entry: dict[str, Any] = {}
+    if "generate_until" in kinds:
+        entry.update(resp=[None] * n, finish=[None] * n, repeats=[None] * n)
+    if kinds & {"loglikelihood", "loglikelihood_rolling"}:
+        entry.update(ll=[None] * n, greedy=[None] * n)
+    for d, rs in by_doc.items():
+        if d not in pos:
+            continue
+        p = pos[d]
+        if "ll" in entry:
+            entry["ll"][p] = [_ll(x["loglikelihood"]) for x in rs]
+            entry["greedy"][p] = [None if x["is_greedy"] is None else int(x["is_greedy"]) for x in rs]
+        if "resp" in entry:
+            g = rs[0]
+            entry["resp"][p] = g["response"]
+            entry["finish"][p] = g["finish_reason"]
+            reps = g["responses"]
+            if reps is not None and len(reps) > 1:
+                entry["repeats"][p] = list(reps)
+    if "repeats" in entry and all(v is None for v in entry["repeats"]):
+        del entry["repeats"]
+    return entry
+
+
+def _plan_output_type(r: Run, task: str) -> str:
+    assert r.plan is not None
+    ts = next((t for t in r.plan.header.tasks if t.name == task), None)
+    return ts.output_type if ts is not None else ""
+
+
+def _prompts_of(
+    r: Run, task: str, ids: list[int], choices: list[Any], seen_prompts: list[tuple[int, Any]]
+) -> dict[str, Any]:
+    """The prompts from the run's plan (``choices`` filled in on the way); a run whose prompts equal an
+    earlier run's says ``same_as``, and prompt texts equal to an earlier run's are referred to."""
+    assert r.plan is not None
+    views = [r.plan.tasks[task].get(d) for d in ids]
+    for k, v in enumerate(views):
+        if v is not None and choices[k] is None and v.choices is not None:
+            choices[k] = v.choices
+    prefix, ctx, cont = _prompts(views)
+    prompt: dict[str, Any] = {"prefix": prefix, "ctx": ctx, "cont": cont}
+    fewshot = [None if v is None or not v.fewshot_ids else v.fewshot_ids for v in views]
+    if any(f is not None for f in fewshot):
+        prompt["fewshot"] = fewshot
+    same = next((i for i, p in seen_prompts if p == prompt), None)
+    if same is not None:
+        return {"same_as": same}
+    seen_prompts.append((r.index, dict(prompt)))
+    for name in ("ctx", "cont"):
+        prompt[name] = _refer(prompt[name], seen_prompts[:-1], name)
+    return prompt

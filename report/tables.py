@@ -8,7 +8,6 @@ from lmeval.report.charts import Bar, Group, task_chart
 from lmeval.report.html import esc, fmt, is_num, raw
 from lmeval.report.inputs import Run
 from lmeval.scorer.compare import Comparison, MetricDelta
-from lmeval.scorer.report import _depths as depths  # lm-eval's table order: groups, then their subtasks, indented
 
 _DROP = ("alias", "name", "sample_len", "sample_count")
 ARROWS = {True: "↑", False: "↓"}
@@ -28,15 +27,12 @@ def table_order(runs: list[Run], column: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     seen: set[str] = set()
     for r in runs:
-        res = r.results
-        if not isinstance(res.get(column), dict) or not res[column]:
+        table = r.results.table(column)
+        if not table:
             continue
-        try:
-            depth, order = depths({**res, "results": res["results"]})
-        except (KeyError, TypeError, AttributeError):
-            depth, order = {}, sorted(res[column])
+        depth, order = r.results.depths()
         for t in order:
-            if t in res[column] and t not in seen:
+            if t in table and t not in seen:
                 seen.add(t)
                 out.append((t, depth.get(t, 0)))
     return out
@@ -45,7 +41,7 @@ def table_order(runs: list[Run], column: str) -> list[tuple[str, int]]:
 def metric_keys(runs: list[Run], column: str, task: str) -> list[str]:
     keys: set[str] = set()
     for r in runs:
-        m = r.results.get(column, {}).get(task)
+        m = r.results.table(column).get(task)
         if isinstance(m, dict):
             keys.update(k for k in m if "," in k and "_stderr," not in k and k not in _DROP)
     return sorted(keys)
@@ -53,7 +49,7 @@ def metric_keys(runs: list[Run], column: str, task: str) -> list[str]:
 
 def _alias(runs: list[Run], column: str, task: str) -> str:
     for r in runs:
-        m = r.results.get(column, {}).get(task)
+        m = r.results.table(column).get(task)
         if isinstance(m, dict) and isinstance(m.get("alias"), str):
             return str(m["alias"]).strip() or task
     return task
@@ -62,7 +58,7 @@ def _alias(runs: list[Run], column: str, task: str) -> str:
 def _per_run(runs: list[Run], field: str, task: str) -> str:
     vals = []
     for r in runs:
-        m = r.results.get(field)
+        m = r.results.table(field)
         vals.append("" if not isinstance(m, dict) or task not in m else str(m[task]))
     uniq = sorted(set(v for v in vals if v))
     if len(uniq) <= 1:
@@ -72,7 +68,7 @@ def _per_run(runs: list[Run], field: str, task: str) -> str:
 
 def _hib(runs: list[Run], task: str, metric: str) -> bool | None:
     for r in runs:
-        h = r.results.get("higher_is_better", {}).get(task, {})
+        h = r.results.higher_is_better.get(task, {})
         if isinstance(h, dict) and isinstance(h.get(metric), bool):
             return bool(h[metric])
     return None
@@ -105,7 +101,7 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
                 f"<td>{ARROWS.get(hib, '') if hib is not None else ''}</td>",
             ]
             for r in runs:
-                m = r.results.get(column, {}).get(task)
+                m = r.results.table(column).get(task)
                 v = m.get(key) if isinstance(m, dict) else None
                 se = m.get(f"{metric}_stderr,{filt}") if isinstance(m, dict) else None
                 attrs = f'data-run="{r.index}" data-task="{esc(task)}" data-key="{esc(key)}"'
@@ -135,7 +131,7 @@ def charts(runs: list[Run]) -> str:
             metric, _, filt = key.partition(",")
             bars = []
             for r in runs:
-                m = r.results.get("results", {}).get(task)
+                m = r.results.results.get(task)
                 if not isinstance(m, dict) or not is_num(m.get(key)):
                     continue
                 se = m.get(f"{metric}_stderr,{filt}")

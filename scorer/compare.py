@@ -16,16 +16,15 @@ the group gets its delta and no p-value.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from lmeval.plans.errors import reraised_as
+from lmeval.plans.scored import ScoredRun, read_scored
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.score import RESULTS_JSON, SAMPLES_PARQUET
 
 _KEYS = ("task", "filter", "doc_id")
 
@@ -64,28 +63,18 @@ class Comparison:
     plan_hash_b: str = ""
 
 
-def _load(d: str) -> tuple[dict[str, Any], pl.DataFrame]:
-    p = Path(d)
-    try:
-        with open(p / RESULTS_JSON, encoding="utf-8") as f:
-            res = json.load(f)
-    except FileNotFoundError:
-        raise ScoreError(f"{d}: not a scored run (no {RESULTS_JSON}; run `lmeval score {d}` first)") from None
-    except json.JSONDecodeError as e:
-        raise ScoreError(f"{p / RESULTS_JSON}: malformed ({e})") from None
-    sp = p / SAMPLES_PARQUET
-    if not sp.exists():
-        raise ScoreError(f"{d}: no {SAMPLES_PARQUET}; rescore with `lmeval score {d}`")
-    return res, pl.read_parquet(sp)
+def _load(d: str) -> tuple[ScoredRun, pl.DataFrame]:
+    with reraised_as(ScoreError):
+        scored = read_scored(d)
+    return scored.results, scored.samples
 
 
 def compare(a: str, b: str) -> Comparison:
     ra, sa = _load(a)
     rb, sb = _load(b)
-    out = Comparison(a, b, plan_hash_a=ra.get("plan_hash", ""), plan_hash_b=rb.get("plan_hash", ""))
-    tasks = [t for t in ra.get("results", {}) if t in rb.get("results", {})]
-    for t in tasks:
-        ma, mb = ra["results"][t], rb["results"][t]
+    out = Comparison(a, b, plan_hash_a=ra.plan_hash, plan_hash_b=rb.plan_hash)
+    for t in [t for t in ra.results if t in rb.results]:
+        ma, mb = ra.results[t], rb.results[t]
         for key in sorted(ma):
             if "," not in key or "_stderr," in key or key not in mb:
                 continue
@@ -95,7 +84,7 @@ def compare(a: str, b: str) -> Comparison:
             md = MetricDelta(t, filt, metric, va, vb, delta)
             _paired(md, sa, sb, out.flips)
             out.deltas.append(md)
-    _group_paired(out, ra.get("group_subtasks") or {})
+    _group_paired(out, ra.group_subtasks)
     return out
 
 

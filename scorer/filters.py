@@ -7,7 +7,7 @@ frame (``scorer.responses``) and returns a new one: the string filters and the s
 (take_first, take_first_k, majority_vote) are vectorised; ``map`` runs its Python rule once per distinct
 value; the filters that need documents or user code (multi_choice_regex, custom) loop in Python over
 lm-eval's nested lists. Rows polars cannot treat exactly like Python's ``re``/``str`` are redone one by
-one by ``scorer.pyregex``, inside the same function.
+one by ``scorer.regex_ops``, inside the same function.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.scorer import pyref, pyregex
+from lmeval.scorer import pyref, regex_ops
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.responses import Responses
 
@@ -163,7 +163,7 @@ def _regex(st: Responses, kw: dict[str, Any], ctx: Context) -> Responses:
     if st.values is not None:  # objects: only strings are searched (the others become "")
         t = st.as_table()
         st = t.with_table([v if isinstance(v, str) else None for v in t.values or []])
-    v = pyregex.regex_extract(
+    v = regex_ops.regex_extract(
         _strings("regex", st),
         kw.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"),
         int(kw.get("group_select", 0)),
@@ -233,9 +233,9 @@ def _string_op(name: str, op: Callable[[pl.Series], pl.Series], doc: str) -> Non
     register_filter(name)(run)
 
 
-_string_op("lowercase", pyregex.lower, "lm-eval's LowercaseFilter: ``str.lower`` of every response.")
-_string_op("uppercase", pyregex.upper, "lm-eval's UppercaseFilter: ``str.upper`` of every response.")
-_string_op("remove_whitespace", pyregex.strip, "lm-eval's WhitespaceFilter: ``str.strip`` of every response.")
+_string_op("lowercase", regex_ops.lower, "lm-eval's LowercaseFilter: ``str.lower`` of every response.")
+_string_op("uppercase", regex_ops.upper, "lm-eval's UppercaseFilter: ``str.upper`` of every response.")
+_string_op("remove_whitespace", regex_ops.strip, "lm-eval's WhitespaceFilter: ``str.strip`` of every response.")
 
 
 @register_filter("map")

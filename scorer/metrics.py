@@ -2,7 +2,7 @@
 
 The metric vocabulary is the contract's (``plans.scoring.METRICS``: name -> default aggregation, direction and
 the output types whose results carry it; ``DEFAULT_METRICS``), which the compiler checks tasks against; the
-scorer computes those metrics (``scorer.process``, ``scorer.taskscore``)."""
+scorer computes those metrics (``scorer.doc_metrics``, ``scorer.taskscore``)."""
 
 from __future__ import annotations
 

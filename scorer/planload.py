@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.common.atomic import os_error_of
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import PlanError, reraised_as
 from lmeval.plans.integrity import plan_hasher, verify_plan
 from lmeval.plans.io import PlanReader, read_header, unpack_stream
 from lmeval.plans.records import DocRecord, PlanHeader
@@ -106,22 +106,18 @@ def _stamp(plan_hash: str, idx: Path) -> dict[str, Any]:
 def _check_content(path: str, header: PlanHeader) -> None:
     """The plan file's content hashes to its header's ``plan_hash`` (streamed, compressed or not: the hash is
     over the uncompressed records; no record is decoded)."""
-    try:
+    with reraised_as(ScoreError):
         f, layout = open_layout(path)
         f.close()
         if layout.raw.get("plan_hash") != header.plan_hash:
             raise PlanError(f"{path}: plan hash mismatch: the file was modified or truncated")
         verify_plan(layout)
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
 
 
 def load(path: str, index_dir: str | None = None) -> PlanData:
     """The plan's scoring data; ``index_dir`` (a results directory) holds the scoring index, if given."""
-    try:
+    with reraised_as(ScoreError):
         header = read_header(path)
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
     idx = Path(index_dir) / f".score-index-{header.plan_hash[:16]}" if index_dir else None
     if idx is not None:
         cached = _read_index(idx, path, header)
@@ -136,11 +132,18 @@ def load(path: str, index_dir: str | None = None) -> PlanData:
 def _read_plan(path: str, header: PlanHeader) -> PlanData:
     cols: dict[str, dict[str, list[Any]]] = {
         t.name: {
-            "doc_id": [], "target": [], "choices": [], "rec": [], "i_doc": [], "i_idx": [], "i_id": [], "i_rt": [],
+            "doc_id": [],
+            "target": [],
+            "choices": [],
+            "rec": [],
+            "i_doc": [],
+            "i_idx": [],
+            "i_id": [],
+            "i_rt": [],
             "i_rh": [],
         }
         for t in header.tasks
-    }  # fmt: skip
+    }
     n_docs = n_inst = 0
     try:
         f, layout = open_layout(path)
@@ -182,39 +185,42 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
             f"{path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
             f"header says {header.n_docs} and {header.n_instances}"
         )
-    tasks = {}
-    for name, c in cols.items():
-        targets = c["target"]
-        t_str = [t if type(t) is str else None for t in targets]
-        t_int = [t if type(t) is int else None for t in targets]
-        t_json = [None if type(t) in (str, int) else json.dumps(t) for t in targets]
-        choices = c["choices"]
-        if not all(ch is None or all(type(x) is str for x in ch) for ch in choices):
-            raise ScoreError(f"{path}: task {name}: choices must be lists of strings")
-        docs = pl.DataFrame(
-            {
-                "doc_id": c["doc_id"],
-                "target_str": t_str,
-                "target_int": t_int,
-                "target_json": t_json,
-                "choices": choices,
-            },
-            schema=DOC_SCHEMA,
-        )
-        if not docs["doc_id"].is_sorted():
-            docs = docs.sort("doc_id")
-        inst = pl.DataFrame(
-            {
-                "doc_id": c["i_doc"],
-                "idx": c["i_idx"],
-                "instance_id": c["i_id"],
-                "request_type": c["i_rt"],
-                "request_hash": c["i_rh"],
-            },
-            schema=INST_SCHEMA,
-        ).sort(["doc_id", "idx"])
-        tasks[name] = TaskDocs(name, path, docs, inst, _raw={o["doc_id"]: o for o in c["rec"]})
+    tasks = {name: _task_docs(path, name, c) for name, c in cols.items()}
     return PlanData(path=path, header=header, tasks=tasks)
+
+
+def _task_docs(path: str, name: str, c: dict[str, list[Any]]) -> TaskDocs:
+    """One task's documents and Instances as the scorer's frames (``DOC_SCHEMA``, ``INST_SCHEMA``)."""
+    targets = c["target"]
+    t_str = [t if type(t) is str else None for t in targets]
+    t_int = [t if type(t) is int else None for t in targets]
+    t_json = [None if type(t) in (str, int) else json.dumps(t) for t in targets]
+    choices = c["choices"]
+    if not all(ch is None or all(type(x) is str for x in ch) for ch in choices):
+        raise ScoreError(f"{path}: task {name}: choices must be lists of strings")
+    docs = pl.DataFrame(
+        {
+            "doc_id": c["doc_id"],
+            "target_str": t_str,
+            "target_int": t_int,
+            "target_json": t_json,
+            "choices": choices,
+        },
+        schema=DOC_SCHEMA,
+    )
+    if not docs["doc_id"].is_sorted():
+        docs = docs.sort("doc_id")
+    inst = pl.DataFrame(
+        {
+            "doc_id": c["i_doc"],
+            "idx": c["i_idx"],
+            "instance_id": c["i_id"],
+            "request_type": c["i_rt"],
+            "request_hash": c["i_rh"],
+        },
+        schema=INST_SCHEMA,
+    ).sort(["doc_id", "idx"])
+    return TaskDocs(name, path, docs, inst, _raw={o["doc_id"]: o for o in c["rec"]})
 
 
 def _read_index(idx: Path, path: str, header: PlanHeader) -> PlanData | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import reraised_as
 from lmeval.plans.results import PART, RESULT_COLUMNS, part_files, read_parts
 from lmeval.plans.rowcheck import KEY_COLUMNS
 from lmeval.scorer.errors import ScoreError
@@ -38,10 +38,8 @@ class Rows:
 def read_rows(results_dir: str | os.PathLike[str]) -> Rows:
     """Per task, its result rows sorted by (doc_id, idx)."""
     parts = part_files(results_dir)
-    try:
+    with reraised_as(ScoreError):
         df = read_parts(parts, [c for c in RESULT_COLUMNS if c in COLUMNS or c in KEY_COLUMNS])
-    except PlanError as e:
-        raise ScoreError(str(e)) from None
     out: dict[str, pl.DataFrame] = {}
     for (task,), rows in df.partition_by("task", as_dict=True, maintain_order=True).items():
         dd, di = pl.col("doc_id").diff(), pl.col("idx").diff()

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from lmeval.plans.records import OUTPUT_TYPES, DocRecord, TaskSummary, instance_id_for
-from lmeval.scorer import fast, process
+from lmeval.scorer import doc_metrics, vector_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from lmeval.scorer.metrics import TaskMetrics
@@ -36,7 +36,8 @@ class FilterScores:
     filtered: pl.Series | None = None  # one String per document (the first instance's filtered response)
 
 
-def _json(x: Any) -> str:
+def items_json(x: Any) -> str:
+    """A document's non-numeric metric values as samples.parquet's ``items`` JSON (numpy values unwrapped)."""
     return json.dumps(x, ensure_ascii=False, default=_np_default)
 
 
@@ -140,7 +141,7 @@ def _score_python(
             if k not in keys:
                 keys.append(k)
     values = {k: _as_series_or_list([dct.get(k, MISSING) for dct in dicts]) for k in keys}
-    filtered = pl.Series("filtered", [v if isinstance(v, str) else _json(v) for v in firsts], dtype=pl.String)
+    filtered = pl.Series("filtered", [v if isinstance(v, str) else items_json(v) for v in firsts], dtype=pl.String)
     return FilterScores(filt, docs["doc_id"], values, filtered)
 
 
@@ -163,12 +164,12 @@ def _doc_metrics(
         if ot == "multiple_choice":
             if d.choices is None:
                 raise ScoreError(f"{where}: multiple_choice document has no choices in the plan")
-            return process.mc_doc(tm, d.target, d.choices, results, multiple_target)
+            return doc_metrics.mc_doc(tm, d.target, d.choices, results, multiple_target)
         if ot == "loglikelihood":
-            return process.loglikelihood_doc(tm, results)
+            return doc_metrics.loglikelihood_doc(tm, results)
         if ot == "loglikelihood_rolling":
-            return process.rolling_doc(tm, d.target, results)
-        return process.generate_doc(tm, d.doc, d.target, d.choices, results[0], multiple_target)
+            return doc_metrics.rolling_doc(tm, d.target, results)
+        return doc_metrics.generate_doc(tm, d.doc, d.target, d.choices, results[0], multiple_target)
     except ScoreError as e:
         if str(e).startswith("task "):
             raise
@@ -221,7 +222,7 @@ def _score_generate(
     for entry in tm.metrics:
         if entry.builtin == "exact_match":
             try:
-                values["exact_match"] = fast.exact_match(preds, golds, entry.kwargs, cache)
+                values["exact_match"] = vector_metrics.exact_match(preds, golds, entry.kwargs, cache)
             except TypeError as e:
                 raise ScoreError(f"task {ts.name}: metric exact_match: {e}") from None
         else:
@@ -241,6 +242,22 @@ def _score_mc_fast(
     """
     names = tm.names()
     mi = "acc_mutual_info" in names
+    keys = [k for k in _MC_KEYS if k in names]
+    d = _mc_layout(docs, rows, mi, multiple_target)
+    frames = [
+        _mc_group_frame(rows, grp.sort("doc_id"), n, mi, keys)
+        for (n,), grp in d.filter(pl.col("simple")).partition_by("n", as_dict=True).items()
+    ]
+    slow_ids = d.filter(~pl.col("simple"))["doc_id"].to_list()
+    if slow_ids:
+        frames.append(_mc_slow_frame(tm, td, rows, slow_ids, keys, multiple_target))
+    allf = pl.concat(frames, how="diagonal_relaxed").sort("doc_id")
+    return FilterScores(filt, allf["doc_id"], _mc_values(allf, keys))
+
+
+def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, mi: bool, multiple_target: bool) -> pl.DataFrame:
+    """Per document: choices ``k``, its rows' count ``n`` and idx range, the gold index, and ``simple``
+    (scored in numpy: an int target in range, exactly the expected requests, one target)."""
     # rows are sorted by (doc_id, idx) without duplicates (scorer.rows): per document, the count and the
     # first and last idx come from the run boundaries, no hashing needed
     start = pl.col("doc_id") != pl.col("doc_id").shift(1)
@@ -257,7 +274,7 @@ def _score_mc_fast(
     per_doc = pl.concat([firsts, lasts], how="horizontal").select(
         "doc_id", "lo", "hi", n=pl.col("_i1") - pl.col("_i0") + 1
     )
-    d = (
+    return (
         docs.with_columns(k=pl.col("choices").list.len().cast(pl.Int64))
         .join(per_doc, on="doc_id", how="left")
         .with_columns(
@@ -277,71 +294,74 @@ def _score_mc_fast(
             ).fill_null(False)
         )
     )
-    keys = [k for k in _MC_KEYS if k in names]
-    frames: list[pl.DataFrame] = []
-    for (n,), grp in d.filter(pl.col("simple")).partition_by("n", as_dict=True).items():
-        grp = grp.sort("doc_id")
-        if grp.height * n == rows.height:  # every document is in this group: rows are already in order
-            sub = rows
-        else:
-            sub = rows.join(grp.select("doc_id"), on="doc_id", how="semi").sort(["doc_id", "idx"])
-        m = grp.height
-        k = n // 2 if mi else n
-        ll = sub["loglikelihood"].to_numpy().reshape(m, n).astype(np.float64)
-        greedy = sub["is_greedy"].fill_null(False).to_numpy().reshape(m, n)
-        ch = grp.select(pl.col("choices").explode())["choices"]
-        clen = ch.str.len_chars().cast(pl.Float64).to_numpy().reshape(m, k)
-        blen = ch.str.len_bytes().cast(pl.Float64).to_numpy().reshape(m, k)
-        cond = ll[:, :k]
-        gold = grp["gold"].to_numpy()
-        cols: dict[str, Any] = {"doc_id": grp["doc_id"], "_gold": gold}
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pred = np.argmax(cond, axis=1)
-            cols["_pred"] = pred
-            preds = {
-                "acc": pred,
-                "acc_norm": np.argmax(cond / clen, axis=1),
-                "acc_bytes": np.argmax(cond / blen, axis=1),
-            }
-            if mi:
-                preds["acc_mutual_info"] = np.argmax(cond - ll[:, k:], axis=1)
-        for key, pr in preds.items():
-            if key in keys:
-                cols[key] = (pr == gold).astype(np.float64)
-        if "exact_match" in keys:
-            safe = np.where(gold == -100, 0, gold)
-            cols["exact_match"] = np.where(gold == -100, 0, greedy[np.arange(m), safe].astype(np.int64)).astype(
-                np.float64
-            )
-        frames.append(pl.DataFrame(cols))
-    slow_ids = d.filter(~pl.col("simple"))["doc_id"].to_list()
-    if slow_ids:
-        sub = rows.filter(pl.col("doc_id").is_in(slow_ids))
-        resps: dict[int, list[Any]] = {}
-        for doc_id, ll_, g in zip(
-            sub["doc_id"].to_list(), sub["loglikelihood"].to_list(), sub["is_greedy"].to_list(), strict=True
-        ):
-            resps.setdefault(doc_id, []).append((ll_, bool(g)))
-        slow_rows: list[dict[str, Any]] = []
-        for rec in td.records(sorted(slow_ids)):
-            if rec.choices is None:
-                raise ScoreError(
-                    f"task {rec.task} doc {rec.doc_id}: multiple_choice document has no choices in the plan"
-                )
-            try:
-                out = process.mc_doc(tm, rec.target, rec.choices, resps[rec.doc_id], multiple_target)
-            except (TypeError, ValueError, IndexError, KeyError) as e:
-                raise ScoreError(f"task {rec.task} doc {rec.doc_id}: cannot score ({type(e).__name__}: {e})") from None
-            row: dict[str, Any] = {"doc_id": rec.doc_id}
-            for key in keys:
-                v = out[key]
-                if key in ("f1", "mcc"):
-                    row["_item_" + key] = _json(v)
-                else:
-                    row[key] = float(v)
-            slow_rows.append(row)
-        frames.append(pl.DataFrame(slow_rows))
-    allf = pl.concat(frames, how="diagonal_relaxed").sort("doc_id")
+
+
+def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, mi: bool, keys: list[str]) -> pl.DataFrame:
+    """The documents of ``grp`` (all with ``n`` requests) scored at once on (documents x choices) arrays."""
+    if grp.height * n == rows.height:  # every document is in this group: rows are already in order
+        sub = rows
+    else:
+        sub = rows.join(grp.select("doc_id"), on="doc_id", how="semi").sort(["doc_id", "idx"])
+    m = grp.height
+    k = n // 2 if mi else n
+    ll = sub["loglikelihood"].to_numpy().reshape(m, n).astype(np.float64)
+    greedy = sub["is_greedy"].fill_null(False).to_numpy().reshape(m, n)
+    ch = grp.select(pl.col("choices").explode())["choices"]
+    clen = ch.str.len_chars().cast(pl.Float64).to_numpy().reshape(m, k)
+    blen = ch.str.len_bytes().cast(pl.Float64).to_numpy().reshape(m, k)
+    cond = ll[:, :k]
+    gold = grp["gold"].to_numpy()
+    cols: dict[str, Any] = {"doc_id": grp["doc_id"], "_gold": gold}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pred = np.argmax(cond, axis=1)
+        cols["_pred"] = pred
+        preds = {
+            "acc": pred,
+            "acc_norm": np.argmax(cond / clen, axis=1),
+            "acc_bytes": np.argmax(cond / blen, axis=1),
+        }
+        if mi:
+            preds["acc_mutual_info"] = np.argmax(cond - ll[:, k:], axis=1)
+    for key, pr in preds.items():
+        if key in keys:
+            cols[key] = (pr == gold).astype(np.float64)
+    if "exact_match" in keys:
+        safe = np.where(gold == -100, 0, gold)
+        cols["exact_match"] = np.where(gold == -100, 0, greedy[np.arange(m), safe].astype(np.int64)).astype(np.float64)
+    return pl.DataFrame(cols)
+
+
+def _mc_slow_frame(
+    tm: TaskMetrics, td: TaskDocs, rows: pl.DataFrame, slow_ids: list[int], keys: list[str], multiple_target: bool
+) -> pl.DataFrame:
+    """The documents numpy cannot score exactly, through lm-eval's process_results path (``doc_metrics``)."""
+    sub = rows.filter(pl.col("doc_id").is_in(slow_ids))
+    resps: dict[int, list[Any]] = {}
+    for doc_id, ll_, g in zip(
+        sub["doc_id"].to_list(), sub["loglikelihood"].to_list(), sub["is_greedy"].to_list(), strict=True
+    ):
+        resps.setdefault(doc_id, []).append((ll_, bool(g)))
+    slow_rows: list[dict[str, Any]] = []
+    for rec in td.records(sorted(slow_ids)):
+        if rec.choices is None:
+            raise ScoreError(f"task {rec.task} doc {rec.doc_id}: multiple_choice document has no choices in the plan")
+        try:
+            out = doc_metrics.mc_doc(tm, rec.target, rec.choices, resps[rec.doc_id], multiple_target)
+        except (TypeError, ValueError, IndexError, KeyError) as e:
+            raise ScoreError(f"task {rec.task} doc {rec.doc_id}: cannot score ({type(e).__name__}: {e})") from None
+        row: dict[str, Any] = {"doc_id": rec.doc_id}
+        for key in keys:
+            v = out[key]
+            if key in ("f1", "mcc"):
+                row["_item_" + key] = items_json(v)
+            else:
+                row[key] = float(v)
+        slow_rows.append(row)
+    return pl.DataFrame(slow_rows)
+
+
+def _mc_values(allf: pl.DataFrame, keys: list[str]) -> dict[str, Any]:
+    """Metric key -> per-document values (Float64; (gold, pred) pairs for the corpus metrics f1, mcc)."""
     values: dict[str, Any] = {}
     for key in keys:
         if key in ("f1", "mcc"):
@@ -357,7 +377,7 @@ def _score_mc_fast(
             values[key] = items
         else:
             values[key] = allf[key].cast(pl.Float64)
-    return FilterScores(filt, allf["doc_id"], values)
+    return values
 
 
 def describe_missing(task: str, missing: pl.DataFrame, limit: int = 5) -> str:

@@ -20,7 +20,7 @@ from lmeval.common.atomic import write_atomic
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.store import fsync_dir, rows_frame
-from lmeval.plans.errors import PlanError
+from lmeval.plans.errors import reraised_as
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import RESULT_COLUMNS, part_files, read_parts
 
@@ -95,10 +95,8 @@ def check_chunk_parts(results_dir: Path, plan_hash: str) -> None:
 
 def check_complete(results_dir: Path, instances: Sequence[InstanceRecord]) -> None:
     """After a run: every Instance of ``instances`` has exactly one row in ``results_dir``, and nothing else."""
-    try:
+    with reraised_as(ExecuteError):
         ids = read_parts(part_files(results_dir), ["instance_id"])["instance_id"]
-    except PlanError as e:
-        raise ExecuteError(str(e)) from None
     dup = ids.filter(ids.is_duplicated())
     if dup.len():
         raise ExecuteError(f"{results_dir}: instance {dup[0]} has {int((ids == dup[0]).sum())} rows")

@@ -37,157 +37,187 @@ class Worker:
     down_since: float = 0.0
 
 
-def drive(
-    ray: Any,
-    actor_error: type[BaseException],
-    ray_error: type[BaseException],
-    opts: PoolOptions,
-    workers: list[Worker],
-    chunks: dict[int, Chunk],
-    plan_path: str,
-    plan_hash: str,
-    ident: dict[str, Any],
-    out_dir: Path,
-    bar: Progress,
-    stats: RunStats,
-    manifest: RunManifest,
-) -> dict[str, Any]:
+@dataclass
+class DispatchJob:
+    """What one dispatch loop works on: Ray's handles, the pool's options and workers, the chunks to run,
+    and where their answers go."""
+
+    ray: Any  # the ray module
+    actor_error: type[BaseException]  # ray.exceptions.RayActorError: the worker died
+    ray_error: type[BaseException]  # ray.exceptions.RayError: the call failed, the worker lives
+    opts: PoolOptions
+    workers: list[Worker]
+    chunks: dict[int, Chunk]
+    plan_path: str
+    plan_hash: str
+    ident: dict[str, Any]  # the driver's model identity (CONTENT_KEYS must match every worker's)
+    out_dir: Path
+    bar: Progress
+    stats: RunStats
+    manifest: RunManifest
+
+
+def drive(job: DispatchJob) -> dict[str, Any]:
     """The driver's loop: keep every ready worker ``DEPTH`` chunks deep, commit answers as they come, and
     when a worker dies put its chunks back (charging the one it was running) and ping it until Ray has
-    restarted it."""
-    queue: deque[int] = deque(sorted(chunks))
-    attempts: dict[int, int] = {}
-    sent: dict[Any, tuple[Worker, int]] = {}  # chunk -1: a ping
-    committed: set[int] = set()
-    by_node: dict[str, int] = {}
-    retries = 0
-    busy_ms = 0
-    load_ms = 0
-    last_death = ""
-    want = {k: ident.get(k) for k in CONTENT_KEYS}
-    t0 = time.monotonic()
-    # per worker: chunks, engine time, and when it was first ready (its first answer less that answer's
-    # engine time), in seconds since dispatch began (driver clock)
-    detail: dict[int, dict[str, Any]] = {}
+    restarted it. Returns the manifest's ``execution`` figures of the loop."""
+    return _Loop(job).run()
 
-    def fail(index: int, cause: str) -> None:
-        nonlocal retries
-        attempts[index] = attempts.get(index, 0) + 1
-        if attempts[index] >= opts.max_attempts:
-            raise ExecuteError(
-                f"{plan_path}: {chunks[index].describe()} failed {attempts[index]} times, last: {cause}; "
-                f"the {len(committed)} chunks committed in this run are kept in {out_dir}, rerun to resume"
-            )
-        retries += 1
 
-    def died(w: Worker, cause: str) -> None:
-        """A death seen on one of ``w``'s calls: take all its chunks back, charge the oldest, probe it."""
-        nonlocal last_death
-        lost = [sent.pop(r)[1] for r in w.queue if r in sent]
-        w.queue.clear()
-        w.deaths += 1
-        last_death = f"worker {w.index} died ({cause})"
+class _Loop:
+    def __init__(self, job: DispatchJob) -> None:
+        self.job = job
+        self.queue: deque[int] = deque(sorted(job.chunks))
+        self.attempts: dict[int, int] = {}
+        self.sent: dict[Any, tuple[Worker, int]] = {}  # chunk -1: a ping
+        self.committed: set[int] = set()
+        self.by_node: dict[str, int] = {}
+        self.retries = 0
+        self.busy_ms = 0
+        self.load_ms = 0
+        self.last_death = ""
+        self.want = {k: job.ident.get(k) for k in CONTENT_KEYS}
+        self.t0 = time.monotonic()
+        # per worker: chunks, engine time, and when it was first ready (its first answer less that answer's
+        # engine time), in seconds since dispatch began (driver clock)
+        self.detail: dict[int, dict[str, Any]] = {}
+
+    def run(self) -> dict[str, Any]:
+        job = self.job
+        while self.queue or any(c >= 0 for _, c in self.sent.values()):
+            self._send()
+            if all(w.state == "dead" for w in job.workers):
+                raise ExecuteError(
+                    f"{job.plan_path}: every worker died (each restarted up to {MAX_RESTARTS} times), last: "
+                    f"{self.last_death}; the {len(self.committed)} chunks committed in this run are kept in "
+                    f"{job.out_dir}, rerun to resume"
+                )
+            if not self.sent:
+                time.sleep(PROBE_EVERY_S)
+                continue
+            ready, _ = job.ray.wait(list(self.sent), num_returns=1, timeout=PROBE_EVERY_S)
+            for ref in ready:
+                if ref in self.sent:
+                    self._receive(ref)
+        job.stats.load_ms = self.load_ms
+        return {
+            "chunks": len(self.committed),
+            "chunks_by_node": self.by_node,
+            "retries": self.retries,
+            "worker_busy_ms": self.busy_ms,
+            "span_s": round(time.monotonic() - self.t0, 3),
+            "per_worker": [self.detail[k] for k in sorted(self.detail)],
+        }
+
+    def _send(self) -> None:
+        """Ping the workers that are due a ping; fill every ready worker's queue."""
         now = time.monotonic()
-        w.state, w.probe_at, w.down_since = "probing", now, now
-        if w.deaths > MAX_RESTARTS:
-            w.state = "dead"
-        queue.extendleft(sorted((c for c in lost if c >= 0), reverse=True))
-        if lost and lost[0] >= 0:
-            fail(lost[0], last_death)
-
-    while queue or any(c >= 0 for _, c in sent.values()):
-        now = time.monotonic()
-        for w in workers:
+        for w in self.job.workers:
             if w.state == "probing" and not w.queue and now >= w.probe_at:
                 if now - w.down_since > RESTART_TIMEOUT_S:
                     w.state = "dead"
                     continue
-                ref = w.actor.ping.remote()
-                sent[ref] = (w, -1)
-                w.queue.append(ref)
-            while w.state == "ready" and len(w.queue) < DEPTH and queue:
-                index = queue.popleft()
-                ref = w.actor.run_chunk.remote(index, list(chunks[index].instances))
-                sent[ref] = (w, index)
-                w.queue.append(ref)
-        if all(w.state == "dead" for w in workers):
-            raise ExecuteError(
-                f"{plan_path}: every worker died (each restarted up to {MAX_RESTARTS} times), last: "
-                f"{last_death}; the {len(committed)} chunks committed in this run are kept in {out_dir}, rerun "
-                f"to resume"
-            )
-        if not sent:
-            time.sleep(PROBE_EVERY_S)
-            continue
-        ready, _ = ray.wait(list(sent), num_returns=1, timeout=PROBE_EVERY_S)
-        for ref in ready:
-            if ref not in sent:
-                continue
-            w, index = sent[ref]
-            try:
-                res = ray.get(ref)
-            except actor_error as e:
-                if index < 0 and type(e).__name__ == "ActorUnavailableError":  # still restarting
-                    sent.pop(ref)
-                    w.queue.remove(ref)
-                    w.probe_at = time.monotonic() + PROBE_EVERY_S
-                    continue
-                died(w, f"{type(e).__name__}: {first_line(e)}")
-                continue
-            except ray_error as e:
-                sent.pop(ref)
-                w.queue.remove(ref)
-                if index < 0:
-                    w.probe_at = time.monotonic() + PROBE_EVERY_S
-                    continue
-                queue.appendleft(index)
-                fail(index, f"{type(e).__name__}: {first_line(e)}")
-                continue
-            sent.pop(ref)
-            w.queue.remove(ref)
+                self._call(w, w.actor.ping.remote(), -1)
+            while w.state == "ready" and len(w.queue) < DEPTH and self.queue:
+                index = self.queue.popleft()
+                self._call(w, w.actor.run_chunk.remote(index, list(self.job.chunks[index].instances)), index)
+
+    def _call(self, w: Worker, ref: Any, index: int) -> None:
+        self.sent[ref] = (w, index)
+        w.queue.append(ref)
+
+    def _done(self, ref: Any) -> None:
+        w, _ = self.sent.pop(ref)
+        w.queue.remove(ref)
+
+    def _receive(self, ref: Any) -> None:
+        w, index = self.sent[ref]
+        try:
+            res = self.job.ray.get(ref)
+        except self.job.actor_error as e:
+            if index < 0 and type(e).__name__ == "ActorUnavailableError":  # still restarting
+                self._done(ref)
+                w.probe_at = time.monotonic() + PROBE_EVERY_S
+            else:
+                self._died(w, f"{type(e).__name__}: {first_line(e)}")
+            return
+        except self.job.ray_error as e:
+            self._done(ref)
             if index < 0:
-                w.state = "ready"
-                continue
-            if "error" in res:
-                raise ExecuteError(res["error"])
-            have = {k: res["ident"].get(k) for k in CONTENT_KEYS}
-            if have != want:
-                k = next(k for k in CONTENT_KEYS if have[k] != want[k])
-                raise ExecuteError(
-                    f"worker on {res['host']}: its model's {k} is {str(have[k])[:12]}, the driver's "
-                    f"{str(want[k])[:12]}; every node needs the same model files"
-                )
-            if res["versions"] != manifest.versions:
-                k = next(k for k in {**manifest.versions, **res["versions"]} if
-                         res["versions"].get(k) != manifest.versions.get(k))  # fmt: skip
-                raise ExecuteError(
-                    f"worker on {res['host']}: {k} {res['versions'].get(k)}, the driver has "
-                    f"{manifest.versions.get(k)}; every node needs the same versions"
-                )
-            what = f"{plan_path}: {chunks[index].describe()}"
-            rows = check_rows(res["parquet"], chunks[index].instances, what)
-            commit_chunk(out_dir, plan_hash, index, res["parquet"], rows)
-            if not committed:
-                manifest.engine_args = res["engine_args"]
-            committed.add(index)
-            bar.advance(rows, int(res["tokens"]))
-            for k, v in res["stats"].items():
-                setattr(stats, k, getattr(stats, k) + int(v))
-            busy_ms += int(res["busy_ms"])
-            load_ms = max(load_ms, int(res["load_ms"]))
-            by_node[res["node"]] = by_node.get(res["node"], 0) + 1
-            arrived = time.monotonic() - t0
-            d = detail.setdefault(w.index, {"worker": w.index, "node": res["node"], "chunks": 0, "busy_s": 0.0,
-                                            "ready_s": arrived})  # fmt: skip
-            d["chunks"] += 1
-            d["busy_s"] = round(d["busy_s"] + res["busy_ms"] / 1000, 3)
-            d["ready_s"] = round(min(d["ready_s"], arrived - res["busy_ms"] / 1000), 3)
-    stats.load_ms = load_ms
-    return {
-        "chunks": len(committed),
-        "chunks_by_node": by_node,
-        "retries": retries,
-        "worker_busy_ms": busy_ms,
-        "span_s": round(time.monotonic() - t0, 3),
-        "per_worker": [detail[k] for k in sorted(detail)],
-    }
+                w.probe_at = time.monotonic() + PROBE_EVERY_S
+            else:
+                self.queue.appendleft(index)
+                self._fail(index, f"{type(e).__name__}: {first_line(e)}")
+            return
+        self._done(ref)
+        if index < 0:
+            w.state = "ready"
+            return
+        self._check_answer(res)
+        self._commit(w, index, res)
+
+    def _fail(self, index: int, cause: str) -> None:
+        self.attempts[index] = self.attempts.get(index, 0) + 1
+        if self.attempts[index] >= self.job.opts.max_attempts:
+            raise ExecuteError(
+                f"{self.job.plan_path}: {self.job.chunks[index].describe()} failed {self.attempts[index]} times, "
+                f"last: {cause}; the {len(self.committed)} chunks committed in this run are kept in "
+                f"{self.job.out_dir}, rerun to resume"
+            )
+        self.retries += 1
+
+    def _died(self, w: Worker, cause: str) -> None:
+        """A death seen on one of ``w``'s calls: take all its chunks back, charge the oldest, probe it."""
+        lost = [self.sent.pop(r)[1] for r in w.queue if r in self.sent]
+        w.queue.clear()
+        w.deaths += 1
+        self.last_death = f"worker {w.index} died ({cause})"
+        now = time.monotonic()
+        w.state, w.probe_at, w.down_since = "probing", now, now
+        if w.deaths > MAX_RESTARTS:
+            w.state = "dead"
+        self.queue.extendleft(sorted((c for c in lost if c >= 0), reverse=True))
+        if lost and lost[0] >= 0:
+            self._fail(lost[0], self.last_death)
+
+    def _check_answer(self, res: dict[str, Any]) -> None:
+        """The worker's error, or a model or versions that differ from the driver's: a one-line error."""
+        if "error" in res:
+            raise ExecuteError(res["error"])
+        have = {k: res["ident"].get(k) for k in CONTENT_KEYS}
+        if have != self.want:
+            k = next(k for k in CONTENT_KEYS if have[k] != self.want[k])
+            raise ExecuteError(
+                f"worker on {res['host']}: its model's {k} is {str(have[k])[:12]}, the driver's "
+                f"{str(self.want[k])[:12]}; every node needs the same model files"
+            )
+        mine = self.job.manifest.versions
+        if res["versions"] != mine:
+            k = next(k for k in {**mine, **res["versions"]} if res["versions"].get(k) != mine.get(k))
+            raise ExecuteError(
+                f"worker on {res['host']}: {k} {res['versions'].get(k)}, the driver has {mine.get(k)}; "
+                f"every node needs the same versions"
+            )
+
+    def _commit(self, w: Worker, index: int, res: dict[str, Any]) -> None:
+        job = self.job
+        rows = check_rows(
+            res["parquet"], job.chunks[index].instances, f"{job.plan_path}: {job.chunks[index].describe()}"
+        )
+        commit_chunk(job.out_dir, job.plan_hash, index, res["parquet"], rows)
+        if not self.committed:
+            job.manifest.engine_args = res["engine_args"]
+        self.committed.add(index)
+        job.bar.advance(rows, int(res["tokens"]))
+        for k, v in res["stats"].items():
+            setattr(job.stats, k, getattr(job.stats, k) + int(v))
+        self.busy_ms += int(res["busy_ms"])
+        self.load_ms = max(self.load_ms, int(res["load_ms"]))
+        self.by_node[res["node"]] = self.by_node.get(res["node"], 0) + 1
+        arrived = time.monotonic() - self.t0
+        d = self.detail.setdefault(
+            w.index, {"worker": w.index, "node": res["node"], "chunks": 0, "busy_s": 0.0, "ready_s": arrived}
+        )
+        d["chunks"] += 1
+        d["busy_s"] = round(d["busy_s"] + res["busy_ms"] / 1000, 3)
+        d["ready_s"] = round(min(d["ready_s"], arrived - res["busy_ms"] / 1000), 3)

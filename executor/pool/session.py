@@ -31,7 +31,7 @@ from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.options import PoolOptions
 from lmeval.executor.pool.chunks import Chunk, default_chunk_size, make_chunks
 from lmeval.executor.pool.chunkstore import check_chunk_parts, check_complete
-from lmeval.executor.pool.dispatch import MAX_RESTARTS, Worker, drive
+from lmeval.executor.pool.dispatch import MAX_RESTARTS, DispatchJob, Worker, drive
 from lmeval.executor.pool.worker import EngineWorker, parallel_size
 from lmeval.executor.progress import Progress
 from lmeval.plans.records import InstanceRecord
@@ -158,8 +158,22 @@ class PoolSession:
         workers = [Worker(k, actor_cls.remote(self.spec, plan_path, env), deque()) for k in range(n)]
         try:
             bar.phase(f"executing on {n} workers")
-            record = drive(ray, RayActorError, RayError, opts, workers, chunks, plan_path, plan_hash, ident,
-                            out_dir, bar, stats, manifest)  # fmt: skip
+            job = DispatchJob(
+                ray,
+                RayActorError,
+                RayError,
+                opts,
+                workers,
+                chunks,
+                plan_path,
+                plan_hash,
+                ident,
+                out_dir,
+                bar,
+                stats,
+                manifest,
+            )
+            record = drive(job)
         finally:
             for w in workers:
                 try:

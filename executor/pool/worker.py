@@ -47,7 +47,7 @@ def parallel_size(spec: ModelSpec) -> int:
 
 
 def _content_identity(model_dir: Path | None) -> dict[str, Any]:
-    from lmeval.plans.modelref import config_hash, tokenizer_hash
+    from lmeval.common.modelref import config_hash, tokenizer_hash
 
     return {"tokenizer_hash": tokenizer_hash(model_dir), "config_hash": config_hash(model_dir)}
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from lmeval.common import tinymodel
+from lmeval.common.modelref import tokenizer_hash
 from lmeval.common.tinymodel import ensure_tiny_model
-from lmeval.plans.modelref import tokenizer_hash
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", REPO.parent / "shared" / "data"))

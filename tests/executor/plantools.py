@@ -14,9 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.modelref import tokenizer_hash
 from lmeval.common.tinymodel import ensure_tiny_model
 from lmeval.plans.io import write_plan
-from lmeval.plans.modelref import tokenizer_hash
 from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
 from tests.support import data_dir, instance_record, jsonl_rows
 

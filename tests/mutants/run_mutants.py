@@ -59,7 +59,7 @@ MUTATIONS = [
     ),
     Mutation(
         "regex: all-empty-groups fallback not stripped",
-        "scorer/pyregex.py",
+        "scorer/regex_ops.py",
         "            return fallback.strip()  # lm-eval strips the fallback in this one case\n",
         "            return fallback\n",
         ("tests/scorer/test_regex.py",),
@@ -130,7 +130,7 @@ MUTATIONS = [
     ),
     Mutation(
         "rouge: Porter stemmer on (lm-eval/evaluate use none)",
-        "scorer/process.py",
+        "scorer/doc_metrics.py",
         "    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=False)\n",
         "    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=True)\n",
         ("tests/scorer/test_parity_hooks.py",),

@@ -95,11 +95,11 @@ def test_bad_inputs_are_one_line_errors(
 
     broken = _copy(a, tmp_path / "broken")
     (broken / "results.json").write_text("{not json", encoding="utf-8")
-    assert "results.json: malformed JSON" in _fails(capsys, str(broken), "-o", str(out))
+    assert "results.json: malformed results.json: not JSON" in _fails(capsys, str(broken), "-o", str(out))
 
     odd = _copy(a, tmp_path / "odd")
     _edit_json(odd / "results.json", lambda d: d["results"]["arc_easy"].update({"acc,none": [1, 2]}))
-    assert "task arc_easy: field acc,none: not a number" in _fails(capsys, str(odd), "-o", str(out))
+    assert "field results.arc_easy.acc,none: not a number" in _fails(capsys, str(odd), "-o", str(out))
 
     assert "given twice" in _fails(capsys, str(a), str(a) + "/", "-o", str(out))
 

@@ -8,7 +8,7 @@ import lm_eval.api.metrics as lm_metrics  # noqa: E402
 import polars as pl
 import pytest
 
-from lmeval.scorer import fast
+from lmeval.scorer import vector_metrics
 
 PIECES = [
     "#### ",
@@ -51,7 +51,7 @@ def _strings(n: int, seed: int) -> list[str]:
 def test_exact_match_matches_lm_eval(opts: dict) -> None:
     preds = _strings(1500, 1)
     golds = [p if i % 3 == 0 else q for i, (p, q) in enumerate(zip(preds, _strings(1500, 2), strict=True))]
-    got = fast.exact_match(pl.Series(preds), pl.Series(golds), opts).to_list()
+    got = vector_metrics.exact_match(pl.Series(preds), pl.Series(golds), opts).to_list()
     want = [
         float(lm_metrics.exact_match_hf_evaluate(predictions=[p], references=[g], **opts)["exact_match"])
         for p, g in zip(preds, golds, strict=True)

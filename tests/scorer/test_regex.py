@@ -11,8 +11,8 @@ import zlib
 import polars as pl
 import pytest
 
-from lmeval.scorer import pyregex
-from lmeval.scorer.regex_compat import translate
+from lmeval.scorer import regex_ops
+from lmeval.scorer.regex_translate import translate
 
 PATTERNS = [
     (r"#### (\-?[0-9\.\,]+)", 0),
@@ -57,16 +57,16 @@ def test_regex_extract_matches_lm_eval(pattern: str, gs: int, fallback: str) -> 
     data = _strings(3000, zlib.crc32(pattern.encode()))
     ref = RegexFilter(regex_pattern=pattern, group_select=gs, fallback=fallback)
     expected = [r[0] for r in ref.apply([[s] for s in data], [{}] * len(data))]
-    got = pyregex.regex_extract(pl.Series(data), pattern, gs, fallback).to_list()
+    got = regex_ops.regex_extract(pl.Series(data), pattern, gs, fallback).to_list()
     assert got == expected
     rx = re.compile(pattern)
-    assert [pyregex.py_regex_extract(rx, s, gs, fallback) for s in data] == expected
+    assert [regex_ops.py_regex_extract(rx, s, gs, fallback) for s in data] == expected
 
 
 @pytest.mark.parametrize("pattern", SUBS)
 def test_sub_matches_python(pattern: str) -> None:
     data = _strings(3000, 7)
-    got = pyregex.sub(pl.Series(data), pattern).to_list()
+    got = regex_ops.sub(pl.Series(data), pattern).to_list()
     assert got == [re.sub(pattern, "", s) for s in data]
 
 
@@ -86,6 +86,6 @@ def test_translation_refuses_what_it_cannot_state() -> None:
 def test_case_and_strip_match_python() -> None:
     data = _strings(2000, 11) + ["ǅ Σσς İ", " \x1c x \x1f", "ß"]
     s = pl.Series(data)
-    assert pyregex.lower(s).to_list() == [x.lower() for x in data]
-    assert pyregex.upper(s).to_list() == [x.upper() for x in data]
-    assert pyregex.strip(s).to_list() == [x.strip() for x in data]
+    assert regex_ops.lower(s).to_list() == [x.lower() for x in data]
+    assert regex_ops.upper(s).to_list() == [x.upper() for x in data]
+    assert regex_ops.strip(s).to_list() == [x.strip() for x in data]

@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from lmeval.plans import scoring
-from lmeval.scorer import aggregate, filters, metrics, process
+from lmeval.scorer import aggregate, doc_metrics, filters, metrics
 from lmeval.scorer.errors import ScoreError
 
 
@@ -35,9 +35,9 @@ def test_aggregation_and_filter_registries_equal_the_contract() -> None:
 
 
 def test_metric_options_are_the_implementations_keyword_arguments() -> None:
-    em = inspect.signature(process.exact_match_np).parameters
+    em = inspect.signature(doc_metrics.exact_match_np).parameters
     assert set(scoring.METRICS["exact_match"].options) == set(em) - {"predictions", "references"}
-    pk = inspect.signature(process.pass_at_k).parameters
+    pk = inspect.signature(doc_metrics.pass_at_k).parameters
     assert set(scoring.METRICS["pass_at_k"].options) == set(pk) - {"predictions", "references"}
     assert {n for n, m in scoring.METRICS.items() if m.options} == {"exact_match", "pass_at_k"}
 
@@ -52,20 +52,20 @@ def test_each_output_type_computes_exactly_the_metrics_that_apply_to_it() -> Non
 
     everything = list(scoring.METRICS)
     choices = ["a", "bb"]
-    mc = process.mc_doc(_tm(everything), 1, choices, [(-1.0, False), (-0.5, True)] * 2, False)
+    mc = doc_metrics.mc_doc(_tm(everything), 1, choices, [(-1.0, False), (-0.5, True)] * 2, False)
     assert set(mc) == applies("multiple_choice")
-    assert set(process.loglikelihood_doc(_tm(everything), [(-1.0, True)])) == applies("loglikelihood")
-    assert set(process.rolling_doc(_tm(everything), "some text", [-3.0])) == applies("loglikelihood_rolling")
+    assert set(doc_metrics.loglikelihood_doc(_tm(everything), [(-1.0, True)])) == applies("loglikelihood")
+    assert set(doc_metrics.rolling_doc(_tm(everything), "some text", [-3.0])) == applies("loglikelihood_rolling")
     gen = applies("generate_until")
     for name in everything:
         if name in ("pass_at_k", "jsonl_spec"):  # run programs / need a spec document: covered by their own tests
             assert name in gen
             continue
         if name in gen:
-            process._call_gen_metric(name, None, "4", "4", {}, {})
+            doc_metrics._call_gen_metric(name, None, "4", "4", {}, {})
         else:
             with pytest.raises(ScoreError, match="does not apply to generate_until"):
-                process._call_gen_metric(name, None, "4", "4", {}, {})
+                doc_metrics._call_gen_metric(name, None, "4", "4", {}, {})
 
 
 def test_every_filter_runs_with_the_arguments_the_contract_allows() -> None:

@@ -1,4 +1,4 @@
-"""Hub ids resolved offline through a Hugging Face cache the test lays out (``plans.modelref``), and the
+"""Hub ids resolved offline through a Hugging Face cache the test lays out (``common.modelref``), and the
 model's content identity (tokenizer and config hashes) every stage records or checks."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans.modelref import ModelRefError, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
+from lmeval.common.modelref import ModelRefError, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from tests.othermodel import HUB_ID, build_other_model, lay_out_hub_cache
 
 

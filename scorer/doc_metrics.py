@@ -1,6 +1,6 @@
 """Per-document scoring in Python with lm-eval's ``process_results`` semantics (the reference path).
 
-The vectorised paths in ``scorer.fast`` must agree with these functions on every document; they are
+The vectorised paths in ``scorer.vector_metrics`` must agree with these functions on every document; they are
 used for everything the fast paths do not cover (lists of targets, NaN log-likelihoods, user metrics,
 ``process_results`` references, exotic filter outputs).
 """

@@ -1,7 +1,7 @@
 """Regex-based string operations with lm-eval's semantics, vectorised with polars where that is exact.
 
 Every function takes and returns a polars String Series of the same length. Rows that polars can handle
-exactly (see ``regex_compat``) go through Rust; the rest go through Python's ``re`` one by one.
+exactly (see ``regex_translate``) go through Rust; the rest go through Python's ``re`` one by one.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from lmeval.scorer.regex_compat import PY_ASCII_WHITESPACE, RustPattern, translate
+from lmeval.scorer.regex_translate import PY_ASCII_WHITESPACE, RustPattern, translate
 
 _NON_ASCII = r"[^\x00-\x7F]"
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lmeval.compiler.build import ChatFn
+from lmeval.common.modelref import ModelRef, ModelRefError, model_name, resolve_model
+from lmeval.compiler.built import ChatFn
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.tokens import ModelTokenizer, sha256_text
-from lmeval.plans.modelref import ModelRef, ModelRefError, model_name, resolve_model
 from lmeval.plans.records import ModelInfo
 
 
-def model_identity(
+def load_model_info(
     model_cfg: dict[str, Any] | None, apply_chat_template: bool
 ) -> tuple[ModelTokenizer | None, ModelInfo, ChatFn | None]:
     """The tokenizer (None without a model), the header's ``ModelInfo`` and, with
@@ -23,8 +23,10 @@ def model_identity(
     if not apply_chat_template:
         return tok, model, None
     if tok is None or tok.chat_template is None:
-        raise fail("run.apply_chat_template=true but the model's tokenizer has no chat template",
-                   field="run.apply_chat_template")  # fmt: skip
+        raise fail(
+            "run.apply_chat_template=true but the model's tokenizer has no chat template",
+            field="run.apply_chat_template",
+        )
     return tok, dataclasses.replace(model, chat_template_hash=sha256_text(tok.chat_template)), tok.chat
 
 

@@ -2,44 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from lmeval.plans.scored import RESULTS_JSON, ScoredRun
 
 _ARROW = {True: "↑", False: "↓"}
 
 
-def _depths(results: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
-    subtasks: dict[str, list[str]] = results.get("group_subtasks", {})
-    present = set(results["results"])
-    children = {c for cs in subtasks.values() for c in cs}
-    depth: dict[str, int] = {}
-    order: list[str] = []
-
-    def visit(name: str, d: int) -> None:
-        if name in depth:
-            return
-        depth[name] = d
-        if name in present:
-            order.append(name)
-        for c in subtasks.get(name, []):
-            visit(c, d + 1)
-
-    for name in list(subtasks) + sorted(present):
-        if name not in children:
-            visit(name, 0)
-    for name in sorted(present - set(order)):
-        order.append(name)
-    return depth, order
-
-
-def rows(results: dict[str, Any], column: str = "results") -> list[list[str]]:
-    depth, order = _depths(results)
-    keys = [k for k in order if k in results.get(column, {})]
+def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
+    """The table's rows for ``column`` (``results`` or ``groups``), in lm-eval's order."""
+    depth, order = run.depths()
+    table = run.table(column)
     out: list[list[str]] = []
-    for k in keys:
-        dic = dict(results[column][k])
-        version = results.get("versions", {}).get(k, "    N/A")
-        n = str(results.get("n-shot", {}).get(k, " "))
-        hib = results.get("higher_is_better", {}).get(k, {})
+    for k in [k for k in order if k in table]:
+        dic = dict(table[k])
+        version = run.versions.get(k, "    N/A")
+        n = str(run.n_shot.get(k, " "))
+        hib = run.higher_is_better.get(k, {})
         name = dic.pop("alias", k)
         for drop in ("name", "sample_len", "sample_count"):
             dic.pop(drop, None)
@@ -49,7 +26,8 @@ def rows(results: dict[str, Any], column: str = "results") -> list[list[str]]:
             m, _, f = mf.partition(",")
             if m.endswith("_stderr"):
                 continue
-            arrow = _ARROW.get(hib.get(m), "") if isinstance(hib.get(m), bool) else ""
+            up = hib.get(m)
+            arrow = _ARROW[up] if isinstance(up, bool) else ""
             value = f"{v:.4f}" if isinstance(v, float) else str(v)
             se_key = f"{m}_stderr,{f}"
             if se_key in dic:
@@ -62,7 +40,7 @@ def rows(results: dict[str, Any], column: str = "results") -> list[list[str]]:
     return out
 
 
-def print_tables(results: dict[str, Any]) -> None:
+def print_tables(run: ScoredRun) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -70,9 +48,7 @@ def print_tables(results: dict[str, Any]) -> None:
     if not console.is_terminal:
         console = Console(highlight=False, width=200)  # piped: never truncate task names
     for column, title in (("results", "Tasks"), ("groups", "Groups")):
-        if column not in results or not results[column]:
-            continue
-        body = rows(results, column)
+        body = rows(run, column)
         if not body:
             continue
         t = Table(show_edge=True, header_style="bold")
@@ -81,6 +57,6 @@ def print_tables(results: dict[str, Any]) -> None:
         for r in body:
             t.add_row(*r)
         console.print(t)
-    if results.get("partial"):
-        parts = ", ".join(f"{k}: {v['missing_instances']} missing" for k, v in results["partial"].items())
-        console.print(f"[bold red]PARTIAL RESULTS[/bold red] ({parts}); see 'partial' in results.json")
+    if run.partial:
+        parts = ", ".join(f"{k}: {v.missing_instances} missing" for k, v in run.partial.items())
+        console.print(f"[bold red]PARTIAL RESULTS[/bold red] ({parts}); see 'partial' in {RESULTS_JSON}")

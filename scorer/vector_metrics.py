@@ -1,5 +1,5 @@
 """Vectorised (polars) versions of the common per-document metrics; rows they cannot do exactly are
-left to ``scorer.process`` (the callers merge both)."""
+left to ``scorer.doc_metrics`` (the callers merge both)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from lmeval.scorer import pyregex
-from lmeval.scorer.process import exact_match_np
+from lmeval.scorer import regex_ops
+from lmeval.scorer.doc_metrics import exact_match_np
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"
 
@@ -20,7 +20,7 @@ def exact_match(
 ) -> pl.Series:
     """Per-row exact_match (0.0/1.0) with lm-eval's options; preds and golds are String columns.
 
-    Regex removal runs in polars where exact (see ``pyregex.sub``); case folding runs in polars on ASCII
+    Regex removal runs in polars where exact (see ``regex_ops.sub``); case folding runs in polars on ASCII
     rows and through numpy's ``char.lower`` (what lm-eval calls) on the others; punctuation and digit
     removal only touch ASCII characters, so polars is exact everywhere. Rows containing NUL characters
     (numpy drops trailing NULs) are computed exactly as lm-eval does, one by one. ``cache`` keeps the
@@ -54,9 +54,9 @@ def exact_match(
 
 def _normalise(s: pl.Series, kwargs: dict[str, Any]) -> pl.Series:
     for rx in kwargs.get("regexes_to_ignore") or []:
-        s = pyregex.sub(s, rx)
+        s = regex_ops.sub(s, rx)
     if kwargs.get("ignore_case"):
-        ascii_rows = pyregex.ascii_mask(s)
+        ascii_rows = regex_ops.ascii_mask(s)
         low = s.str.to_lowercase()
         if not ascii_rows.all():
             idx = pl.arange(0, len(s), eager=True).filter(~ascii_rows)

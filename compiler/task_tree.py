@@ -41,6 +41,8 @@ class Selection:
     # a tag's tasks by name), before ``tasks`` is sorted by name; run.seed_mode=lm_eval builds in this order
     load_order: list[str] = field(default_factory=list)
 
+    bad_lines: list[str] = field(default_factory=list)  # JSONL-spec lines left out (header extra.spec_bad_lines)
+
 
 @dataclass
 class Found:
@@ -67,12 +69,14 @@ def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]
             where, msg = problems[0]
             raise fail(msg, file=source, field=f"group {group} {where}")
         fl = it.get("filter_list")
-        out.append({
-            "metric": it["metric"],
-            "filter_list": [fl] if isinstance(fl, str) else fl,
-            "aggregation": "mean",
-            "weight_by_size": bool(it.get("weight_by_size", True)),
-        })  # fmt: skip
+        out.append(
+            {
+                "metric": it["metric"],
+                "filter_list": [fl] if isinstance(fl, str) else fl,
+                "aggregation": "mean",
+                "weight_by_size": bool(it.get("weight_by_size", True)),
+            }
+        )
     return out
 
 
@@ -101,8 +105,9 @@ class Expander:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         return fail(f"unknown task or group {name!r}{hint}", file=where)
 
-    def add_named(self, name: str, parents: list[str], overrides: dict[str, Any] | None = None,
-                  where: str | None = None) -> list[str]:  # fmt: skip
+    def add_named(
+        self, name: str, parents: list[str], overrides: dict[str, Any] | None = None, where: str | None = None
+    ) -> list[str]:
         found = self.lookup(name)
         if found is None:
             raise self.unknown(name, where)
@@ -117,22 +122,22 @@ class Expander:
                 self.lookup = prev
         return self._add_found(name, found, parents, overrides)
 
-    def _add_found(self, name: str, found: Found, parents: list[str],
-                   overrides: dict[str, Any] | None) -> list[str]:  # fmt: skip
+    def _add_found(self, name: str, found: Found, parents: list[str], overrides: dict[str, Any] | None) -> list[str]:
         if found.kind == "tag":
             out = []
             for t in sorted(found.members):
                 f = self.lookup(t)
                 assert f is not None
-                out += self._task({**f.cfg, **(overrides or {}), "task": t}, f.source, parents)
+                out += self.add_task({**f.cfg, **(overrides or {}), "task": t}, f.source, parents)
             return out
         if found.kind == "group":
-            return [self._group(name, found.cfg, found.source, overrides, parents, found.namespace_inline)]
+            return [self.add_group(name, found.cfg, found.source, overrides, parents, found.namespace_inline)]
         cfg = {**found.cfg, **(overrides or {})}
-        return self._task(cfg, found.source, parents, default_name=name)
+        return self.add_task(cfg, found.source, parents, default_name=name)
 
-    def _task(self, cfg: dict[str, Any], source: str | None, parents: list[str],
-              default_name: str | None = None) -> list[str]:  # fmt: skip
+    def add_task(
+        self, cfg: dict[str, Any], source: str | None, parents: list[str], default_name: str | None = None
+    ) -> list[str]:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
         task = build_task_config(cfg, source, default_name)
@@ -148,8 +153,15 @@ class Expander:
         self.sel.tasks.append(task)
         return [task.name]
 
-    def _group(self, name: str, raw: dict[str, Any], source: str | None, overrides: dict[str, Any] | None,
-               parents: list[str], namespace: bool) -> str:  # fmt: skip
+    def add_group(
+        self,
+        name: str,
+        raw: dict[str, Any],
+        source: str | None,
+        overrides: dict[str, Any] | None,
+        parents: list[str],
+        namespace: bool,
+    ) -> str:
         if name in parents:
             raise fail(f"group {name!r} contains itself", file=source)
         members = raw.get("task")
@@ -171,7 +183,7 @@ class Expander:
                     subtasks += self.add_named(gname, chain, {**merged, **inline}, where=source)
                 else:
                     full = f"{name}::{gname}" if namespace else gname
-                    subtasks.append(self._group(full, item, source, merged, chain, namespace))
+                    subtasks.append(self.add_group(full, item, source, merged, chain, namespace))
             elif isinstance(item, dict) and "task" in item:
                 base = item["task"]
                 item_over = {**merged, **item}
@@ -179,7 +191,7 @@ class Expander:
                     raise fail("inline task entries need a string 'task' name", file=source, field=f"group {name}")
                 if self.lookup(base) is None:
                     tname = f"{name}::{base}" if namespace else base
-                    subtasks += self._task({**item_over, "task": tname}, source, chain)
+                    subtasks += self.add_task({**item_over, "task": tname}, source, chain)
                 else:
                     subtasks += self.add_named(base, chain, item_over, where=source)
             else:
@@ -339,8 +351,9 @@ def conf_entries(conf_task_dir: Path) -> list[tuple[str, str, str | None, str]]:
     return out
 
 
-def _members(group: dict[str, Any], inherited: dict[str, Any], out: list[tuple[str, str, str | None, str]],
-             source: str) -> None:  # fmt: skip
+def _members(
+    group: dict[str, Any], inherited: dict[str, Any], out: list[tuple[str, str, str | None, str]], source: str
+) -> None:
     over = {**{k: v for k, v in group.items() if k not in GROUP_FIELDS}, **inherited}
     for item in group.get("task") or []:
         if not isinstance(item, dict):

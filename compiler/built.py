@@ -1,0 +1,73 @@
+"""The records a task build produces and takes: ``BuildOptions`` (what building needs), ``Request``, ``BuiltDoc``,
+``BuiltTask`` and ``Prepared`` (``compiler/build.py``'s two halves), so the modules downstream of the builder
+(header, task records, pipeline) depend on data, not on the builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lmeval.compiler.render import Renderer
+from lmeval.compiler.taskconfig import TaskConfig
+
+ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
+
+
+@dataclass
+class BuildOptions:
+    """What building one task's documents and requests needs (``RunConfig.options()``)."""
+
+    num_fewshot: int | None = None
+    limit: int | float | None = None
+    fewshot_random_seed: int | None = 1234
+    python_seed: int | None = None  # run.seed's slots for the global generators (compiler/seeds.py)
+    numpy_seed: int | None = None
+    apply_chat_template: bool = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: str | None = None
+    gen_kwargs: dict[str, Any] | None = None
+    data_dir: str | None = None
+
+
+@dataclass
+class Request:
+    request_type: str
+    context: str
+    continuation: str | None
+    generation_kwargs: dict[str, Any] | None
+    idx: int
+
+
+@dataclass
+class BuiltDoc:
+    doc_id: int
+    doc: dict[str, Any]
+    target: Any
+    choices: list[Any] | None
+    fewshot_ids: list[int]
+    requests: list[Request]
+
+
+@dataclass
+class BuiltTask:
+    config: TaskConfig
+    num_fewshot: int
+    docs: list[BuiltDoc]
+    eval_docs: list[dict[str, Any]]  # the whole evaluation split, processed (for the data fingerprint)
+    multiple_input: int
+    multiple_target: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Prepared:
+    """A task's documents processed and probed (``TaskBuilder.prepare``), ready to render."""
+
+    docs: list[dict[str, Any]]  # the whole evaluation split, processed
+    pool: list[dict[str, Any]]  # the few-shot pool (empty at 0 shots)
+    renderer: Renderer
+    n_shot: int
+    multiple_input: int
+    multiple_target: int
