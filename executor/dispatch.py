@@ -17,7 +17,7 @@ from lmeval.executor.errors import ExecuteError, first_line
 from lmeval.executor.jobloop import RunStats
 from lmeval.executor.options import PoolOptions
 from lmeval.executor.progress import Progress
-from lmeval.plans.results import RunManifest
+from lmeval.plans.results import KernelPath, RunManifest
 
 MAX_RESTARTS = 3  # Ray restarts a dead worker (reloading its engine) at most this often
 DEPTH = 2  # chunks queued per worker
@@ -169,6 +169,7 @@ def drive(
             commit_chunk(out_dir, plan_hash, index, res["parquet"], rows)
             if not committed:
                 manifest.engine_args = res["engine_args"]
+            manifest.numerics.add(KernelPath.from_dict(res["kernel_path"]))
             committed.add(index)
             bar.advance(rows, int(res["tokens"]))
             for k, v in res["stats"].items():
