@@ -5,7 +5,11 @@ One in-process engine serves the whole module; the kill test runs the CLI in sub
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -18,7 +22,7 @@ from lmeval.executor.run import run_plan
 from lmeval.plans.io import read_header
 from lmeval.plans.results import part_files, read_manifest
 from tests.executor import vllm_plan
-from tests.executor.conftest import frame, run_cli
+from tests.executor.conftest import REPO, frame, run_cli
 from tests.executor.vllm_plan import SharedEngine
 from tests.support import LOGLIKELIHOOD, row_diffs
 
@@ -147,3 +151,34 @@ def test_prefix_cache_reuse_scores_equal_a_full_recompute(parity_plan: Path, eng
     assert [reused[k].is_greedy for k in full] == [full[k].is_greedy for k in full]
     assert backend.cache_stats["cached_prompt_tokens"] > before["cached_prompt_tokens"]
     assert backend.cache_stats["rescored"] > before["rescored"]
+
+
+def test_avx2_kernel_path_repeats_and_agrees_with_the_default_path(
+    parity_plan: Path, vllm_results: Path, tmp_path: Path
+) -> None:
+    """README "What repeats exactly" on the other kernel path: with AVX2 kernels forced (tests/kernelpath;
+    vLLM loads ``_C_AVX2``, torch runs at AVX2), the same plan on a warm cache with another part size, a
+    resume, and prefix-cache reads against a full recompute agree within the tolerance; so do the AVX2 rows
+    and this process's rows (the CPU's own path: AVX-512 where it has it), and the manifests say which."""
+    env = {**os.environ, "LMEVAL_TEST_CPU_ISA": "avx2", "PYTHONPATH": f"{REPO / 'tests' / 'kernelpath'}:{REPO}"}
+    child = Path(__file__).with_name("avx2_child.py")
+    r = subprocess.run([sys.executable, str(child), str(parity_plan), str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    paths = [read_manifest(tmp_path / d).numerics.kernel_paths for d in "abc"]
+    assert all(len(p) == 1 and p[0].vllm_kernels == "_C_AVX2" for p in paths), paths
+    assert paths[0][0].torch_cpu_capability == "AVX2" and paths[0][0].aten_cpu_capability == "avx2"
+    here = read_manifest(vllm_results).numerics.kernel_paths[0]
+    if "avx512f" in here.cpu_flags:  # the two runs really took two kernel paths
+        assert here.vllm_kernels in ("_C", "_C_AVX512") and here.torch_cpu_capability != "AVX2"
+    a, b, c = (frame(tmp_path / d) for d in "abc")
+    assert read_manifest(tmp_path / "c").stats["resumed"] > 0
+    for other in (b, c, frame(vllm_results)):
+        assert a["instance_id"].to_list() == other["instance_id"].to_list()
+        assert not row_diffs(a, other), row_diffs(a, other)[:5]
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    reused, full = scores["reused"], scores["full"]
+    assert reused.keys() == full.keys() and scores["cached_prompt_tokens"] > 0
+    bad = [(k, reused[k], full[k]) for k in full if not LOGLIKELIHOOD.close(reused[k][0], full[k][0])]
+    assert not bad, bad[:5]
+    assert [reused[k][1] for k in full] == [full[k][1] for k in full]

@@ -1,5 +1,5 @@
-"""The plan the vLLM tests run (tests/executor/test_vllm.py, and the forced-AVX2 child of
-tests/executor/test_kernel_paths.py): real rows of lm-eval's task configs plus rolling log-likelihoods and
+"""What the vLLM tests share (tests/executor/test_vllm.py and its forced-AVX2 child, avx2_child.py): one
+in-process engine, and the plan they run: real rows of lm-eval's task configs plus rolling log-likelihoods and
 continuations that are the model's own greedy output (so ``is_greedy`` is true for some Instances)."""
 
 from __future__ import annotations
