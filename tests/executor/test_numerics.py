@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.executor import execute
+from lmeval.executor import execute, merge
 from lmeval.executor.hardware import kernel_path
 from lmeval.plans.errors import PlanError
 from lmeval.plans.results import VECTOR_FLAGS, KernelPath, RunManifest, part_files, read_manifest
@@ -82,3 +82,17 @@ def test_a_forged_numerics_record_is_one_line_naming_the_field(
     (tmp_path / "manifest.json").write_text(json.dumps({**m.to_dict(), "numerics": numerics}))
     with pytest.raises(PlanError, match=rf"malformed manifest: field '{re.escape(field)}'"):
         read_manifest(tmp_path)
+
+
+def test_merge_keeps_every_shards_kernel_path(mixed_plan: Path, tmp_path: Path) -> None:
+    shards = [
+        execute(str(mixed_plan), out=str(tmp_path / f"s{i}"), overrides=FAKE, shard=f"{i}/2", progress=False,
+                part_size=size)
+        for i, size in enumerate((5, 6))
+    ]  # fmt: skip
+    m = json.loads((shards[1] / "manifest.json").read_text())
+    m["numerics"]["kernel_paths"] = [asdict(KernelPath(cpu="elsewhere", cpu_flags=["avx2"]))]
+    (shards[1] / "manifest.json").write_text(json.dumps(m))
+    n = read_manifest(merge([str(s) for s in shards], str(tmp_path / "all"))).numerics
+    assert n.kernel_paths == [kernel_path(), KernelPath(cpu="elsewhere", cpu_flags=["avx2"])]
+    assert (n.workers, n.chunk_size, n.part_size) == (1, None, None)  # two part sizes
