@@ -230,6 +230,7 @@ def test_a_worker_with_other_versions_is_refused(
     """Rows are comparable only from the same code: a node whose lmeval (or vLLM, torch, transformers)
     differs from the driver's is refused before any of its rows are committed."""
     from lmeval import executor
+
     real = executor.run.versions
     monkeypatch.setattr(executor.run, "versions", lambda backend: {**real(backend), "lmeval": "0.0.0-driver"})
     out = tmp_path / "r"
