@@ -1,5 +1,7 @@
-"""Where a compiled plan is written: ``--out`` / ``run.out``, else ``plans/<name>-<hash12>.msgpack``
-(relative to the working folder), the name made from the selected task names."""
+"""Where a compiled plan is written: ``--out`` / ``run.out``, else ``lmeval-plans/<name>-<hash12>.msgpack``
+(relative to the working folder), the name made from the selected task names. The default folder's name is no
+Python identifier, so it can never be (or land inside) a source package: run from a checkout's root, lmeval
+writes beside ``plans/`` (the contract package), never into it."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from pathlib import Path
 
 from lmeval.plans.io import DEFAULT_CODEC, write_sealed
 from lmeval.plans.records import PlanHeader
+
+DEFAULT_PLAN_DIR = "lmeval-plans"
 
 
 def default_name(header: PlanHeader) -> str:
@@ -20,9 +24,9 @@ def default_name(header: PlanHeader) -> str:
 
 
 def plan_path(header: PlanHeader, out: str | None = None) -> Path:
-    """``out`` (the --out option or ``run.out``), else ``plans/<name>-<hash12>.msgpack`` (relative to the
-    cwd)."""
-    return Path(out) if out else Path("plans") / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"
+    """``out`` (the --out option or ``run.out``), else ``lmeval-plans/<name>-<hash12>.msgpack`` (relative to
+    the cwd)."""
+    return Path(out) if out else Path(DEFAULT_PLAN_DIR) / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"
 
 
 def write_compiled(header: PlanHeader, blobs: list[bytes], out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:

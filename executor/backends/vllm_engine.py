@@ -202,8 +202,10 @@ class VLLMBackend:
         log-prob row (``ids[ctxlen - 1]``): rows from there on are computed, the cached rows are never read.
         So inputs are ordered ``reuse_order`` (one request per context first, then the requests that
         share its context, window by window so the cache still holds them), read the cache, and the few
-        whose cache hit reached into the continuation are scored again without it. Log-probs are
-        unchanged: the cached keys and values are the ones the request would have computed."""
+        whose cache hit reached into the continuation are scored again without it. The cached keys and values
+        are the ones the request would have computed, but attention over a cached prefix runs another kernel
+        than a full prefill (float32 sums in another order): log-probs agree with a recompute within the
+        README's tolerance ("What repeats exactly"), not bit for bit."""
         if not inputs:
             return
         reuse = self.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching

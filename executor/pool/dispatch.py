@@ -17,7 +17,7 @@ from lmeval.executor.options import PoolOptions
 from lmeval.executor.pool.chunks import Chunk
 from lmeval.executor.pool.chunkstore import check_rows, commit_chunk
 from lmeval.executor.progress import Progress
-from lmeval.plans.results import RunManifest
+from lmeval.plans.results import KernelPath, RunManifest
 
 MAX_RESTARTS = 3  # Ray restarts a dead worker (reloading its engine) at most this often
 DEPTH = 2  # chunks queued per worker
@@ -207,6 +207,7 @@ class _Loop:
         commit_chunk(job.out_dir, job.plan_hash, index, res["parquet"], rows)
         if not self.committed:
             job.manifest.engine_args = res["engine_args"]
+        job.manifest.numerics.add(KernelPath.from_dict(res["kernel_path"]))
         self.committed.add(index)
         job.bar.advance(rows, int(res["tokens"]))
         for k, v in res["stats"].items():

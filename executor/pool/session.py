@@ -181,6 +181,7 @@ class PoolSession:
                 except Exception:
                     pass
         check_complete(out_dir, instances)  # the whole directory, parts of earlier runs included
+        manifest.numerics.workers, manifest.numerics.chunk_size = n, size
         manifest.execution = {
             "workers": n,
             "gpus_per_worker": self.g,

@@ -11,13 +11,13 @@ import os
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from lmeval.executor import faults
 from lmeval.executor.errors import first_line
-from lmeval.executor.hardware import versions
+from lmeval.executor.hardware import kernel_path, versions
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.pool.chunkstore import rows_to_parquet
@@ -68,6 +68,7 @@ class EngineWorker:
         self.backend: Any = None
         self.ident: dict[str, Any] = {}
         self.versions: dict[str, str] = {}
+        self.kernel_path: dict[str, Any] = {}
         self.load_ms = 0
         try:
             import ray
@@ -96,6 +97,7 @@ class EngineWorker:
         t = time.monotonic()
         self.backend = start_backend(spec, model_dir)
         self.load_ms = ms_since(t)
+        self.kernel_path = asdict(kernel_path())  # the kernels this engine loaded, for the manifest
 
     def ping(self) -> bool:
         return True
@@ -124,5 +126,6 @@ class EngineWorker:
             "versions": self.versions,
             "engine_args": self.backend.engine_args(),
             "load_ms": self.load_ms,
+            "kernel_path": self.kernel_path,
             **where,
         }

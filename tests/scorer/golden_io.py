@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +27,16 @@ from lmeval.plans.records import (
     request_hash_of,
 )
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from tests.support import SCORES
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
-TOL = 1e-9
 
 
 def close(a: Any, b: Any) -> bool:
-    """Equal strings/None, both NaN, or numbers within 1e-9 (relative above 1)."""
-    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
-        return bool(a == b)
-    if math.isnan(a) and math.isnan(b):
-        return True
-    return abs(a - b) <= TOL * max(1.0, abs(b))
+    """``a`` equals lm-eval's ``b`` within the README's scorer tolerance (1e-9, relative above 1): strings,
+    None and booleans exactly, every number (nested in lists and dicts too) within it (``tests.support.SCORES``).
+    A golden holds one machine's numpy bits (``np.exp`` differs in the last bit between AVX2 and AVX-512)."""
+    return SCORES.same(a, b)
 
 
 def aggregate_diffs(exp: dict[str, Any], ours: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -49,7 +46,7 @@ def aggregate_diffs(exp: dict[str, Any], ours: dict[str, Any]) -> list[tuple[Any
     for name, metrics in exp["results"].items():
         got = ours["results"][name]
         for k, v in metrics.items():
-            if not (got.get(k) == v if isinstance(v, dict) else close(got.get(k), v)):
+            if not close(got.get(k), v):
                 diffs.append((name, k, got.get(k), v))
         diffs += [(name, k, got[k], "not in lm-eval") for k in set(got) - set(metrics)]
     if set(ours.get("groups", {})) != set(exp.get("groups", {})):
@@ -81,7 +78,7 @@ def sample_diffs(golden: dict[str, Any], samples: pl.DataFrame) -> tuple[list[tu
                 if k in ("doc_id", "filter", "filtered_resps"):
                     continue
                 got = row.get(k, items.get(k))
-                if not ((got == v) if isinstance(v, list) else close(got, v)):
+                if not close(got, v):
                     diffs.append((tname, smp["doc_id"], k, got, v))
                 checked += 1
             if t["output_type"] == "generate_until":
