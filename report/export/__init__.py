@@ -1,0 +1,24 @@
+"""``lmeval export``: a scored run written in the formats other tools read.
+
+- ``lm-eval-samples``: lm-eval 0.4.13's ``--log_samples`` files (``lm_eval_samples.py`` says what differs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lmeval.report.errors import ReportError
+from lmeval.report.export.inputs import ExportRun, load_export_run
+from lmeval.report.export.lm_eval_samples import write_lm_eval_samples
+
+FORMATS = ("lm-eval-samples",)
+
+__all__ = ["FORMATS", "ExportRun", "export", "load_export_run"]
+
+
+def export(results_dir: str, fmt: str, out_dir: str, plan: str | None = None) -> list[Path]:
+    """Write ``results_dir`` (a scored run) as ``fmt`` into ``out_dir``; the files written."""
+    if fmt not in FORMATS:
+        raise ReportError(f"unknown export format {fmt!r} (one of: {', '.join(FORMATS)})")
+    run = load_export_run(results_dir, plan)
+    return write_lm_eval_samples(run, Path(out_dir))
