@@ -1,4 +1,4 @@
-"""``lmeval export RESULTS_DIR --format lm-eval-samples [-o DIR] [--plan PLAN]``: a scored run in other tools'
+"""``lmeval export RESULTS_DIR --format lm-eval-samples|eee [-o DIR] [--plan PLAN]``: a scored run in other tools'
 formats."""
 
 from __future__ import annotations
@@ -6,16 +6,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-FORMAT_NAMES = ("lm-eval-samples",)  # report.export.FORMATS (kept here so --help needs no import)
+FORMAT_NAMES = ("lm-eval-samples", "eee")  # report.export.FORMATS (kept here so --help needs no import)
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "export",
-        help="write a scored run in other tools' formats (lm-eval --log_samples files)",
+        help="write a scored run in other tools' formats (lm-eval --log_samples files, Every Eval Ever)",
         description="Write a scored results directory in a format other tools read. lm-eval-samples: lm-eval "
         "0.4.13's --log_samples files (samples_<task>_<date>.jsonl), one line per filter and document, with "
-        "lm-eval's fields, order and hashes. The run's plan is read (documents, requests).",
+        "lm-eval's fields, order and hashes. eee: Every Eval Ever (schema 0.3.0) aggregate and instance-level "
+        "files per task under data/lmeval/<developer>/<model>/, with the plan, request and tokenizer hashes. "
+        "The run's plan is read (documents, requests).",
     )
     p.add_argument("results", metavar="RESULTS_DIR", help="a scored results directory (lmeval score)")
     p.add_argument("--format", required=True, choices=FORMAT_NAMES, help="what to write")

@@ -1,6 +1,7 @@
 """``lmeval export``: a scored run written in the formats other tools read.
 
 - ``lm-eval-samples``: lm-eval 0.4.13's ``--log_samples`` files (``lm_eval_samples.py`` says what differs).
+- ``eee``: Every Eval Ever aggregate and instance-level files (``eee.py``; schemas in ``eee_schemas/``).
 """
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from lmeval.report.errors import ReportError
+from lmeval.report.export.eee import write_eee
 from lmeval.report.export.inputs import ExportRun, load_export_run
 from lmeval.report.export.lm_eval_samples import write_lm_eval_samples
 
-FORMATS = ("lm-eval-samples",)
+FORMATS = ("lm-eval-samples", "eee")
 
 __all__ = ["FORMATS", "ExportRun", "export", "load_export_run"]
 
@@ -21,4 +23,6 @@ def export(results_dir: str, fmt: str, out_dir: str, plan: str | None = None) ->
     if fmt not in FORMATS:
         raise ReportError(f"unknown export format {fmt!r} (one of: {', '.join(FORMATS)})")
     run = load_export_run(results_dir, plan)
+    if fmt == "eee":
+        return write_eee(run, Path(out_dir))
     return write_lm_eval_samples(run, Path(out_dir))
