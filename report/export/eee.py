@@ -33,7 +33,8 @@ from lmeval.report.export.lm_eval_samples import lm_eval_target, sha256
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "eee_schemas"
 COLLECTION = "lmeval"
-UNIT_METRICS = {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "mcc", "pass@1"}
+UNIT_METRICS = {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1"}  # proportions
+BOUNDS: dict[str, tuple[float, float]] = {"mcc": (-1.0, 1.0)}
 SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items")
 
 
@@ -85,15 +86,16 @@ def _source_data(ts: TaskSummary, n: int) -> dict[str, Any]:
 
 
 def _metric_config(metric: str, higher: Any) -> dict[str, Any]:
-    bounded = metric in UNIT_METRICS or metric.startswith(("pass@", "rouge"))
-    return {
-        "metric_id": metric,
-        "metric_name": metric,
-        "lower_is_better": higher is False,
-        "score_type": "continuous",
-        "min_score": 0.0 if bounded else None,
-        "max_score": 1.0 if bounded else None,
-    }
+    """A continuous metric with its range: [0, 1] for proportions, unbounded (EEE's "-Infinity"/"Infinity")
+    where lmeval does not know it."""
+    lo: float | str = "-Infinity"
+    hi: float | str = "Infinity"
+    if metric in UNIT_METRICS or metric.startswith(("pass@", "rouge")):
+        lo, hi = 0.0, 1.0
+    elif metric in BOUNDS:
+        lo, hi = BOUNDS[metric]
+    return {"metric_id": metric, "metric_name": metric, "lower_is_better": higher is False,
+            "score_type": "continuous", "min_score": lo, "max_score": hi}  # fmt: skip
 
 
 def _number(v: Any) -> float | None:
@@ -132,7 +134,7 @@ def aggregate(run: ExportRun, ts: TaskSummary, stamp: str, samples_path: str, ch
                             "source_organization_name": "unknown", "evaluator_relationship": "other"},
         "eval_library": {"name": "lmeval", "version": run.header.lmeval_version or "unknown",
                          "additional_details": _provenance(run, ts)},
-        "model_info": {"name": run.header.model.name, "id": mid,
+        "model_info": {"name": run.header.model.name, "id": mid, "developer": _model(run)[1],
                        "inference_engine": {"name": str(run.manifest.get("backend") or "unknown")},
                        "additional_details": {"deployment_type": "self_deployed", "model_availability": "unknown"}},
         "evaluation_results": results,
