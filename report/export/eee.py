@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans.records import TaskSummary
+from lmeval.report.export.hf_eval_results import hub_dataset
 from lmeval.report.export.inputs import ExportRun
 from lmeval.report.export.lm_eval_samples import lm_eval_target, sha256
 
@@ -73,9 +74,9 @@ def _provenance(run: ExportRun, ts: TaskSummary) -> dict[str, str]:
 
 def _source_data(ts: TaskSummary, n: int) -> dict[str, Any]:
     cfg = ts.config if isinstance(ts.config, dict) else {}
-    path = cfg.get("dataset_path")
+    path = hub_dataset(ts)
     details = _strings({"data_fingerprint": ts.data_fingerprint, "dataset_name": cfg.get("dataset_name")})
-    if isinstance(path, str) and path and not path.startswith(("/", ".")):
+    if path is not None:
         out: dict[str, Any] = {"dataset_name": ts.name, "source_type": "hf_dataset", "hf_repo": path,
                                "samples_number": n, "additional_details": details}  # fmt: skip
         split = cfg.get("test_split") or cfg.get("validation_split")
