@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_lock",
     "lmeval.cmd_validate",
     "lmeval.cmd_report",
+    "lmeval.cmd_export",
     "lmeval.cmd_ls",
 )
 

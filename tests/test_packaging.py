@@ -72,10 +72,12 @@ def test_wheel_holds_the_lmeval_package_and_its_data(wheel: Path) -> None:
     assert py - names == set()
     # every file read at run time
     data = _source_files("conf", "*.yaml") | _source_files("report", "assets/*")
+    data |= _source_files("report", "export/eee_schemas/*")  # Every Eval Ever's schemas (lmeval export)
     data |= {"lmeval/lock/lock.json", "lmeval/plans/FORMAT.md"}
     lock = json.loads((ROOT / "lock" / "lock.json").read_text())
     data.add(f"lmeval/lock/{lock['reference']['plan']}")
     assert len(_source_files("conf", "*.yaml")) >= 15 and len(_source_files("report", "assets/*")) >= 2
+    assert len(_source_files("report", "export/eee_schemas/*")) == 3
     assert data - names == set()
     # nothing else: no output folders or stray files swept in
     assert names - dist_info - py - data == set()

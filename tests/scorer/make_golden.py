@@ -1,6 +1,6 @@
 """Regenerate the lm-eval 0.4.13 golden fixtures the scorer parity tests compare against.
 
-    cd /work/main && .venv/bin/python tests/scorer/make_golden.py [--source fake|tiny|metrics|all]
+    cd /work/main && .venv/bin/python tests/scorer/make_golden.py [--source fake|tiny|metrics|all] [--sample-logs]
 
 Runs lm-eval itself (``lm_eval.evaluator.evaluate`` with ``log_samples=True``) on local data
 (``$LMEVAL_DATA_DIR``, default ``<repo>/../shared/data``; ``datasets.load_dataset`` is redirected to the
@@ -290,7 +290,8 @@ def make_tiny_lm() -> Any:
 BOOTSTRAP_ITERS = {"fake": 100000, "tiny": 100000, "metrics": 1000, "hooks": 1000}
 
 
-def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
+def run(source: str, tasks: dict[str, int], sample_logs: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The golden of ``source``; ``sample_logs``, when given, gets each task's ``--log_samples`` lines."""
     from lm_eval.api.group import Group
     from lm_eval.evaluator import evaluate
     from lm_eval.tasks import TaskManager
@@ -316,6 +317,8 @@ def run(source: str, tasks: dict[str, int]) -> dict[str, Any]:
         assert res is not None
         for tname, task in loaded["tasks"].items():
             out["tasks"][tname] = _task_entry(tname, task, res)
+        if sample_logs is not None:
+            sample_logs.update(_sample_logs(res))
         for g in loaded["groups"].values():
             assert isinstance(g, Group)
             out["groups"].append(
@@ -393,9 +396,34 @@ def _task_entry(name: str, task: Any, res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _write(target: Path, data: dict[str, Any]) -> None:
+    raw = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=True).encode()
+    with gzip.GzipFile(target, "wb", mtime=0) as f:
+        f.write(raw)
+    print(f"wrote {target} ({target.stat().st_size} bytes)")
+
+
+def _sample_logs(res: dict[str, Any]) -> dict[str, list[str]]:
+    """Each task's ``samples_<task>_<date>.jsonl`` lines, written by lm-eval's own EvaluationTracker (after
+    ``_task_entry`` read the samples: the tracker rewrites them in place)."""
+    from lm_eval.loggers import EvaluationTracker
+
+    out: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="lmeval-samples-") as tmp:
+        tracker = EvaluationTracker(output_path=tmp)
+        tracker.date_id = "DATE"  # set by save_results_aggregated, which is not called here
+        for tname in res["samples"]:
+            tracker.save_results_samples(task_name=tname, samples=res["samples"][tname])
+            (path,) = Path(tmp).rglob(f"samples_{tname}_DATE.jsonl")
+            out[tname] = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", choices=(*SOURCES, "all"), default="all")
+    ap.add_argument("--sample-logs", action="store_true",
+                    help="also write <source>.samples.json.gz: lm-eval's --log_samples lines per task")  # fmt: skip
     args = ap.parse_args()
     scratch = tempfile.mkdtemp(prefix="lmeval-golden-")
     for k, v in offline_env(scratch).items():
@@ -406,12 +434,11 @@ def main() -> int:
     GOLDEN.mkdir(parents=True, exist_ok=True)
     sources = list(SOURCES) if args.source == "all" else [args.source]
     for src in sources:
-        data = run(src, SOURCES[src])
-        target = GOLDEN / f"{src}.json.gz"
-        raw = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=True).encode()
-        with gzip.GzipFile(target, "wb", mtime=0) as f:
-            f.write(raw)
-        print(f"wrote {target} ({target.stat().st_size} bytes)")
+        logs: dict[str, list[str]] | None = {} if args.sample_logs else None
+        data = run(src, SOURCES[src], logs)
+        _write(GOLDEN / f"{src}.json.gz", data)
+        if logs is not None:
+            _write(GOLDEN / f"{src}.samples.json.gz", {"source": src, "tasks": logs})
     return 0
 
 
