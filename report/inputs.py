@@ -75,7 +75,7 @@ class Run:
         return str(self.results.plan_hash or self.manifest.get("plan_hash") or "")
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest_bounded(path: Path) -> dict[str, Any]:
     try:
         with open_regular(path, max_bytes=MAX_MANIFEST_BYTES, what="manifest") as f:
             data = loads_json(f.read())
@@ -104,7 +104,7 @@ def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
     d = Path(path)
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
-    manifest = _read_manifest(d / MANIFEST)
+    manifest = read_manifest_bounded(d / MANIFEST)
     with reraised_as(ReportError):
         scored = read_scored(d)
     results, samples = scored.results, scored.samples

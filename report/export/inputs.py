@@ -1,13 +1,9 @@
-"""What an export reads of one scored run: manifest, results.json, samples.parquet, result rows and the plan.
-
-``read_samples`` is the one place the scorer's per-sample file is read (its name and columns are the
-scorer's; a typed reader may replace this function without touching the writers).
+"""What an export reads of one scored run: manifest, the scored-run files (results.json and samples.parquet,
+through their contract ``plans.scored``), result rows and the plan.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +14,9 @@ from lmeval.plans.errors import PlanError
 from lmeval.plans.io import PlanReader, read_header
 from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
 from lmeval.plans.results import MANIFEST, read_results
+from lmeval.plans.scored import read_scored
 from lmeval.report.errors import ReportError
-from lmeval.report.inputs import resolve_plan
-from lmeval.scorer.score import RESULTS_JSON, SAMPLES_PARQUET
+from lmeval.report.inputs import read_manifest_bounded, resolve_plan
 
 
 @dataclass
@@ -40,37 +36,6 @@ class ExportRun:
     rows: dict[str, dict[str, Any]]  # instance_id -> result row
     header: PlanHeader
     tasks: dict[str, TaskPlan]
-
-
-def _read_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f, parse_constant=lambda c: {"NaN": math.nan, "Infinity": math.inf}.get(c, -math.inf))
-    except FileNotFoundError:
-        raise ReportError(f"{path}: missing ({what})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: cannot read ({e})") from None
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: malformed JSON (line {e.lineno}: {e.msg})") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: malformed {what} (not a JSON object)")
-    return data
-
-
-def read_samples(results_dir: Path) -> pl.DataFrame:
-    """The scorer's per-sample table of ``results_dir`` (task, doc_id, filter, target, filtered, metric
-    columns, ``items`` JSON of the non-numeric per-sample values)."""
-    sp = results_dir / SAMPLES_PARQUET
-    try:
-        samples = pl.read_parquet(sp)
-    except FileNotFoundError:
-        raise ReportError(f"{sp}: missing; score the run first (`lmeval score {results_dir}`)") from None
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise ReportError(f"{sp}: unreadable ({type(e).__name__})") from None
-    for col, dtype in (("task", pl.String), ("doc_id", pl.Int64), ("filter", pl.String)):
-        if samples.schema.get(col) != dtype:
-            raise ReportError(f"{sp}: column {col!r} missing or not {dtype}")
-    return samples
 
 
 def read_plan_tasks(path: str, expected_hash: str) -> tuple[PlanHeader, dict[str, TaskPlan]]:
@@ -104,10 +69,13 @@ def load_export_run(path: str, plan: str | None = None) -> ExportRun:
     d = Path(path)
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
-    manifest = _read_json(d / MANIFEST, "run manifest; not a results directory?")
-    results = _read_json(d / RESULTS_JSON, f"not a scored run; run `lmeval score {path}` first")
-    samples = read_samples(d)
-    plan_path = plan or resolve_plan(d, manifest, results)
+    manifest = read_manifest_bounded(d / MANIFEST)
+    try:
+        scored = read_scored(d)
+    except PlanError as e:
+        raise ReportError(str(e)) from None
+    results, samples = scored.results.to_dict(), scored.samples
+    plan_path = plan or resolve_plan(d, manifest, scored.results)
     if not plan_path or not Path(plan_path).is_file():
         raise ReportError(f"{path}: its plan {plan_path or '(not named)'} is not there (give it with --plan)")
     ph = str(results.get("plan_hash") or manifest.get("plan_hash") or "")
