@@ -386,21 +386,20 @@ def test_printing_1_gb_is_cut_off() -> None:
     code = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\n"
     t0 = time.monotonic()
     res = run_program(code, timeout=60, max_output_bytes=1 << 20)
-    assert time.monotonic() - t0 < 20
+    took = time.monotonic() - t0
+    assert took < 20, f"{took:.1f} s: a wall-clock bound (a machine loaded far beyond the norm could miss it)"
     assert not res.passed and res.status == "output_limit", res
     assert len(res.stdout) == 1 << 20
     _assert_next_program_runs()
 
 
-def test_printing_1_gb_to_stderr_is_cut_off() -> None:
-    """The cap holds for each stream: stderr flooded while stdout stays small."""
+def test_printing_64_mb_to_stderr_is_cut_off() -> None:
+    """The cap holds for each stream: stderr flooded (64 times the cap) while stdout stays small."""
     code = (
         "import sys\nprint('small')\nsys.stdout.flush()\nchunk = 'e' * (1 << 20)\n"
-        "for _ in range(1024):\n    sys.stderr.write(chunk)\n"
+        "for _ in range(64):\n    sys.stderr.write(chunk)\n"
     )
-    t0 = time.monotonic()
-    res = run_program(code, timeout=60, max_output_bytes=1 << 20)
-    assert time.monotonic() - t0 < 20
+    res = run_program(code, timeout=30, max_output_bytes=1 << 20)  # killed at the cap, not at the timeout
     assert not res.passed and res.status == "output_limit", res
     assert res.reason == f"stderr exceeded {1 << 20} bytes; process killed", res.reason
     assert len(res.stderr) == 1 << 20 and set(res.stderr) == {"e"}
