@@ -106,8 +106,11 @@ def load_module(path: Path, root: Path, files: Mapping[str, str], name: str) -> 
         raise CodeRefused(f"{path} has no recorded sha256")
     guard = _TreeGuard(root, files)
     with _LOCK:
-        # modules already imported from this folder (by anything) would bypass the checks: forget them
+        # modules already imported from this folder (by anything) would bypass the checks: forget them; a
+        # module of another folder named like one of this folder's files (``import helper``) would be handed
+        # to the hook instead of its own hashed file: set aside while it loads
         _forget(root)
+        shadowed = {n: sys.modules.pop(n) for n in _sibling_names(path.parent, root, files) if n in sys.modules}
         module_spec = importlib.util.spec_from_file_location(name, path, loader=_VerifiedSource(path, want))
         assert module_spec is not None and module_spec.loader is not None
         module = importlib.util.module_from_spec(module_spec)
@@ -128,7 +131,19 @@ def load_module(path: Path, root: Path, files: Mapping[str, str], name: str) -> 
             # the folder's modules stay reachable from the hook's globals, but not by name: a later load
             # (another task folder with a module of the same name) must not be handed these
             _forget(root)
+            sys.modules.update(shadowed)
     return module
+
+
+def _sibling_names(parent: Path, root: Path, files: Mapping[str, str]) -> list[str]:
+    """The top-level module names the recorded files under ``parent`` are imported by (``helper.py`` ->
+    ``helper``, ``pkg/__init__.py`` -> ``pkg``)."""
+    names = set()
+    for rel in files:
+        f = root / rel
+        if f.suffix == ".py" and is_inside(f, parent):
+            names.add(f.relative_to(parent).parts[0].removesuffix(".py"))
+    return sorted(names)
 
 
 def _forget(root: Path) -> None:

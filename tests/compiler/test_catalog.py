@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,34 @@ def test_index_cache_is_reused_and_rebuilt_when_a_yaml_changes(tmp_path: Path, m
     edited = cat_mod.load_catalog(root, cache)
     assert len(calls) == 2 and "t2" in edited.index.entries and "t1" not in edited.index.entries
     assert len(list(cache.glob("*.json"))) == 1  # the stale index is gone
+
+
+def test_index_cache_key_is_path_size_and_mtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's key, exactly: a same-size edit with another mtime rebuilds (the mtime part), a size
+    change with the mtime put back rebuilds (the size part), a renamed file rebuilds (the path part), and an
+    edit that keeps size and mtime both is, as documented, not seen (the content is not hashed)."""
+    import lmeval.compiler.catalog as cat_mod
+
+    root = tmp_path / "tasks"
+    (root / "a").mkdir(parents=True)
+    f = root / "a" / "t.yaml"
+    calls: list[int] = []
+    real = cat_mod.build_index
+    monkeypatch.setattr(cat_mod, "build_index", lambda dirs: calls.append(1) or real(dirs))
+    cache = tmp_path / "cache"
+
+    def edit(text: str, mtime_ns: int) -> list[str]:
+        f.write_text(text)
+        os.utime(f, ns=(mtime_ns, mtime_ns))
+        return sorted(cat_mod.load_catalog(root, cache).index.entries)
+
+    t0 = 1_700_000_000_000_000_000
+    assert edit("task: t1\n", t0) == ["t1"] and len(calls) == 1
+    assert edit("task: t2\n", t0 + 1_000_000) == ["t2"] and len(calls) == 2  # same size, later mtime
+    assert edit("task: t3x\n", t0 + 1_000_000) == ["t3x"] and len(calls) == 3  # longer, mtime restored
+    assert edit("task: t4x\n", t0 + 1_000_000) == ["t3x"] and len(calls) == 3  # same size and mtime: stale
+    f.rename(root / "a" / "u.yaml")
+    assert sorted(cat_mod.load_catalog(root, cache).index.entries) == ["t4x"] and len(calls) == 4
 
 
 def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> None:

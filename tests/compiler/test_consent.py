@@ -100,9 +100,9 @@ def test_module_not_hashed_at_compile_is_refused(tmp_path: Path) -> None:
     d, utils = _task_folder(tmp_path)
     ref = _ref(d)
     canary = tmp_path / "ran"
-    (d / "late.py").write_text(_canary(canary))
-    ref["files"].pop("helper.py")  # as if helper.py had appeared after compile
-    with pytest.raises(ScoreError, match="was not hashed"):
+    ref["files"].pop("helper.py")  # as if helper.py (which utils.py imports) had appeared after compile
+    (d / "helper.py").write_text(_canary(canary) + "FACTOR = 2\n")  # the file the hook imports: would run
+    with pytest.raises(ScoreError, match=r"helper\.py was not hashed when the plan was compiled"):
         pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert not canary.exists()
 
@@ -159,7 +159,7 @@ def test_normal_import_would_have_used_the_planted_pyc(tmp_path: Path, monkeypat
     import helper  # type: ignore[import-not-found]
 
     assert helper.FACTOR == 99 and canary.exists()
-    monkeypatch.delitem(sys.modules, "helper", raising=False)
+    del sys.modules["helper"]  # (monkeypatch.delitem here would put it back at teardown: leaked to later tests)
 
 
 def test_reference_without_hash_is_refused(tmp_path: Path) -> None:
@@ -218,3 +218,44 @@ def test_a_virtualenv_inside_the_task_folder_is_not_task_code(tmp_path: Path) ->
         sys.modules.pop("installedpkg", None)
         if str(site) in sys.path:
             sys.path.remove(str(site))
+
+
+@pytest.mark.parametrize("changed", ["utils.py", "helper.py"])
+def test_file_changed_between_search_and_import_is_refused(
+    changed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder search sees every file as compiled; then, before the import, the hook's own file (or the
+    module it imports) changes. The hash is checked again on the bytes that are executed: refused, and
+    nothing of the new content runs."""
+    d, _ = _task_folder(tmp_path)
+    ref = _ref(d)
+    canary = tmp_path / "ran"
+    real = pyref.find_task_folder
+
+    def search_then_swap(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real(*args, **kwargs)
+        assert found.folder == d.resolve()  # the search itself saw the compiled files
+        f = d / changed
+        f.write_text(_canary(canary) + f.read_text())
+        return found
+
+    monkeypatch.setattr(pyref, "find_task_folder", search_then_swap)
+    with pytest.raises(ScoreError, match=rf"refusing .*{changed} changed since it was hashed"):
+        pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
+    assert not canary.exists()
+
+
+def test_a_same_named_module_imported_elsewhere_is_not_handed_to_the_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another ``helper`` already in sys.modules (another task folder's, or any package's) must not stand in
+    for the task folder's own hashed helper.py; and it is back in sys.modules after the load."""
+    import types
+
+    d, _ = _task_folder(tmp_path)
+    other = types.ModuleType("helper")
+    other.FACTOR = 99  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "helper", other)
+    fn = pyref.load_ref(_ref(d), pyref.Trust((d,)), "task t: process_results")
+    assert fn({}, []) == {"x": 2}
+    assert sys.modules["helper"] is other

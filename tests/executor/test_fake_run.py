@@ -236,7 +236,11 @@ def test_bad_inputs_exit_2_and_touch_nothing(mixed_plan: Path, tmp_path: Path, t
         ([str(truncated), *FAKE, "--out", str(good)], "truncated or modified plan"),
         ([str(modified), *FAKE, "--out", str(good)], "plan hash mismatch"),
         ([str(future), *FAKE, "--out", str(good)], "plan format version 99"),
-        ([str(mixed_plan), *FAKE, f"model.path={other_tok}", "--out", str(good)], "tokenizer"),
+        # into a fresh directory: only the tokenizer check can refuse it (not the results already in good)
+        (
+            [str(mixed_plan), *FAKE, f"model.path={other_tok}", "--out", str(tmp_path / "fresh")],
+            f"the model's tokenizer ({other_tok}/tokenizer.json, sha256 ",
+        ),
         ([str(other_plan), *FAKE, "--out", str(good)], "holds results of another plan"),
         ([str(mixed_plan), "model.backend=fake", "model.max_model_len=99", "--out", str(good)], "max_model_len"),
         ([str(mixed_plan), *FAKE, "--shard", "1/3", "--out", str(good)], "holds shard all"),
@@ -249,7 +253,7 @@ def test_bad_inputs_exit_2_and_touch_nothing(mixed_plan: Path, tmp_path: Path, t
     for args, msg in cases:
         _expect_error(args, msg, cwd=tmp_path)
         assert snapshot(good) == before, args
-    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "results").exists() and not (tmp_path / "fresh").exists()
 
 
 def test_model_override_loads_the_named_config(mixed_plan: Path, tmp_path: Path) -> None:
@@ -341,9 +345,7 @@ def test_reuse_refuses_another_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["backend", "path", "tokenizer_hash"])
-def test_reuse_refuses_another_backend_model_path_or_tokenizer(
-    change: str, tmp_path: Path, tiny_model: Path
-) -> None:
+def test_reuse_refuses_another_backend_model_path_or_tokenizer(change: str, tmp_path: Path, tiny_model: Path) -> None:
     """Answers are reused only from the same model: another backend, another model directory, or results
     whose manifest records another tokenizer are each refused before anything is written."""
     import json

@@ -62,3 +62,39 @@ def test_is_sampled_agrees_with_gen_params() -> None:
         params, _ = gen_params(kw, None, 16, 4, "0" * 64, "x")
         assert is_sampled(kw) == (not params.greedy), kw
         assert (params.seed is not None) == is_sampled(kw)
+
+
+def test_cli_execute_refuses_a_contradicting_token_rule(tmp_path: Path) -> None:
+    """The same rule through ``lmeval execute PLAN model.add_bos_token=...`` (the wiring, not only the helper):
+    one line naming the override and the plan's value, exit 2, nothing written; agreeing overrides run."""
+    from tests.executor.conftest import run_cli
+
+    plans = {}
+    for bos in ("null", "true"):
+        plans[bos] = tmp_path / f"bos-{bos}.msgpack"
+        extra = [] if bos == "null" else [f"model.add_bos_token={bos}"]
+        r = run_cli("compile", "+task=arith", "run.limit=3", *extra, f"--out={plans[bos]}")
+        assert r.returncode == 0, r.stderr
+    refused = [
+        ("null", "model.add_bos_token=true", "model.add_bos_token=true but the plan's token ids were compiled with "
+                                             "add_bos_token=null; recompile the plan with model.add_bos_token=true"),
+        ("null", "model.add_bos_token=false", "model.add_bos_token=false but the plan's token ids were compiled "
+                                              "with add_bos_token=null"),
+        ("true", "model.add_bos_token=false", "model.add_bos_token=false but the plan's token ids were compiled "
+                                              "with add_bos_token=true"),
+        ("null", "model.prefix_token_id=5", "model.prefix_token_id=5 but the plan's token ids were compiled with "
+                                            "prefix_token_id=null"),
+    ]  # fmt: skip
+    for i, (bos, override, msg) in enumerate(refused):
+        out = tmp_path / f"refused-{i}"
+        r = run_cli("execute", str(plans[bos]), "model.backend=fake", override, "--out", str(out), "--no-progress")
+        assert r.returncode == 2, (override, r.returncode, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lmeval execute: error: ") and "Traceback" not in r.stderr
+        assert str(plans[bos]) in lines[0] and msg in lines[0], lines[0]
+        assert not out.exists()
+    for i, (bos, extra) in enumerate((("null", []), ("true", []), ("true", ["model.add_bos_token=true"]))):
+        out = tmp_path / f"ran-{i}"
+        r = run_cli("execute", str(plans[bos]), "model.backend=fake", *extra, "--out", str(out), "--no-progress")
+        assert r.returncode == 0, (bos, extra, r.stderr)
+        assert (out / "manifest.json").is_file()

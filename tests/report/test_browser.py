@@ -305,3 +305,66 @@ def test_screenshot(page: Any, artifacts: Path) -> None:
     assert width >= 1000 and height >= 1000
     assert len(png) > 100_000  # a page of text, tables and charts, not a blank canvas
     print(f"screenshots: {path}")
+
+
+def _argmax(xs: list[float]) -> int:
+    return max(range(len(xs)), key=lambda i: (xs[i], -i))  # the first of equal maxima, as the page picks
+
+
+def test_gold_and_argmax_marks_per_run(page: Any, two_runs: dict[str, Any]) -> None:
+    """Every arc_easy document: the ★ row is the plan's target, and each run's bold (argmax) cell is at that
+    run's highest log-likelihood in its result rows; documents where the runs' argmax differ, and golds at
+    the first and at the last choice, are among them (so a mark taken from the wrong run or off by one
+    shows)."""
+    with PlanReader(two_runs["plan_a"]) as r:
+        docs = {rec.doc_id: rec for rec in r if not isinstance(rec, InstanceRecord) and rec.task == "arc_easy"}
+    lls = []
+    for run in (two_runs["a"], two_runs["b"]):
+        rows = read_results(run).filter(pl.col("task") == "arc_easy").sort(["doc_id", "idx"])
+        per: dict[int, list[float]] = {}
+        for d, ll in zip(rows["doc_id"].to_list(), rows["loglikelihood"].to_list(), strict=True):
+            per.setdefault(d, []).append(ll)
+        lls.append(per)
+    golds = {d: int(rec.target) for d, rec in docs.items()}
+    assert any(_argmax(lls[0][d]) != _argmax(lls[1][d]) for d in docs)  # the data make the per-run mark bite
+    assert 0 in golds.values() and any(g == len(docs[d].choices) - 1 and g > 0 for d, g in golds.items())
+    _select_task(page, "arc_easy")
+    _set(page, "s-wrong", False)
+    _set(page, "s-flipped", False)
+    for d in sorted(docs):
+        _search(page, f"doc:{d}")
+        art = page.find_element(By.CSS_SELECTOR, f'#s-docs article.doc[data-doc="{d}"]')
+        rows = art.find_elements(By.CSS_SELECTOR, "table.choices tr")[1:]  # after the header
+        assert len(rows) == len(docs[d].choices)
+        marks = [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows]
+        gold_rows = [i for i, r in enumerate(rows) if "gold" in (r.get_attribute("class") or "").split()]
+        assert gold_rows == [golds[d]] and marks[golds[d]] == "★", (d, marks)
+        assert [m for i, m in enumerate(marks) if i != golds[d]] == [str(i) for i in range(len(rows)) if i != golds[d]]
+        for run in (0, 1):
+            cells = art.find_elements(By.CSS_SELECTOR, f'table.choices td[data-run="{run}"]')
+            best = [i for i, c in enumerate(cells) if "best" in (c.get_attribute("class") or "").split()]
+            assert best == [_argmax(lls[run][d])], (d, run, best)
+            assert cells[best[0]].value_of_css_property("font-weight") in ("700", "bold"), (d, run)
+    _search(page, "")
+
+
+def test_provenance_highlights_exactly_the_rows_that_differ(page: Any) -> None:
+    """A row is marked (and coloured) when its cells differ between the runs, except the rows that always
+    differ (results directory, start and finish times); the 0-shot and 3-shot runs differ in plan and
+    compile settings and agree on model and backend."""
+    rows = page.find_elements(By.CSS_SELECTOR, "table.prov tbody tr")
+    seen: dict[str, bool] = {}
+    colour: dict[bool, set[str]] = {True: set(), False: set()}
+    for tr in rows:
+        th = tr.find_element(By.TAG_NAME, "th")
+        key = th.text
+        cells = [td.get_attribute("innerHTML") for td in tr.find_elements(By.TAG_NAME, "td")]
+        assert len(cells) == 2, key
+        marked = "differs" in (tr.get_attribute("class") or "").split()
+        should = len(set(cells)) > 1 and key not in ("results directory", "started", "finished")
+        assert marked == should, (key, cells)
+        seen[key] = marked
+        colour[marked].add(th.value_of_css_property("color"))
+    assert seen["plan hash"] and seen["compile settings"] and seen["plan file"]
+    assert not seen["model"] and not seen["backend"] and not seen["tokenizer sha256"]
+    assert len(colour[True]) == 1 and colour[True].isdisjoint(colour[False]), colour  # visibly highlighted

@@ -14,6 +14,7 @@ import pytest
 
 from lmeval.scorer import sandbox
 from lmeval.scorer.sandbox import run_program
+from tests.scorer.sandbox_env import weaker
 
 
 def _observe(code: str, **kwargs: object) -> dict[str, object]:
@@ -26,6 +27,7 @@ def test_runs_as_a_throwaway_uid_not_root() -> None:
     code = "import os, json\nprint(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'euid': os.geteuid()}))\n"
     seen = _observe(code)
     if os.geteuid() != 0:  # an unprivileged caller: the program keeps the caller's (non-root) uid
+        weaker("throwaway uid", f"not root (uid {os.geteuid()}): no uid to drop to; CI runs this as root")
         assert seen["uid"] == os.geteuid()
         return
     assert seen["uid"] == seen["euid"] and seen["uid"] != 0 and seen["gid"] != 0
