@@ -94,6 +94,7 @@ class ModelTokenizer:
         except Exception as e:  # noqa: BLE001
             raise fail(f"cannot load the tokenizer in {path}: {type(e).__name__}: {e}", field="model.path") from None
         self.identity = identity
+        self.source_dir = path  # the folder it was loaded from (the build cache keys on its files)
         self.tokenizer_hash = tokenizer_hash(path)
         self.add_bos_token = add_bos_token
         self.prefix_token_id, self._prefix_source = choose_prefix_token(prefix_token_id, bos, eos)
