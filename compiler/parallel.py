@@ -101,6 +101,8 @@ def build_parts(
     todo = [i for i, p in enumerate(parts) if p is None]
     job = _Job(specs, opts, chat, tok, keys)
     workers = max(1, min(settings.workers, len(todo)))
+    if "fork" not in multiprocessing.get_all_start_methods():
+        workers = 1  # (Windows) workers must inherit the loaded state; build in this process
     if workers == 1:
         for i in todo:
             parts[i] = part = _build(job, i)

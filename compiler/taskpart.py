@@ -21,11 +21,12 @@ from lmeval.compiler.build import BuiltTask, RunOptions
 from lmeval.compiler.header import task_summary
 from lmeval.compiler.task_records import task_records
 from lmeval.compiler.tokens import ModelTokenizer
+from lmeval.plans.integrity import task_hash
 from lmeval.plans.records import TaskSummary
 from lmeval.plans.sealparts import EncodedTask, encode_frames
 from lmeval.plans.storage import FRAME_MAX, MAX_WINDOW
 
-MAGIC = b"LMEVAL-BUILD-1\n"
+MAGIC = b"LMEVAL-BUILD-2\n"
 _HEAD = len(MAGIC) + 32 + 8
 
 
@@ -42,12 +43,14 @@ class TaskPart:
 
 def part_of(bt: BuiltTask, opts: RunOptions, tok: ModelTokenizer | None) -> TaskPart:
     """A built task's records encoded (``task_records``), its summary and zstd frames."""
-    _, blobs, fingerprint = task_records(bt, tok)
+    blobs, fingerprint = task_records(bt, tok)
     summary = task_summary(bt, opts, fingerprint)
     lengths = [len(b) for b in blobs]
     data = b"".join(blobs)
     del blobs
-    enc = EncodedTask(bt.config.name, data, lengths, summary.n_docs, summary.n_instances, encode_frames(data, lengths))
+    frames = encode_frames(data, lengths)
+    th = task_hash(summary, [0, len(data)] if data else None, data)
+    enc = EncodedTask(bt.config.name, data, lengths, summary.n_docs, summary.n_instances, frames, th)
     return TaskPart(summary, list(bt.notes), enc)
 
 
@@ -63,6 +66,7 @@ def pack_part(key: str, part: TaskPart) -> bytes:
             "n_docs": e.n_docs,
             "n_instances": e.n_instances,
             "frames": [[n, b] for n, b in e.frames],
+            "task_hash": e.task_hash,
         },
         use_bin_type=True,
     )
@@ -89,6 +93,7 @@ def unpack_part(blob: bytes, key: str) -> TaskPart:
         frames: list[tuple[int, bytes]] = [(int(n), bytes(b)) for n, b in m["frames"]]
         notes = [str(x) for x in m["notes"]]
         n_docs, n_inst = int(m["n_docs"]), int(m["n_instances"])
+        th = str(m["task_hash"])
     except CorruptEntry:
         raise
     except Exception as e:  # noqa: BLE001 - anything malformed in a payload whose hash matched: a format bug
@@ -98,7 +103,7 @@ def unpack_part(blob: bytes, key: str) -> TaskPart:
         raise CorruptEntry("record lengths do not add up to the task's bytes")
     if (summary.n_docs, summary.n_instances) != (n_docs, n_inst):
         raise CorruptEntry("record counts disagree with the summary")
-    return TaskPart(summary, notes, EncodedTask(summary.name, data, lengths, n_docs, n_inst, frames))
+    return TaskPart(summary, notes, EncodedTask(summary.name, data, lengths, n_docs, n_inst, frames, th))
 
 
 def _decompress(n: int, stored: bytes) -> bytes:

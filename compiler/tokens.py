@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,28 @@ from lmeval.compiler.errors import fail
 from lmeval.plans.modelref import tokenizer_hash
 from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
+# a cut before every newline that follows a non-whitespace character (re's \S is ``not str.isspace()``: both
+# are CPython's Py_UNICODE_ISSPACE)
+_CUT = re.compile(r"(?<=\S)(?=\n)")
+
 
 def _pieces(text: str) -> list[str]:
     """``text`` cut before every newline that follows a non-whitespace character."""
+    return _CUT.split(text)
+
+
+def _last_piece(text: str) -> str:
+    """``_pieces(text)[-1]``, found from the end."""
+    i = text.rfind("\n")
+    while i > 0:
+        if not text[i - 1].isspace():
+            return text[i:]
+        i = text.rfind("\n", 0, i)
+    return text
+
+
+def _pieces_loop(text: str) -> list[str]:
+    """``_pieces`` written out (the definition; tests check the two agree)."""
     lines = text.split("\n")
     out: list[str] = []
     cur = lines[0]
@@ -166,18 +187,14 @@ class ModelTokenizer:
         split = _pieces
         cache = self._seg_cache
         pieces = [split(t) for t in texts]
-        missing = {p: None for ps in pieces for p in ps if p not in cache}
+        missing = {p: None for p in chain.from_iterable(pieces) if p not in cache}
         if missing:
             todo = list(missing)
             for seg, ids in zip(todo, self._batch(todo, False), strict=True):
                 cache[seg] = ids
-        out = []
-        for ps in pieces:
-            ids = list(pre)
-            for p in ps:
-                ids += cache[p]
-            ids += post
-            out.append(ids)
+        get = cache.__getitem__
+        flat = chain.from_iterable
+        out = [[*pre, *flat(map(get, ps)), *post] for ps in pieces]
         if self._checked < 64:
             n = min(len(texts), 64 - self._checked)
             slow = self.backend.encode_batch(texts[:n], add_special_tokens=flag)
@@ -233,7 +250,7 @@ class ModelTokenizer:
         for ctx, cont in zip(ctxs, conts, strict=True):
             last = lasts.get(ctx)
             if last is None:
-                last = lasts[ctx] = _pieces(ctx)[-1]
+                last = lasts[ctx] = _last_piece(ctx)
             tails.append(last + cont)
         tail_pieces = [_pieces(t) for t in tails]
         cache = self._seg_cache

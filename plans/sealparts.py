@@ -23,7 +23,8 @@ from lmeval.plans.storage import CODECS, DEFAULT_CODEC, compress_frame, storage_
 class EncodedTask:
     """One task's part of a plan: ``data`` (its record bytes in plan order, joined), ``lengths`` (each record's
     byte length), its doc and instance counts, and ``frames``: its records as the ``zstd`` codec stores them,
-    (uncompressed length, stored bytes) per frame (``encode_frames``)."""
+    (uncompressed length, stored bytes) per frame (``encode_frames``). ``task_hash``: the task's hash
+    (``plans.integrity.task_hash`` of its summary and these bytes) when its producer computed it, else empty."""
 
     name: str
     data: bytes
@@ -31,6 +32,7 @@ class EncodedTask:
     n_docs: int
     n_instances: int
     frames: list[tuple[int, bytes]]
+    task_hash: str = ""
 
 
 def encode_frames(data: bytes, lengths: list[int]) -> list[tuple[int, bytes]]:
@@ -55,7 +57,7 @@ def seal_tasks(header: PlanHeader, tasks: list[EncodedTask]) -> PlanHeader:
     extra = dict(header.extra)
     extra["spans"] = {t.name: spans.get(t.name, [pos, 0]) for t in header.tasks}
     summaries = [
-        replace(s, task_hash=task_hash(s, [0, len(e.data)] if e.data else None, e.data))
+        replace(s, task_hash=e.task_hash or task_hash(s, [0, len(e.data)] if e.data else None, e.data))
         for s, e in zip(header.tasks, tasks, strict=True)
     ]
     sealed = replace(

@@ -203,3 +203,24 @@ def test_cli_no_cache_and_env(tmp_path: Path, data: Path, cli, monkeypatch: pyte
     assert rc == 0 and not cache.exists()
     with pytest.raises(SystemExit):
         cli(*args, "-j", "0")
+
+
+def test_pieces_split_as_defined() -> None:
+    import random
+
+    from lmeval.compiler.tokens import _last_piece, _pieces, _pieces_loop
+
+    rnd = random.Random(3)
+    alphabet = ["a", "\n", " ", "\t", "\u00a0", "\u2028", "\r", "b", "\x1c", "\u3000", "\u0085"]
+    for _ in range(20000):
+        t = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 14)))
+        assert _pieces(t) == _pieces_loop(t), repr(t)
+        assert _last_piece(t) == _pieces_loop(t)[-1], repr(t)
+
+
+def test_constant_templates_render_as_jinja() -> None:
+    from lmeval.compiler.render import _ENV, Renderer
+
+    r = Renderer("t", None, ["x"], False)
+    for text in ("The following are questions about anatomy.\n\n", "a\r\nb\n", "plain } text", "\n", "x"):
+        assert r._template(text, "description", {"x": "X"}, 0) == _ENV.from_string(text).render()
