@@ -208,14 +208,15 @@ def test_cli_no_cache_and_env(tmp_path: Path, data: Path, cli, monkeypatch: pyte
 def test_pieces_split_as_defined() -> None:
     import random
 
-    from lmeval.compiler.tokens import _last_piece, _pieces, _pieces_loop
+    from lmeval.compiler.tokens import _last_piece, _pieces
 
     rnd = random.Random(3)
     alphabet = ["a", "\n", " ", "\t", "\u00a0", "\u2028", "\r", "b", "\x1c", "\u3000", "\u0085"]
     for _ in range(20000):
         t = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 14)))
-        assert _pieces(t) == _pieces_loop(t), repr(t)
-        assert _last_piece(t) == _pieces_loop(t)[-1], repr(t)
+        cuts = [i for i in range(1, len(t)) if t[i] == "\n" and not t[i - 1].isspace()]
+        assert _pieces(t) == [t[a:b] for a, b in zip([0, *cuts], [*cuts, len(t)], strict=True)], repr(t)
+        assert _last_piece(t) == _pieces(t)[-1], repr(t)
 
 
 def test_constant_templates_render_as_jinja() -> None:
