@@ -18,6 +18,7 @@ from lmeval.compiler.errors import fail
 from lmeval.plans.modelref import tokenizer_hash
 from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
+
 def _last_piece(text: str) -> str:
     """``_pieces(text)[-1]``, found from the end."""
     i = text.rfind("\n")
