@@ -105,8 +105,6 @@ def catalog_names(overrides: list[str]) -> list[str]:
             out[i] = f"{m2.group(1)}run.tasks=[{','.join(names + moved)}]"
             return out
     return [*out, f"run.tasks=[{','.join(moved)}]"]
-
-
 _CHECKED: dict[Path, tuple[int, int]] = {}
 
 

@@ -35,6 +35,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTAINERS = (dict, list, tuple)
 
 
+
 def open_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None, what: str = "file") -> IO[bytes]:
     """``path`` opened for binary reading; ``InputError`` (one line naming it) when it is missing, not a
     regular file or larger than ``max_bytes``. Opening never blocks (a FIFO is refused, not read)."""
