@@ -4,17 +4,22 @@ Workloads: full MMLU 5-shot (57 subjects, 14,042 docs), ARC-Challenge 25-shot (1
 gsm8k_cot_llama with the tiny model's chat template (1,319 docs, 8-shot multiturn).
 
 - **ours**: ``lmeval compile ... run.out=PLAN`` as a fresh process (what a user waits for: start-up, Hydra,
-  data, rendering, token ids, hashing, writing), and ``compiler.compile_to_file`` in-process (warm).
-  Median of ``--repeats`` runs. Every plan carries token ids (``model=tiny``).
+  data, rendering, token ids, hashing, writing), CPU counted over the process and its workers:
+  *cold* (``--no-cache``: every task built, on ``--jobs`` workers, default the number of CPUs), *cold, serial*
+  (``--no-cache -j 1``), *warm* (the build cache holds every task: nothing changed) and, for MMLU, *one subject
+  changed* (one document of abstract_algebra edited in a data folder whose other 56 subjects are links to the
+  reference data: 57 tasks, 1 built). The cache is a fresh folder (``LMEVAL_BUILD_CACHE_DIR``) per run. Median
+  of ``--repeats`` runs. Every plan carries token ids (``model=tiny``); all plans of a workload are checked to
+  be byte-identical (the edited one aside).
 - **lm-eval**: its own subprocess (``tests/parity/lmeval_reference.py``: offline, local JSONL, scratch
   HF_HOME): ``TaskManager()`` (indexing all built-in task folders), ``TaskManager.load`` (task construction
   and dataset loading from the datasets cache, warmed first), then ``set_fewshot_seed`` +
   ``build_all_requests`` per task as ``lm_eval.evaluator`` does. Reported with and without the indexing.
 
-Ratios are lm-eval time / our time (higher is better for us; target ≥ 10×). Also checks both sides build
-the same number of Instances. Writes ``bench/results/compile.md``.
+Ratios are lm-eval time / our time (higher is better for us; issue #30's target for cold MMLU: ≥ 20× in CPU
+time). Also checks both sides build the same number of Instances. Writes ``bench/results/compile.md``.
 
-    .venv/bin/python bench/compile.py [--repeats 3] [--data-dir DIR] [--only mmlu,arc,gsm8k]
+    .venv/bin/python bench/compile.py [--repeats 3] [--data-dir DIR] [--only mmlu,arc,gsm8k] [--jobs N]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
+from lmeval.plans.io import PlanReader  # noqa: E402
 from tests.parity.lmeval_reference import RefSpec, default_data_dir, lmeval_version, run_worker  # noqa: E402
 
 
@@ -76,12 +83,15 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def ours_cli(overrides: list[str], out: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of one ``lmeval compile`` process."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+def ours_cli(overrides: list[str], out: Path, flags: list[str], cache: Path | None) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``lmeval compile`` process (its worker processes included)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", LMEVAL_BUILD_CACHE="1")
+    env.pop("LMEVAL_COMPILE_JOBS", None)
+    if cache is not None:
+        env["LMEVAL_BUILD_CACHE_DIR"] = str(cache)
     c0, t0 = _children_cpu(), time.perf_counter()
     p = subprocess.run(
-        [sys.executable, "-m", "lmeval", "compile", *overrides, f"run.out={out}"],
+        [sys.executable, "-m", "lmeval", "compile", *flags, *overrides, f"run.out={out}"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -93,19 +103,78 @@ def ours_cli(overrides: list[str], out: Path) -> tuple[float, float]:
     return dt, dc
 
 
-def ours_inprocess(overrides: list[str], out: Path) -> tuple[float, float, int, int]:
-    from lmeval.compiler import compile_to_file
-    from lmeval.plans.io import PlanReader
+def edited_data(data: Path, tmp: Path) -> Path:
+    """A data folder whose mmlu subjects are links to ``data``'s, but abstract_algebra's first test document
+    edited (its question gets a suffix): one MMLU task changes, 56 keep their build-cache keys."""
+    import json
 
-    t0, c0 = time.perf_counter(), time.process_time()
-    path = compile_to_file(overrides, str(out))
-    dt, dc = time.perf_counter() - t0, time.process_time() - c0
-    with PlanReader(path, verify=False) as reader:
-        return dt, dc, reader.header.n_docs, reader.header.n_instances
+    root = tmp / "data-edited"
+    (root / "mmlu").mkdir(parents=True)
+    for sub in sorted((data / "mmlu").iterdir()):
+        if sub.name != "abstract_algebra":
+            (root / "mmlu" / sub.name).symlink_to(sub.resolve())
+    dst = root / "mmlu" / "abstract_algebra"
+    shutil.copytree(data / "mmlu" / "abstract_algebra", dst)
+    lines = (dst / "test.jsonl").read_text().splitlines()
+    row = json.loads(lines[0])
+    row["question"] = row["question"] + " (edited)"
+    lines[0] = json.dumps(row)
+    (dst / "test.jsonl").write_text("\n".join(lines) + "\n")
+    return root
 
 
 def fmt_s(x: float) -> str:
     return f"{x:.2f} s" if x < 100 else f"{x:.0f} s"
+
+
+def _median(xs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(x[0] for x in xs), statistics.median(x[1] for x in xs)
+
+
+def measure(w: Workload, data: Path, tmp: Path, repeats: int, jobs: list[str]) -> dict[str, object]:
+    """Every mode of ours for one workload; checks the plans agree byte for byte."""
+    ov = [*w.overrides, f"run.data_dir={data}", "model=tiny"]
+    plans: dict[str, bytes] = {}
+    out: dict[str, object] = {}
+
+    def runs(mode: str, flags: list[str], cache: Path | None, fresh: bool, overrides: list[str] = ov) -> None:
+        got = []
+        for i in range(repeats):
+            c = cache
+            if fresh and cache is not None:
+                c = cache.with_name(f"{cache.name}-{i}")
+            plan = tmp / f"{w.key}-{mode}-{i}.msgpack"
+            got.append(ours_cli(overrides, plan, flags, c))
+            plans[mode] = plan.read_bytes()
+        out[mode] = _median(got)
+
+    print(f"ours: {w.title}: cold ...", flush=True)
+    runs("cold", ["--no-cache", *jobs], None, False)
+    runs("cold_serial", ["--no-cache", "-j", "1"], None, False)
+    cache = tmp / f"{w.key}-cache"
+    print(f"ours: {w.title}: cold, filling a fresh cache ...", flush=True)
+    runs("cold_fill", jobs, cache, True)
+    print(f"ours: {w.title}: warm ...", flush=True)
+    runs("warm", jobs, cache.with_name(f"{cache.name}-0"), False)
+    if w.key == "mmlu":
+        print(f"ours: {w.title}: one subject changed ...", flush=True)
+        edited = edited_data(data, tmp)
+        ov_e = [*w.overrides, f"run.data_dir={edited}", "model=tiny"]
+        got = []
+        for i in range(repeats):  # each run starts from a copy of the warm cache (the edit is a miss every time)
+            c = tmp / f"{w.key}-cache-one-{i}"
+            shutil.copytree(cache.with_name(f"{cache.name}-0"), c)
+            plan = tmp / f"{w.key}-one-{i}.msgpack"
+            got.append(ours_cli(ov_e, plan, jobs, c))
+        out["one_changed"] = _median(got)
+        if plan.read_bytes() == plans["cold"]:
+            raise RuntimeError("the edited subject did not change the plan")
+    first = plans["cold"]
+    for mode, b in plans.items():
+        if b != first:
+            raise RuntimeError(f"{w.title}: the {mode} plan differs from the cold one")
+    out["size"] = len(first)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--only", default="mmlu,arc,gsm8k")
+    ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: lmeval's, the CPU count)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "compile.md")
     args = ap.parse_args(argv)
 
@@ -122,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     data = (args.data_dir or default_data_dir()).resolve()
     wanted = set(args.only.split(","))
     loads = [w for w in workloads(model_path) if w.key in wanted]
+    jobs = ["-j", str(args.jobs)] if args.jobs else []
+    workers = args.jobs or os.cpu_count() or 1
+    load_start = ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
     # lm-eval: warm its datasets cache (JSON -> Arrow, a one-time cost we do not charge it), then time it.
     print("lm-eval: warming the datasets cache ...", flush=True)
@@ -150,21 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="lmeval-bench-") as tmp:
         for w, r in zip(loads, ref["results"], strict=True):
-            ov = [*w.overrides, f"run.data_dir={data}", "model=tiny"]
-            plan = Path(tmp) / f"{w.key}.msgpack"
-            print(f"ours: {w.title} ...", flush=True)
-            cli = [ours_cli(ov, plan) for _ in range(args.repeats)]
-            size = plan.stat().st_size
-            # warm the interpreter (imports, tokenizer) so in-process means compile work only
-            ours_inprocess([*ov, "run.limit=1"], Path(tmp) / f"{w.key}-warm.msgpack")
-            inproc = []
-            n_docs = n_inst = 0
-            for _ in range(args.repeats):
-                dt, dc, n_docs, n_inst = ours_inprocess(ov, Path(tmp) / f"{w.key}-inproc.msgpack")
-                inproc.append((dt, dc))
+            m = measure(w, data, Path(tmp), args.repeats, jobs)
+            with PlanReader(Path(tmp) / f"{w.key}-cold-0.msgpack", verify=False) as reader:
+                n_docs, n_inst = reader.header.n_docs, reader.header.n_instances
             t = r["timings"]
-            lm_excl = t["load_s"] + t["build_s"]
-            lm_excl_cpu = t["load_cpu_s"] + t["build_cpu_s"]
             rows.append(
                 {
                     "w": w,
@@ -172,65 +234,50 @@ def main(argv: list[str] | None = None) -> int:
                     "n_inst": n_inst,
                     "ref_docs": r["n_docs"],
                     "ref_inst": r["n_instances"],
-                    "lm_incl": lm_excl + index_s,
-                    "lm_excl": lm_excl,
-                    "lm_incl_cpu": lm_excl_cpu + index_cpu,
-                    "lm_excl_cpu": lm_excl_cpu,
-                    "cli": statistics.median(x[0] for x in cli),
-                    "cli_cpu": statistics.median(x[1] for x in cli),
-                    "inproc": statistics.median(x[0] for x in inproc),
-                    "inproc_cpu": statistics.median(x[1] for x in inproc),
-                    "size": size,
+                    "lm": t["load_s"] + t["build_s"],
+                    "lm_cpu": t["load_cpu_s"] + t["build_cpu_s"],
+                    **m,
                 }
             )
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     head = (
         f"# Compile benchmark: lmeval compile vs lm-eval {lmeval_version()} request building\n\n"
-        f"Machine: {machine()}; load average at the end: {load}  \n"
-        f"Command: `.venv/bin/python bench/compile.py --repeats {args.repeats}` "
-        f"(data: `{data}`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n"
+        f"Machine: {machine()}; load average (1, 5, 15 min) at the start: {load_start}, at the end: {load}  \n"
+        f"Command: `.venv/bin/python bench/compile.py --repeats {args.repeats} --only {args.only}"
+        f"{' --jobs ' + str(args.jobs) if args.jobs else ''}` "
+        f"(data: `{data}`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}); "
+        f"lmeval workers: {workers}\n"
     )
     lines = [
-        "Wall-clock seconds:",
+        "CPU seconds (user + system, the process and its workers; less sensitive to other load than wall time) "
+        "and wall seconds, ours as a whole `lmeval compile` process:",
         "",
-        "| workload | docs | Instances (ours / lm-eval) | lm-eval incl. indexing | lm-eval excl. indexing | "
-        "ours: `lmeval compile` process | ours: in-process | ratio incl. (process) | ratio excl. (process) | "
-        "ratio excl. (in-process) | plan size |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| workload | docs | Instances (ours / lm-eval) | lm-eval CPU (wall) | cold CPU (wall) | ratio, CPU | "
+        "cold serial CPU (wall) | warm CPU (wall) | one subject changed CPU (wall) | plan size |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def cw(x: object) -> str:
+        if not isinstance(x, tuple):
+            return "–"
+        return f"{fmt_s(x[1])} ({fmt_s(x[0])})"
+
     for r in rows:
         same = "" if (r["n_inst"], r["n_docs"]) == (r["ref_inst"], r["ref_docs"]) else " **(differ)**"
+        cold = r["cold"]
+        assert isinstance(cold, tuple)
         lines.append(
             f"| {r['w'].title} | {r['n_docs']:,} | {r['n_inst']:,} / {r['ref_inst']:,}{same} | "
-            f"{fmt_s(r['lm_incl'])} | {fmt_s(r['lm_excl'])} | {fmt_s(r['cli'])} | {fmt_s(r['inproc'])} | "
-            f"{r['lm_incl'] / r['cli']:.1f}× | {r['lm_excl'] / r['cli']:.1f}× | {r['lm_excl'] / r['inproc']:.1f}× | "
-            f"{r['size'] / 1e6:.1f} MB |"
-        )
-    lines += [
-        "",
-        "CPU seconds (user + system; less sensitive to other load on the machine than wall time):",
-        "",
-        "| workload | lm-eval incl. indexing | lm-eval excl. indexing | ours: process | ours: in-process | "
-        "ratio incl. (process) | ratio excl. (process) | ratio excl. (in-process) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['w'].title} | {fmt_s(r['lm_incl_cpu'])} | {fmt_s(r['lm_excl_cpu'])} | {fmt_s(r['cli_cpu'])} | "
-            f"{fmt_s(r['inproc_cpu'])} | {r['lm_incl_cpu'] / r['cli_cpu']:.1f}× | "
-            f"{r['lm_excl_cpu'] / r['cli_cpu']:.1f}× | {r['lm_excl_cpu'] / r['inproc_cpu']:.1f}× |"
+            f"{fmt_s(r['lm_cpu'])} ({fmt_s(r['lm'])}) | {cw(cold)} | {r['lm_cpu'] / cold[1]:.1f}× | "
+            f"{cw(r['cold_serial'])} | {cw(r['warm'])} | {cw(r.get('one_changed'))} | {r['size'] / 1e6:.1f} MB |"
         )
     notes = (
         f"\nlm-eval: one subprocess for all workloads, wall {fmt_s(ref_wall)}; `import lm_eval.tasks` "
-        f"{fmt_s(import_s)} (not counted), `TaskManager()` indexing {fmt_s(index_s)} (counted once per "
-        'workload in the "incl." column, as each separate lm-eval run pays it), then per workload '
-        "`TaskManager.load` (task construction, datasets from a warm cache) + `build_all_requests`.  \n"
-        "Ours: median of the runs; the process time is a whole `lmeval compile` (interpreter start-up, Hydra "
-        "composition, data loading, rendering, chat template, token ids for every Instance, hashing, atomic "
-        "write); in-process is `compiler.compile_to_file` in a warm interpreter (imports and tokenizer "
-        "loaded by a limit=1 compile first).  \n"
-        "Ratios: lm-eval time / our time.\n"
+        f"{fmt_s(import_s)} and `TaskManager()` indexing {fmt_s(index_s)} ({fmt_s(index_cpu)} CPU) not counted; "
+        "per workload `TaskManager.load` (task construction, datasets from a warm cache) + `build_all_requests`.  \n"
+        "Ours: median of the runs; cold = `--no-cache`; warm = every task from the build cache; one subject "
+        "changed = 56 tasks from the cache, 1 built. Ratio: lm-eval CPU / our cold CPU.\n"
     )
     text = head + "\n" + "\n".join(lines) + "\n" + notes
     print()

@@ -115,6 +115,14 @@ _modules: dict[Path, Any] = {}
 _fn_cache: dict[FunctionRef, Callable[..., Any]] = {}
 
 
+def forget_loaded() -> None:
+    """Drop the task-folder modules and functions resolved so far: each compile runs the code its files hold
+    now (a long-lived process that compiles, edits a task's Python and compiles again sees the edit, and the
+    build cache never stores prompts made by older code under the new code's key)."""
+    _modules.clear()
+    _fn_cache.clear()
+
+
 def literal_function(path: Path, attr: str) -> Callable[[], Any] | None:
     """A module-level ``def attr():`` whose body only returns a literal, as a function returning a fresh copy
     of that literal (from the source: the module is not imported); None for anything else."""

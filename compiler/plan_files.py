@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lmeval.plans.io import DEFAULT_CODEC, write_sealed
 from lmeval.plans.records import PlanHeader
 
 DEFAULT_PLAN_DIR = "lmeval-plans"
@@ -27,8 +26,3 @@ def plan_path(header: PlanHeader, out: str | None = None) -> Path:
     """``out`` (the --out option or ``run.out``), else ``lmeval-plans/<name>-<hash12>.msgpack`` (relative to
     the cwd)."""
     return Path(out) if out else Path(DEFAULT_PLAN_DIR) / f"{default_name(header)}-{header.plan_hash[:12]}.msgpack"
-
-
-def write_compiled(header: PlanHeader, blobs: list[bytes], out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
-    """Write a sealed plan (its header and encoded records) to ``plan_path(header, out)``; the path."""
-    return write_sealed(plan_path(header, out), header, blobs, codec)

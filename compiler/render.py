@@ -30,6 +30,7 @@ _ENV = jinja2.sandbox.SandboxedEnvironment(
 )
 _ENV.filters["regex_replace"] = regex_replace
 _TEMPLATES: dict[str, jinja2.Template] = {}
+_CONSTANT: dict[str, str] = {}  # templates without any Jinja syntax (lm-eval's descriptions) -> their output
 
 
 # ``{{ name }}`` or ``{{ name[N] }}``: a document field, or one element of a list field. When the value is a
@@ -88,6 +89,11 @@ class Renderer:
 
     def _template(self, text: str, field: str, doc: dict[str, Any], doc_id: int | None) -> str:
         t = compile_template(text, task=self.task, field=field, source=self.source)
+        if "{" not in text:  # no tag, expression or comment (line statements are off): the same for every doc
+            hit = _CONSTANT.get(text)
+            if hit is None:
+                hit = _CONSTANT[text] = t.render()
+            return hit
         ref = field_ref(text)
         if ref is not None:
             direct = direct_string(ref, doc)

@@ -1,5 +1,5 @@
-"""One built task → its plan records (each doc record, then its instances) and their encoded bytes, with
-token ids computed in a second thread, and the data fingerprint of its evaluation split."""
+"""One built task → the encoded bytes of its plan records (each doc record, then its instances), with token
+ids computed in a second thread, and the data fingerprint of its evaluation split."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from lmeval.compiler.built import BuiltTask
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tokens import ModelTokenizer
 from lmeval.plans.canonical import canonical_bytes
-from lmeval.plans.recordcodec import encode_doc, encode_instance
+from lmeval.plans.recordcodec import encode_doc, encode_doc_instances, encode_instance
 from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
 
 Record = DocRecord | InstanceRecord
@@ -99,8 +99,9 @@ def _doc_records(bt: BuiltTask, doc_bytes: list[bytes]) -> tuple[list[DocRecord]
     return recs, blobs
 
 
-def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record], list[bytes], str]:
-    """The task's records in plan order, their stored bytes (for ``seal``) and the data fingerprint.
+def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes], str]:
+    """The stored bytes of the task's records in plan order (each doc record, then its instances) and the data
+    fingerprint.
 
     Token ids are computed in a second thread, batch by batch, while this one encodes the documents and then
     each batch's instances: the tokenizer's Rust core releases the GIL, so the two overlap. Results and
@@ -109,8 +110,7 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record
     if tok is None:
         fingerprint, doc_bytes = _fingerprint(bt)
         docs, doc_blobs = _doc_records(bt, doc_bytes)
-        return (*_instance_records(bt, docs, doc_blobs, {}, 0, n), fingerprint)
-    out: list[Record] = []
+        return _instance_records(bt, docs, doc_blobs, {}, 0, n)[1], fingerprint
     blobs: list[bytes] = []
     bounds = [(lo, min(lo + _CHUNK_DOCS, n)) for lo in range(0, n, _CHUNK_DOCS)]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
@@ -119,19 +119,19 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[Record
             fingerprint, doc_bytes = _fingerprint(bt)
             docs, doc_blobs = _doc_records(bt, doc_bytes)
             for (lo, hi), fut in zip(bounds, pending, strict=True):
-                recs, rec_blobs = _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi)
-                out += recs
-                blobs += rec_blobs
+                blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi)[1]
         finally:
             for fut in pending:
                 fut.cancel()  # after an error: do not tokenize the rest
-    return out, blobs, fingerprint
+    return blobs, fingerprint
 
 
 def _instance_records(
     bt: BuiltTask, docs: list[DocRecord], doc_blobs: list[bytes], ids: TokenIds, lo: int, hi: int
 ) -> tuple[list[Record], list[bytes]]:
-    """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes."""
+    """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes. The
+    instances of a doc are packed together (``encode_doc_instances``) and kept as bytes only: the records
+    themselves are made only for a doc with values that path does not take."""
     s = bt.config
     out: list[Record] = []
     blobs: list[bytes] = []
@@ -139,6 +139,26 @@ def _instance_records(
         d = bt.docs[di]
         out.append(docs[di])
         blobs.append(doc_blobs[di])
+        reqs = [
+            (
+                rq.idx,
+                rq.request_type,
+                rq.context,
+                rq.continuation,
+                rq.generation_kwargs,
+                *ids.get((di, ri), (None, None)),
+            )
+            for ri, rq in enumerate(d.requests)
+        ]
+        try:
+            # token ids come from the tokenizer (lists of int): not checked element by element
+            fast = encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, plain_ids=True)  # type: ignore[arg-type]
+        except TypeError as e:
+            raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                       field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
+        if fast is not None:
+            blobs += [b for _, b in fast]
+            continue
         prev: InstanceRecord | None = None
         for ri, rq in enumerate(d.requests):
             c_ids, cont_ids = ids.get((di, ri), (None, None))

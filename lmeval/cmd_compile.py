@@ -23,8 +23,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="store the records uncompressed (plain msgpack after the header); same plan_hash and task hashes",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="build every task, without reading or writing the build cache ($LMEVAL_CACHE/build; "
+        "LMEVAL_BUILD_CACHE=0 does the same)",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="build tasks in N worker processes (default: LMEVAL_COMPILE_JOBS, else the number of CPUs); "
+        "the plan is the same for any N",
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides")
     p.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return n
 
 
 def _summary(header: object) -> str:
@@ -42,13 +67,21 @@ def _summary(header: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.compiler import compile_located, compile_sweep
+    import dataclasses
 
+    from lmeval.compiler import compile_located, compile_sweep
+    from lmeval.compiler.parallel import BuildSettings
+
+    settings = BuildSettings()
+    if args.no_cache:
+        settings = dataclasses.replace(settings, cache=False)
+    if args.jobs is not None:
+        settings = dataclasses.replace(settings, workers=args.jobs)
     # a sweep compiles everything first: nothing is written when any combination fails
     compiled = (
-        compile_sweep(args.overrides, args.out)
+        compile_sweep(args.overrides, args.out, settings)
         if args.multirun
-        else [(args.overrides, compile_located(args.overrides))]
+        else [(args.overrides, compile_located(args.overrides, settings))]
     )
     paths = []
     for combo, c in compiled:

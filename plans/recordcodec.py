@@ -7,13 +7,16 @@ it once, see ``record_map``), its canonical bytes (``encode_instance``/``encode_
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from typing import Any
 
+import msgpack
+
 from lmeval.plans.canonical import canonical_bytes, normalize, pack_normalized
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for
 
 Record = DocRecord | InstanceRecord
 
@@ -170,3 +173,78 @@ def decode_record(obj: dict[str, Any], where: str) -> Record:
         return InstanceRecord.from_dict(obj)
     except TypeError as e:
         raise PlanError(f"{where}: malformed {kind} record: {e}") from None
+
+
+# -- one doc's instances at once (the compiler's hot path) ----------------------------------------------------
+# A msgpack map is its header followed by each key's and value's own packing, in order; canonical maps are in
+# sorted key order. So a doc's instances that share a context pack the context and its ids once, and their
+# request hashes start from one sha256 state over (map header, context, context ids). Equal, byte for byte, to
+# ``request_hash_of`` and ``encode_instance`` over the same records (tests/plans checks it).
+_K = {k: msgpack.packb(k) for k in (
+    "context", "context_ids", "continuation", "continuation_ids", "doc_id", "generation_kwargs", "idx",
+    "instance_id", "kind", "repeats", "request_hash", "request_type", SHARED_CONTEXT, "task",
+)}  # fmt: skip
+_KIND = _K["kind"] + msgpack.packb("instance")
+_SHARED = _K[SHARED_CONTEXT] + msgpack.packb(True)
+_INT_ONLY = frozenset({int})
+
+# (idx, request_type, context, continuation, generation_kwargs, context_ids, continuation_ids)
+Request = tuple[int, str, str, str | None, dict[str, Any] | None, list[int] | None, list[int] | None]
+
+
+def _plain_ids(ids: Any) -> bool:
+    return ids is None or (type(ids) is list and set(map(type, ids)) <= _INT_ONLY)
+
+
+def encode_doc_instances(
+    task: str, doc_id: int, repeats: int, requests: list[Request], plain_ids: bool = False
+) -> list[tuple[str, bytes]] | None:
+    """(request_hash, stored bytes) of each Instance of one doc, in order, as ``request_hash_of`` and
+    ``encode_instance`` (the previous Instance of the doc as ``prev``) give them; None when a value is not of
+    the plain types this path packs directly (the caller then encodes the records one by one). TypeError for a
+    generation_kwargs value no plan can hold. ``plain_ids``: the caller guarantees every token id list is a
+    ``list`` of ``int`` (a tokenizer's output), so their elements are not checked."""
+    if not (type(task) is str and type(doc_id) is int and type(repeats) is int):
+        return None
+    pack = msgpack.Packer(use_bin_type=True).pack
+    k = _K
+    tail_const = _KIND + k["repeats"] + pack(repeats)
+    task_b = k["task"] + pack(task)
+    doc_b = k["doc_id"] + pack(doc_id)
+    out: list[tuple[str, bytes]] = []
+    prev_ctx: str | None = None
+    prev_ids: list[int] | None = None
+    head = b""
+    h0: Any = None
+    for idx, rtype, ctx, cont, gk, c_ids, cont_ids in requests:
+        if not (
+            type(idx) is int
+            and type(rtype) is str
+            and type(ctx) is str
+            and (cont is None or type(cont) is str)
+            and (gk is None or type(gk) is dict)
+        ):
+            return None
+        shared = h0 is not None and ctx == prev_ctx and c_ids == prev_ids
+        if not shared:
+            if not (plain_ids and (c_ids is None or type(c_ids) is list)) and not _plain_ids(c_ids):
+                return None
+            head = k["context"] + pack(ctx) + k["context_ids"] + pack(c_ids)
+            h0 = hashlib.sha256(b"\x86" + head)
+            prev_ctx, prev_ids = ctx, c_ids
+        if not (plain_ids and (cont_ids is None or type(cont_ids) is list)) and not _plain_ids(cont_ids):
+            return None
+        cont_b = k["continuation"] + pack(cont) + k["continuation_ids"] + pack(cont_ids)
+        gk_b = k["generation_kwargs"] + pack(None if gk is None else normalize(gk))
+        rt_b = k["request_type"] + pack(rtype)
+        h = h0.copy()
+        h.update(cont_b + gk_b + rt_b)
+        rhash = h.hexdigest()
+        iid = instance_id_for(task, doc_id, idx)
+        body = (
+            cont_b + doc_b + gk_b + k["idx"] + pack(idx) + k["instance_id"] + pack(iid) + tail_const
+            + k["request_hash"] + pack(rhash) + rt_b
+        )  # fmt: skip
+        blob = b"\x8c" + body + _SHARED + task_b if shared else b"\x8d" + head + body + task_b
+        out.append((rhash, blob))
+    return out

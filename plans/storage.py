@@ -111,9 +111,7 @@ def read_raw_header(f: IO[bytes], path: str) -> tuple[Any, int]:
     )  # fmt: skip
 
 
-def _unpack_at(
-    f: IO[bytes], pos: int, path: str, truncated: str, undecodable: str, **limits: int
-) -> tuple[Any, int]:
+def _unpack_at(f: IO[bytes], pos: int, path: str, truncated: str, undecodable: str, **limits: int) -> tuple[Any, int]:
     """The msgpack object at offset ``pos`` and the offset just after it; a one-line PlanError (``truncated``
     when the file ends inside it, ``undecodable`` when it is not msgpack) otherwise."""
     f.seek(pos)
@@ -350,6 +348,35 @@ def _parallel_map(fn: Callable[[bytes], T], items: Iterator[bytes]) -> list[T]:
     return out
 
 
+def compress_frame(data: bytes, level: int = ZSTD_LEVEL) -> bytes:
+    """One frame's records as stored by the ``zstd`` codec (checksum and content size written)."""
+    return zstandard.ZstdCompressor(level=level, write_checksum=True, write_content_size=True).compress(data)
+
+
+def task_payloads(data: bytes, lengths: list[int]) -> list[bytes]:
+    """One task's record bytes (``data``: its records joined; ``lengths``: each record's length) cut into
+    frames exactly as ``encode_body`` cuts them (whole records, up to FRAME_TARGET bytes per frame)."""
+    out: list[bytes] = []
+    total = len(data)
+    i = got = 0
+    while got < total:
+        size = lengths[i]
+        i += 1
+        while got + size < total and size + lengths[i] <= FRAME_TARGET:
+            size += lengths[i]
+            i += 1
+        out.append(data[got : got + size])
+        got += size
+    if got != total or i != len(lengths):
+        raise ValueError("record lengths do not add up to the task's bytes")
+    return out
+
+
+def storage_map(codec: str, pairs: list[tuple[int, int]]) -> bytes:
+    """The storage map for frames of (uncompressed, stored) lengths."""
+    return canonical_bytes({"codec": codec, "frames": [[n, s] for n, s in pairs]})
+
+
 def encode_body(
     header: dict[str, Any], blobs: list[bytes], codec: str = DEFAULT_CODEC, level: int = ZSTD_LEVEL
 ) -> tuple[bytes, list[bytes]]:
@@ -363,9 +390,8 @@ def encode_body(
     else:
 
         def compress(data: bytes) -> tuple[int, bytes]:
-            c = zstandard.ZstdCompressor(level=level, write_checksum=True, write_content_size=True)
-            return len(data), c.compress(data)
+            return len(data), compress_frame(data, level)
 
         pairs = _parallel_map(compress, payloads)
-    storage = canonical_bytes({"codec": codec, "frames": [[n, len(b)] for n, b in pairs]})
+    storage = storage_map(codec, [(n, len(b)) for n, b in pairs])
     return storage, [b for _, b in pairs]

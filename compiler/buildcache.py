@@ -1,0 +1,133 @@
+"""The compiler's build cache: compiled tasks (``compiler.taskpart`` entries) stored by key (``compiler.cachekey``)
+under ``$LMEVAL_CACHE/build`` (default ``~/.cache/lmeval/build``; ``LMEVAL_BUILD_CACHE_DIR`` moves it).
+
+- Entries are written atomically (``common.atomic``), so a crash or a concurrent compile never leaves half an
+  entry under a key; two compiles writing one key write the same bytes.
+- An entry is verified when read (``taskpart.unpack_part``); one that fails any check is deleted and the task
+  is built again.
+- The cache is bounded: after a compile stores entries, the oldest ones (by mtime; a hit refreshes it, so this
+  is least-recently used) are removed until the total is under ``LMEVAL_BUILD_CACHE_MB`` megabytes (default
+  ``DEFAULT_MAX_MB``).
+- ``lmeval compile --no-cache`` (or ``LMEVAL_BUILD_CACHE=0``) compiles without reading or writing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from lmeval.common.atomic import write_atomic
+from lmeval.common.errors import InputError
+from lmeval.compiler.taskpart import CorruptEntry, TaskPart, unpack_part
+
+DEFAULT_MAX_MB = 2048  # a full MMLU 5-shot compile stores about 10 MB
+_SUFFIX = ".lbc"
+
+
+def default_dir() -> Path:
+    env = os.environ.get("LMEVAL_BUILD_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("LMEVAL_CACHE") or str(Path.home() / ".cache" / "lmeval")
+    return Path(base) / "build"
+
+
+def enabled_from_env() -> bool:
+    """False when ``LMEVAL_BUILD_CACHE`` is 0 / false / no / off."""
+    return os.environ.get("LMEVAL_BUILD_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def max_bytes_from_env() -> int:
+    raw = os.environ.get("LMEVAL_BUILD_CACHE_MB", "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_MB
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    return max(0, int(mb * (1 << 20)))
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    uncacheable: int = 0
+    corrupt: int = 0
+    stored: int = 0
+    evicted: int = 0
+
+
+class BuildCache:
+    """Entries under ``root``, at most ``max_bytes`` in all (checked after storing)."""
+
+    def __init__(self, root: Path, max_bytes: int) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self.stats = CacheStats()
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}{_SUFFIX}"
+
+    def load(self, key: str) -> TaskPart | None:
+        """The verified entry for ``key``, or None (missing, unreadable or corrupt: a corrupt one is removed)."""
+        p = self.path(key)
+        try:
+            blob = p.read_bytes()
+        except OSError:
+            self.stats.misses += 1
+            return None
+        try:
+            part = unpack_part(blob, key)
+        except CorruptEntry:
+            self.stats.corrupt += 1
+            self.stats.misses += 1
+            with contextlib.suppress(OSError):
+                p.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(p)  # least-recently used goes first
+        self.stats.hits += 1
+        return part
+
+    def store(self, key: str, entry: bytes) -> None:
+        """Write ``entry`` (``taskpart.pack_part``'s bytes) atomically; a cache that cannot be written is skipped."""
+
+        def write(f: IO[bytes]) -> None:
+            f.write(entry)
+
+        try:
+            write_atomic(self.path(key), write)
+        except (InputError, OSError):
+            return
+        self.stats.stored += 1
+
+    def evict(self) -> None:
+        """Remove the least recently used entries until the cache holds at most ``max_bytes``."""
+        entries: list[tuple[int, int, Path]] = []
+        total = 0
+        try:
+            subs = list(os.scandir(self.root))
+        except OSError:
+            return
+        for sub in subs:
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            try:
+                for e in os.scandir(sub.path):
+                    if e.name.endswith(_SUFFIX) and e.is_file(follow_symlinks=False):
+                        st = e.stat(follow_symlinks=False)
+                        entries.append((st.st_mtime_ns, st.st_size, Path(e.path)))
+                        total += st.st_size
+            except OSError:
+                continue
+        if total <= self.max_bytes:
+            return
+        for _, size, p in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            with contextlib.suppress(OSError):
+                p.unlink()
+                total -= size
+                self.stats.evicted += 1
