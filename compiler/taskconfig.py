@@ -12,6 +12,7 @@ from typing import Any
 
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef
+from lmeval.plans.limits import MAX_REPEATS
 from lmeval.plans.records import OUTPUT_TYPES
 from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 
@@ -180,8 +181,8 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
         raise fail(f"must be a non-negative integer, got {nf!r}", file=source, task=name, field="num_fewshot")
     s.num_fewshot = nf
     rep = cfg.get("repeats", 1)
-    if not isinstance(rep, int) or isinstance(rep, bool) or rep < 1:
-        raise fail(f"must be a positive integer, got {rep!r}", file=source, task=name, field="repeats")
+    if not isinstance(rep, int) or isinstance(rep, bool) or not 1 <= rep <= MAX_REPEATS:
+        raise fail(f"must be an integer in 1..{MAX_REPEATS}, got {rep!r}", file=source, task=name, field="repeats")
     s.repeats = rep
 
     ml = cfg.get("metric_list")
