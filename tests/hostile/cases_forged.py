@@ -69,25 +69,35 @@ def _task_field(key: str, value: Any) -> HeaderEdit:
     return _set_head(("tasks", 0, key), value)
 
 
-def _run(tmp: Path, plan: Path, needles: tuple[str, ...], cmd: str = "execute") -> Case:
+def _run(tmp: Path, plan: Path, needles: tuple[str, ...], cmd: str = "execute", other: Path | None = None) -> Case:
     if cmd == "execute":
         argv = ["execute", str(plan), FAKE, "--out", str(tmp / "r"), "--no-progress"]
     elif cmd == "show":
         argv = ["show", str(plan)]
     else:
-        argv = ["diff", str(plan), str(plan)]
+        argv = ["diff", str(other), str(plan)]
     return Case(argv, (str(plan), *needles), absent=[tmp / "r"], timeout=120)
 
 
 def _family(name: str, plan: str, needles: tuple[str, ...], records: RecordEdit | None = None,
-            header: HeaderEdit | None = None, rehash: bool = True, cmd: str = "execute") -> None:  # fmt: skip
+            header: HeaderEdit | None = None, rehash: bool = True, cmd: str = "execute",
+            after: HeaderEdit | None = None) -> None:  # fmt: skip
     def build(tmp: Path, base: Base) -> Case:
         src = base.plan if plan == "gen" else mc_plan(tmp)
-        p = forge(src, tmp / "forged.msgpack", records=records, header=header, rehash=rehash)
-        return _run(tmp, p, needles, cmd)
+        p = forge(src, tmp / "forged.msgpack", records=records, header=header, rehash=rehash, after=after)
+        return _run(tmp, p, needles, cmd, src)
 
     build.__name__ = f"forged_{name}"
     case("forged")(build)
+
+
+def _last_doc_to(task: str) -> RecordEdit:
+    def edit(objs: Maps) -> None:
+        i = objs.index(_docs(objs)[-1])
+        for o in objs[i:]:
+            o["task"] = task
+
+    return edit
 
 
 def _swap_ids(objs: Maps) -> None:
@@ -164,7 +174,7 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
      _set_head(("model", "token_rule", "prefix_token_id"), -1), True),  # fmt: skip
     ("h_model_not_a_map", "gen", ("model",), None, _set_head(("model",), "tiny"), True),
     ("h_no_tasks", "gen", ("tasks",), lambda objs: [], _no_tasks, True),
-    ("h_task_name_twice", "gen", ("named twice",), _two_tasks,
+    ("h_task_name_twice", "gen", ("arith",), _two_tasks,
      lambda h: (_two_task_header(False)(h), _set_head(("tasks", 1, "name"), "arith")(h)) and None, True),  # fmt: skip
     ("h_task_output_type", "gen", ("output_type",), None, _task_field("output_type", "bogus"), True),
     ("h_task_n_docs_negative", "gen", ("n_docs",), None, _task_field("n_docs", -1), True),
@@ -182,9 +192,8 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
     ("h_n_instances", "gen", ("n_instances",), None, _set_head(("n_instances",), "4"), True),
     ("h_extra", "gen", ("spans",), None, _set_head(("extra",), "x"), True),
     ("h_spans_swapped", "gen", ("order",), _two_tasks, _two_task_header(True), True),
-    ("h_plan_hash_empty", "gen", ("plan_hash",), None, _set_head(("plan_hash",), ""), True),
     # doc record fields
-    ("d_task_other", "gen", ("task",), _set_doc("task", "arit2"), None, True),
+    ("d_task_other", "gen", ("task spans",), _last_doc_to("arit2"), None, True),
     ("d_doc_id_negative", "gen", ("doc_id",), _set_doc("doc_id", -1), None, True),
     ("d_doc_id_string", "gen", ("doc_id",), _set_doc("doc_id", "1"), None, True),
     ("d_doc_list", "gen", ("doc", "not a map"), _set_doc("doc", [1]), None, True),
@@ -199,7 +208,7 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
     ("i_instance_id_not_hex", "gen", ("instance_id", "'zz'"), _set_inst("instance_id", "zz"), None, True),
     ("i_instance_id_forged", "gen", ("instance_id",), _set_inst("instance_id", "0123456789abcdef"), None, True),
     ("i_instance_ids_swapped", "gen", ("instance_id",), _swap_ids, None, True),
-    ("i_task", "gen", ("task",), _set_inst("task", "arit2"), None, True),
+    ("i_task", "gen", ("task spans",), _set_inst("task", "arit2", -1), None, True),
     ("i_doc_id", "gen", ("doc_id",), _set_inst("doc_id", 3), None, True),
     ("i_idx_negative", "gen", ("idx",), _set_inst("idx", -1), None, True),
     ("i_idx_string", "gen", ("idx",), _set_inst("idx", "0"), None, True),
@@ -236,6 +245,7 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
 for _n, _plan, _needles, _rec, _head, _re in _FORGED:
     _family(_n, _plan, _needles, _rec, _head, _re)
 
+_family("h_plan_hash_empty", "gen", ("plan_hash",), after=_set_head(("plan_hash",), ""))
 # the other plan readers refuse them too
 _family("show_request_hash", "gen", ("request_hash",), _set_inst("request_hash", "0" * 64), None, False, cmd="show")
 _family("diff_instance_id", "gen", ("instance_id",), _set_inst("instance_id", "zz"), None, True, cmd="diff")

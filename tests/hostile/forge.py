@@ -47,12 +47,16 @@ def forge(
     header: HeaderEdit | None = None,
     rehash: bool = True,
     codec: str = "zstd",
+    after: HeaderEdit | None = None,
 ) -> Path:
     """``src`` edited (``records`` on the record maps, ``header`` on the header map after spans and counts were
-    recomputed) and re-sealed so every hash agrees. ``rehash``: recompute request and doc hashes too."""
+    recomputed) and re-sealed so every hash agrees. ``rehash``: recompute request and doc hashes too. The
+    storage map and frames follow the records' true spans, whatever the edited header says. ``after``: an edit
+    of the header after ``plan_hash`` was computed (a plan whose hash no longer agrees)."""
     head, objs = raw_plan(src)
     if records is not None:
-        objs = records(objs) or objs
+        new = records(objs)
+        objs = objs if new is None else new
     if rehash:
         for o in objs:
             if o.get("kind") == "instance":
@@ -87,16 +91,21 @@ def forge(
             for b in per_task.get(name, []):
                 h.update(b)
             t["task_hash"] = h.hexdigest()
-    head["extra"] = {**head.get("extra", {}), "spans": {t["name"]: spans.get(t["name"], [pos, 0]) for t in tasks
-                                                        if isinstance(t, dict)}}  # fmt: skip
+    names = [t["name"] for t in tasks if isinstance(t, dict)]
+    names += [n for n in spans if n not in names]
+    head["extra"] = {**head.get("extra", {}), "spans": {n: spans.get(n, [pos, 0]) for n in names}}
     head["n_docs"] = sum(c[0] for c in counts.values())
     head["n_instances"] = sum(c[1] for c in counts.values())
+    true_spans = {"tasks": [{"name": n} for n in spans], "extra": {"spans": dict(spans)}}
+    storage, frames = encode_body(true_spans, blobs, codec)
     if header is not None:
-        head = header(head) or head
+        new_head = header(head)
+        head = head if new_head is None else new_head
     h = hashlib.sha256(header_hash_bytes(head))
     for b in blobs:
         h.update(b)
     head["plan_hash"] = h.hexdigest()
-    storage, frames = encode_body(head, blobs, codec)
+    if after is not None:
+        head = after(head) or head
     dst.write_bytes(canonical_bytes(head) + storage + b"".join(frames))
     return dst
