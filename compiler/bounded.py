@@ -107,6 +107,8 @@ def check_result(value: Any) -> Any:
 def _bounded_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         check_call_args(name, args[1:], kwargs)
+        if name == "format" and args and isinstance(args[0], str) and _WIDE.search(args[0]):
+            raise Bounded("a format string with a width or precision of a million or more")
         if name == "join" and len(args) >= 2:
             seq = args[1]
             check_join(args[2] if len(args) > 2 else kwargs.get("d", ""), list(seq) if not isinstance(seq, str) else [])
@@ -168,7 +170,11 @@ class BoundedEnvironment(jinja2.sandbox.SandboxedEnvironment):
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         owner = getattr(value, "__self__", None)
-        if isinstance(owner, str) and _WIDE.search(owner) and getattr(value, "__name__", "") in ("format", "format_map"):
+        if (
+            isinstance(owner, str)
+            and _WIDE.search(owner)
+            and getattr(value, "__name__", "") in ("format", "format_map")
+        ):
 
             def refuse(*args: Any, **kwargs: Any) -> str:
                 raise Bounded("a format string with a width or precision of a million or more")

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from collections.abc import Callable
 from typing import Any
-
-import time
 
 import jinja2
 import jinja2.sandbox
@@ -140,7 +139,9 @@ class Renderer:
         except Bounded as e:
             raise self._err(field, doc_id, str(e)) from None
         except Exception as e:  # noqa: BLE001
-            raise self._err(field, doc_id, f"function {ref.qualname} failed: {type(e).__name__}: {_first_line(e)}") from None
+            raise self._err(
+                field, doc_id, f"function {ref.qualname} failed: {type(e).__name__}: {_first_line(e)}"
+            ) from None
 
     def resolve_field(self, value: Any, doc: dict[str, Any], field: str, doc_id: int | None) -> Any:
         """lm-eval's ``Task.resolve_field`` (description, gen_prefix): a doc key or a template."""

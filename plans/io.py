@@ -27,7 +27,6 @@ from lmeval.plans.integrity import check_plan_hash, header_hash_bytes, plan_hash
 from lmeval.plans.limits import InputError, open_regular
 from lmeval.plans.recordcodec import Record, decode_record, encode_records, record_maps
 from lmeval.plans.records import FORMAT, DocRecord, InstanceRecord, Plan, PlanHeader, request_hash_of
-from lmeval.plans.validate import checked, validate_header
 from lmeval.plans.storage import (
     DEFAULT_CODEC,
     Layout,
@@ -38,6 +37,7 @@ from lmeval.plans.storage import (
     read_raw_header,
     task_chunks,
 )
+from lmeval.plans.validate import checked, validate_header
 
 
 def seal(

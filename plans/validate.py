@@ -167,7 +167,9 @@ def _check_model(header: PlanHeader, w: _Where) -> None:
     if r is not None:
         if r.add_bos_token is not None and type(r.add_bos_token) is not bool:
             raise w.header("model.token_rule.add_bos_token", "not a boolean")
-        if r.prefix_token_id is not None and not (_is_int(r.prefix_token_id) and 0 <= r.prefix_token_id <= MAX_TOKEN_ID):
+        if r.prefix_token_id is not None and not (
+            _is_int(r.prefix_token_id) and 0 <= r.prefix_token_id <= MAX_TOKEN_ID
+        ):
             raise w.header("model.token_rule.prefix_token_id", f"{r.prefix_token_id!r} is not a token id")
         if type(r.prefix_token_source) is not str or not _opt_str(r.prefix_text):
             raise w.header("model.token_rule", "prefix_token_source or prefix_text is not a string")
@@ -260,7 +262,12 @@ class RecordValidator:
         rt = obj.get("request_type")
         want = REQUEST_OF[self.summaries[task].output_type]
         if rt != want:
-            raise r(task, doc_id, "request_type", f"{str(rt)[:40]!r}, but a {self.summaries[task].output_type} task asks {want}")
+            raise r(
+                task,
+                doc_id,
+                "request_type",
+                f"{str(rt)[:40]!r}, but a {self.summaries[task].output_type} task asks {want}",
+            )
         if type(obj.get("context")) is not str:
             raise r(task, doc_id, "context", "not a string")
         cont = obj.get("continuation")

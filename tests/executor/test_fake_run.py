@@ -342,9 +342,7 @@ def test_reuse_refuses_another_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["backend", "path", "tokenizer_hash"])
-def test_reuse_refuses_another_backend_model_path_or_tokenizer(
-    change: str, tmp_path: Path, tiny_model: Path
-) -> None:
+def test_reuse_refuses_another_backend_model_path_or_tokenizer(change: str, tmp_path: Path, tiny_model: Path) -> None:
     """Answers are reused only from the same model: another backend, another model directory, or results
     whose manifest records another tokenizer are each refused before anything is written."""
     import json

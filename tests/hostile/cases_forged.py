@@ -159,8 +159,14 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
     ("h_version", "gen", ("version",), None, _set_head(("version",), 99), True),
     ("h_model_path", "gen", ("model.path",), None, _set_head(("model", "path"), 5), True),
     ("h_model_tokenizer", "gen", ("model.tokenizer",), None, _set_head(("model", "tokenizer"), [1]), True),
-    ("h_model_chat_template_hash", "gen", ("model.chat_template_hash",), None,
-     _set_head(("model", "chat_template_hash"), 1), True),  # fmt: skip
+    (
+        "h_model_chat_template_hash",
+        "gen",
+        ("model.chat_template_hash",),
+        None,
+        _set_head(("model", "chat_template_hash"), 1),
+        True,
+    ),  # fmt: skip
     ("h_model_revision", "gen", ("model.revision",), None, _set_head(("model", "revision"), 1), True),
     ("h_model_config_hash", "gen", ("model.config_hash",), None, _set_head(("model", "config_hash"), 1), True),
     ("h_lmeval_version", "gen", ("lmeval_version",), None, _set_head(("lmeval_version",), 5), True),
@@ -168,14 +174,33 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
     ("h_model_name", "gen", ("model.name",), None, _set_head(("model", "name"), 5), True),
     ("h_model_backend", "gen", ("model.backend",), None, _set_head(("model", "backend"), None), True),
     ("h_model_tokenizer_hash", "gen", ("model.tokenizer_hash",), None, _set_head(("model", "tokenizer_hash"), 7), True),
-    ("h_model_add_bos_token", "gen", ("model.add_bos_token",), None, _set_head(("model", "add_bos_token"), "yes"), True),
+    (
+        "h_model_add_bos_token",
+        "gen",
+        ("model.add_bos_token",),
+        None,
+        _set_head(("model", "add_bos_token"), "yes"),
+        True,
+    ),
     ("h_model_engine", "gen", ("model.engine",), None, _set_head(("model", "engine"), [1]), True),
-    ("h_model_token_rule", "gen", ("prefix_token_id",), None,
-     _set_head(("model", "token_rule", "prefix_token_id"), -1), True),  # fmt: skip
+    (
+        "h_model_token_rule",
+        "gen",
+        ("prefix_token_id",),
+        None,
+        _set_head(("model", "token_rule", "prefix_token_id"), -1),
+        True,
+    ),  # fmt: skip
     ("h_model_not_a_map", "gen", ("model",), None, _set_head(("model",), "tiny"), True),
     ("h_no_tasks", "gen", ("tasks",), lambda objs: [], _no_tasks, True),
-    ("h_task_name_twice", "gen", ("arith",), _two_tasks,
-     lambda h: (_two_task_header(False)(h), _set_head(("tasks", 1, "name"), "arith")(h)) and None, True),  # fmt: skip
+    (
+        "h_task_name_twice",
+        "gen",
+        ("arith",),
+        _two_tasks,
+        lambda h: (_two_task_header(False)(h), _set_head(("tasks", 1, "name"), "arith")(h)) and None,
+        True,
+    ),  # fmt: skip
     ("h_task_output_type", "gen", ("output_type",), None, _task_field("output_type", "bogus"), True),
     ("h_task_n_docs_negative", "gen", ("n_docs",), None, _task_field("n_docs", -1), True),
     ("h_task_n_docs_string", "gen", ("n_docs",), None, _task_field("n_docs", "4"), True),
@@ -218,13 +243,38 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
     ("i_continuation_on_generate", "gen", ("continuation",), _set_inst("continuation", "x"), None, True),
     ("i_continuation_none", "mc", ("continuation",), _set_inst("continuation", None), None, True),
     ("i_generation_kwargs_list", "gen", ("generation_kwargs",), _set_inst("generation_kwargs", ["until"]), None, True),
-    ("i_generation_kwargs_until", "gen", ("generation_kwargs.until",), _set_inst("generation_kwargs", {"until": 5}),
-     None, True),  # fmt: skip
-    ("i_generation_kwargs_max_gen_toks", "gen", ("generation_kwargs.max_gen_toks",),
-     _set_inst("generation_kwargs", {"max_gen_toks": 10**12}), None, True),  # fmt: skip
-    ("i_generation_kwargs_temperature", "gen", ("generation_kwargs.temperature",),
-     _set_inst("generation_kwargs", {"temperature": "hot"}), None, True),  # fmt: skip
-    ("i_generation_kwargs_on_loglikelihood", "mc", ("generation_kwargs",), _set_inst("generation_kwargs", {}), None, True),
+    (
+        "i_generation_kwargs_until",
+        "gen",
+        ("generation_kwargs.until",),
+        _set_inst("generation_kwargs", {"until": 5}),
+        None,
+        True,
+    ),  # fmt: skip
+    (
+        "i_generation_kwargs_max_gen_toks",
+        "gen",
+        ("generation_kwargs.max_gen_toks",),
+        _set_inst("generation_kwargs", {"max_gen_toks": 10**12}),
+        None,
+        True,
+    ),  # fmt: skip
+    (
+        "i_generation_kwargs_temperature",
+        "gen",
+        ("generation_kwargs.temperature",),
+        _set_inst("generation_kwargs", {"temperature": "hot"}),
+        None,
+        True,
+    ),  # fmt: skip
+    (
+        "i_generation_kwargs_on_loglikelihood",
+        "mc",
+        ("generation_kwargs",),
+        _set_inst("generation_kwargs", {}),
+        None,
+        True,
+    ),
     ("i_repeats_zero", "gen", ("repeats",), _set_inst("repeats", 0), None, True),
     ("i_repeats_negative", "gen", ("repeats",), _set_inst("repeats", -2), None, True),
     ("i_repeats_1e9", "gen", ("repeats",), _set_inst("repeats", _BIG), None, True),
@@ -266,4 +316,3 @@ def forged_reuse_stale_request_hash(tmp: Path, base: Base) -> Case:
     (old / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
     argv = ["execute", str(base.plan), FAKE, "--out", str(tmp / "r"), "--no-progress", "--reuse", str(old)]
     return Case(argv, (str(plan), "request_hash"), keep=[old], absent=[tmp / "r"], timeout=120)
-

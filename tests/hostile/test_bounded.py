@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.hostile.cases_bounded import BOMBS
-from tests.hostile.corpus import MINI_ROWS, MINI_YAML, REPO, env
+from tests.hostile.corpus import MINI_ROWS, MINI_YAML, env
 
 _WRAP = (
     "import resource, subprocess, sys, json, time; t = time.monotonic(); "
@@ -57,7 +57,7 @@ def test_template_bomb_is_cheap_and_one_line(name: str, measured: dict[str, dict
     assert m["rc"] == 2 and len(lines) == 1 and "Traceback" not in m["stderr"], m["stderr"][-2000:]
     assert "t.yaml" in lines[0] and "task mini" in lines[0] and "doc_to_text" in lines[0] and BOMBS[name][1] in lines[0]
     assert m["seconds"] < 30, m
-    assert m["maxrss_kb"] < 1 << 20, m  # 1 GiB
+    assert m["maxrss_kb"] < 512 << 10, m  # 512 MiB (the acceptance bound is 1 GB)
     assert not m["written"]
 
 
@@ -85,6 +85,8 @@ def test_rendering_is_unchanged_for_ordinary_templates() -> None:
 
     r = Renderer("mini", "t.yaml", ["question", "choices"], False)
     doc = {"question": "2+2", "choices": ["3", "4"], "n": 7}
-    tpl = ('{{ question ~ "?" }} {{ "%s|%d" % (question, n) }} {{ n * 3 }} {{ 2 ** 10 }} {{ choices|join(", ") }} '
-           '{% for c in choices %}{{ loop.index }}. {{ c }} {% endfor %}{{ "{:>5}".format(n) }}{{ "-" * 3 }}')  # fmt: skip
+    tpl = (
+        '{{ question ~ "?" }} {{ "%s|%d" % (question, n) }} {{ n * 3 }} {{ 2 ** 10 }} {{ choices|join(", ") }} '
+        '{% for c in choices %}{{ loop.index }}. {{ c }} {% endfor %}{{ "{:>5}".format(n) }}{{ "-" * 3 }}'
+    )
     assert r.text(tpl, doc, 0) == "2+2? 2+2|7 21 1024 3, 4 1. 3 2. 4     7---"
