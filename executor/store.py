@@ -5,7 +5,8 @@ content checksum, ``plans/partsum.py``): a part is either complete or absent, wh
 writer per directory: the lock (flock on an open descriptor of the directory itself, and of ``.lock`` in it)
 is taken before the directory is read; deleting ``.lock`` under a running execute does not let a second one
 in (the directory's lock stays). Resume reads the key columns of the parts already there and checks every row
-against the plan (``plans.rowcheck``). Leftover temporary files from a killed run are removed on the next start. ``PartWriter`` turns a stream of result rows into parts.
+against the plan (``plans.rowcheck``). Leftover temporary files from a killed run are removed on the next start.
+``PartWriter`` turns a stream of result rows into parts.
 """
 
 from __future__ import annotations
