@@ -112,6 +112,8 @@ def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override
     if not p.is_file():
         raise PlanError(f"{results_dir}: plan {p} not found; pass --plan PLAN (results are checked against their plan)")
     return os.fspath(p)
+
+
 def _json_type(v: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(
         type(v), "null" if v is None else type(v).__name__
@@ -186,9 +188,7 @@ def part_files(results_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted(Path(results_dir).glob(PART_GLOB))
 
 
-def read_parts(
-    parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] = tuple(RESULT_COLUMNS)
-) -> pl.DataFrame:
+def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] = tuple(RESULT_COLUMNS)) -> pl.DataFrame:
     """``columns`` of every row of ``parts`` (cast to the results schema, in file order) and ``PART``, the
     index into ``parts`` of the file each row came from: one lazy scan. ``PlanError`` naming the first part
     that cannot be read, lacks a column or holds one of another type."""

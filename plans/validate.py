@@ -220,7 +220,7 @@ class RecordValidator:
         else:
             self._instance(obj, task, doc_id)
 
-    def _doc(self, obj: dict[str, Any], task: str, doc_id: int) -> None:
+    def _doc(self, obj: dict[str, Any], task: str, doc_id: Any) -> None:
         r = self.w.record
         key = (task, doc_id)
         if key in self.seen_docs:
@@ -234,7 +234,7 @@ class RecordValidator:
             raise r(task, doc_id, "choices", "not a list of strings")
         if "target" not in obj:
             raise r(task, doc_id, "target", "missing")
-        few = obj.get("fewshot_ids")
+        few: Any = obj.get("fewshot_ids")
         if not _list_of(few, int) or not all(0 <= x <= INT64_MAX for x in few):
             raise r(task, doc_id, "fewshot_ids", "not a list of non-negative integers")
         try:
@@ -246,11 +246,11 @@ class RecordValidator:
         self.docs[task] = self.docs.get(task, 0) + 1
         self.doc = key
 
-    def _instance(self, obj: dict[str, Any], task: str, doc_id: int) -> None:
+    def _instance(self, obj: dict[str, Any], task: str, doc_id: Any) -> None:
         r = self.w.record
         if self.doc != (task, doc_id):
             raise r(task, doc_id, "doc_id", "an Instance not preceded by its doc's record")
-        idx = obj.get("idx")
+        idx: Any = obj.get("idx")
         if not _count(idx):
             raise r(task, doc_id, "idx", f"{idx!r} is not a non-negative 64-bit integer")
         iid = obj.get("instance_id")
@@ -278,7 +278,7 @@ class RecordValidator:
             if rt != "generate_until":
                 raise r(task, doc_id, "generation_kwargs", f"set on a {rt} request")
             self._gen_kwargs(kw, task, doc_id)
-        rep = obj.get("repeats")
+        rep: Any = obj.get("repeats")
         if not _is_int(rep) or not 1 <= rep <= MAX_REPEATS:
             raise r(task, doc_id, "repeats", f"{str(rep)[:40]} is not an integer in 1..{MAX_REPEATS}")
         ctx, ids = obj["context"], obj.get("context_ids")
