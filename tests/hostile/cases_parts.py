@@ -37,7 +37,7 @@ def part_flipped_byte_resume(tmp: Path, base: Base) -> Case:
 def part_flipped_byte_score(tmp: Path, base: Base) -> Case:
     r = copytree(base.results, tmp / "r")
     part = _flip(r)
-    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(part), "checksum"), keep=[r],
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(part), "checksum"), keep=[part],
                 absent=[r / "results.json"])  # fmt: skip
 
 
