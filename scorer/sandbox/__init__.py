@@ -7,10 +7,11 @@ Each program gets its own process tree, started through ``scorer/sandbox/launche
   passes ``allow_network=True`` (an explicit opt-out).
 - **filesystem**: a new mount namespace in which every mount is read-only; every home directory (the
   caller's, ``/root``, ``/home`` and each ``/home/<user>``, every login user's), ``/tmp``, ``/var/tmp``,
-  ``/run`` and ``/dev/shm`` are replaced by empty read-only directories (dotfile tokens and Unix sockets such as ssh-agent's stay out of reach); the only writable place is a fresh
-  size-capped tmpfs mounted on the program's temporary working directory (also ``HOME`` and
-  ``TMPDIR``). As root the program runs under a throwaway uid/gid, so file permissions also apply; as a
-  normal user a user namespace is used and every capability is dropped before the program starts.
+  ``/run`` and ``/dev/shm`` are replaced by empty read-only directories (dotfile tokens and Unix sockets
+  such as ssh-agent's stay out of reach); the only writable place is a fresh size-capped tmpfs mounted on
+  the program's temporary working directory (also ``HOME`` and ``TMPDIR``). As root the program runs under
+  a throwaway uid/gid, so file permissions also apply; as a normal user a user namespace is used and every
+  capability is dropped before the program starts.
 - **processes**: a new pid namespace whose pid 1 is a small init that starts the program and reaps
   orphans; everything the program starts dies with it, and on a timeout the parent kills the whole
   process group.
