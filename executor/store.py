@@ -74,6 +74,7 @@ def write_parquet_atomic(df: Any, directory: Path, stem: str) -> Path:
         faults.point("part-tmp")
         os.replace(tmp, target)
         fsync_dir(target.parent)
+        return target
     except BaseException as e:
         try:
             os.unlink(tmp)
