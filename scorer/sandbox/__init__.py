@@ -6,7 +6,7 @@ Each program gets its own process tree, started through ``scorer/sandbox/launche
   When the machine cannot create one, ``run_program`` raises ``SandboxUnavailable`` unless the caller
   passes ``allow_network=True`` (an explicit opt-out).
 - **filesystem**: a new mount namespace in which every mount is read-only; every home directory (the
-  caller's, ``/root``, ``/home`` and each ``/home/<user>``, every login user's), ``/tmp``, ``/var/tmp``,
+  caller's, ``/root`` and all of ``/home``), ``/tmp``, ``/var/tmp``,
   ``/run`` and ``/dev/shm`` are replaced by empty read-only directories (dotfile tokens and Unix sockets
   such as ssh-agent's stay out of reach); the only writable place is a fresh size-capped tmpfs mounted on
   the program's temporary working directory (also ``HOME`` and ``TMPDIR``). As root the program runs under
@@ -145,20 +145,14 @@ def _probe(allow_network: bool) -> Isolation | str:
 
 
 def _hidden_dirs() -> list[str]:
-    """Every home directory (the caller's, ``/root``, ``/home`` and each ``/home/<user>``, every login user's
-    home in the password database) and the shared scratch/runtime directories, where tokens, keys and Unix
-    sockets (ssh-agent, docker) live; a sandboxed program sees each as an empty read-only dir. (``/home``
-    itself and each of its users: when the interpreter lives under one home, the others stay hidden.)"""
+    """Every home directory (the caller's, ``/root`` and all of ``/home``) and the shared scratch/runtime
+    directories, where tokens, keys and Unix sockets (ssh-agent, docker) live; a sandboxed program sees each
+    as an empty read-only dir."""
     dirs = [os.path.expanduser("~"), "/root", "/home", "/tmp", "/var/tmp", "/run", "/dev/shm"]
-    try:
-        dirs += sorted(e.path for e in os.scandir("/home") if e.is_dir(follow_symlinks=False))
-    except OSError:
-        pass
     try:
         import pwd
 
         dirs.append(pwd.getpwuid(os.geteuid()).pw_dir)
-        dirs += sorted(u.pw_dir for u in pwd.getpwall() if (u.pw_uid == 0 or u.pw_uid >= 1000) and u.pw_dir)
     except (ImportError, KeyError):
         pass
     out: list[str] = []
