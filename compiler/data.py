@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmeval.compiler.bounded import PROCESS_DOCS_SECONDS, Bounded, deadline
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
 from lmeval.compiler.taskconfig import TaskConfig
@@ -250,13 +251,16 @@ def apply_process_docs(
     fn = resolve(fn_ref, task=task, field="process_docs")
     own = getattr(fn, "__module__", "").startswith("lmeval.compiler.tasklib")
     try:
-        if own:
-            out = fn(rows)
-        else:
-            import datasets
+        with deadline(PROCESS_DOCS_SECONDS, f"process_docs {fn_ref.qualname}"):
+            if own:
+                out = fn(rows)
+            else:
+                import datasets
 
-            out = fn(datasets.Dataset.from_list(rows))
-        return [dict(r) for r in out]
+                out = fn(datasets.Dataset.from_list(rows))
+            return [dict(r) for r in out]
+    except Bounded as e:
+        raise fail(str(e), file=source, task=task, field="process_docs") from None
     except Exception as e:  # noqa: BLE001
         raise fail(f"process_docs {fn_ref.qualname} failed: {type(e).__name__}: {e}", file=source, task=task,
                    field="process_docs") from None  # fmt: skip

@@ -71,6 +71,10 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = (), memo: dict[Path, A
     beyond = value_problem(cfg)  # alias bombs, 64-bit ints, nesting: the limits every stage shares
     if beyond is not None:
         raise fail(beyond[1], file=str(p))
+    odd = _odd_key(cfg)
+    if odd:
+        raise fail(f"a mapping key is {odd[0]!r}, not a name (YAML reads true, false, yes, no, null so; quote it)",
+                   file=str(p))  # fmt: skip
     if "include" not in cfg:
         return cfg
     includes = cfg.pop("include")
@@ -103,6 +107,22 @@ class Index:
 
     def names(self) -> list[str]:
         return sorted(self.entries)
+
+
+def _odd_key(cfg: Any) -> tuple[Any, ...]:
+    """``(key,)`` for the first mapping key (anywhere in ``cfg``) that is a boolean or null, else ``()``
+    (iterative; value_problem has bounded the nesting and size already)."""
+    stack = [cfg]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k is None or isinstance(k, bool):
+                    return (k,)
+                stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(v)
+    return ()
 
 
 def build_index(dirs: list[Path]) -> Index:

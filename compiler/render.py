@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
 import jinja2
 import jinja2.sandbox
 
+from lmeval.compiler.bounded import (
+    HOOK_SECONDS,
+    RENDER_SECONDS,
+    TASK_RENDER_SECONDS,
+    Bounded,
+    BoundedEnvironment,
+    deadline,
+    render_capped,
+)
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
 
@@ -25,10 +35,10 @@ def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
 
 # Sandboxed: a task file is data, so a template reaches no Python internals (``cycler.__init__.__globals__``,
 # ``''.__class__.__mro__``); every lm-eval template renders the same bytes in it (tests/parity, the lock test).
-_ENV = jinja2.sandbox.SandboxedEnvironment(
-    loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
-)
+# Bounded (compiler/bounded.py): no template can make the compiler run out of memory or time.
+_ENV = BoundedEnvironment(loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 _ENV.filters["regex_replace"] = regex_replace
+_ENV.bound_filters()
 _TEMPLATES: dict[str, jinja2.Template] = {}
 _CONSTANT: dict[str, str] = {}  # templates without any Jinja syntax (lm-eval's descriptions) -> their output
 
@@ -71,8 +81,18 @@ def compile_template(text: str, *, task: str, field: str, source: str | None) ->
         except jinja2.TemplateSyntaxError as e:
             raise fail(f"Jinja template syntax error: {e.message} (template line {e.lineno})", file=source,
                        task=task, field=field) from None  # fmt: skip
+        except (ValueError, RecursionError, MemoryError) as e:  # e.g. an integer literal of 5000 digits
+            raise fail(f"Jinja template cannot be compiled: {type(e).__name__}: {_first_line(e)}", file=source,
+                       task=task, field=field) from None  # fmt: skip
         _TEMPLATES[text] = t
     return t
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    if isinstance(e, ValueError) and text.startswith("Exceeds the limit"):
+        return "an integer of more than 4300 digits"
+    return text.splitlines()[0][:300] if text else ""
 
 
 class Renderer:
@@ -83,6 +103,7 @@ class Renderer:
         self.source = source
         self.features = set(features)
         self.has_choice = has_choice
+        self.render_seconds = 0.0  # all of this task's renderings so far (bounded by TASK_RENDER_SECONDS)
 
     def _err(self, field: str, doc_id: int | None, msg: str) -> Exception:
         return fail(msg, file=self.source, task=self.task, field=field, doc_id=doc_id)
@@ -99,21 +120,34 @@ class Renderer:
             direct = direct_string(ref, doc)
             if direct is not None:
                 return direct
+        start = time.monotonic()
         try:
-            return t.render(**doc)
+            with deadline(RENDER_SECONDS, "the template"):
+                return render_capped(t, doc)
+        except Bounded as e:
+            raise self._err(field, doc_id, f"template exceeds a bound: {e}") from None
         except jinja2.sandbox.SecurityError as e:
             raise self._err(field, doc_id, f"template refused by the sandbox: {e}") from None
         except jinja2.UndefinedError as e:
             raise self._err(field, doc_id, f"template refers to an undefined variable: {e.message}") from None
         except Exception as e:  # noqa: BLE001 - any error inside a template is about this doc
-            raise self._err(field, doc_id, f"template failed: {type(e).__name__}: {e}") from None
+            raise self._err(field, doc_id, f"template failed: {type(e).__name__}: {_first_line(e)}") from None
+        finally:
+            self.render_seconds += time.monotonic() - start
+            if self.render_seconds > TASK_RENDER_SECONDS:
+                raise self._err(field, doc_id, f"the task's templates took more than {TASK_RENDER_SECONDS:g} s")
 
     def _call(self, ref: FunctionRef, field: str, doc: dict[str, Any], doc_id: int | None) -> Any:
         fn: Callable[..., Any] = resolve(ref, task=self.task, field=field)
         try:
-            return fn(doc)
+            with deadline(HOOK_SECONDS, f"function {ref.qualname}"):
+                return fn(doc)
+        except Bounded as e:
+            raise self._err(field, doc_id, str(e)) from None
         except Exception as e:  # noqa: BLE001
-            raise self._err(field, doc_id, f"function {ref.qualname} failed: {type(e).__name__}: {e}") from None
+            raise self._err(
+                field, doc_id, f"function {ref.qualname} failed: {type(e).__name__}: {_first_line(e)}"
+            ) from None
 
     def resolve_field(self, value: Any, doc: dict[str, Any], field: str, doc_id: int | None) -> Any:
         """lm-eval's ``Task.resolve_field`` (description, gen_prefix): a doc key or a template."""
@@ -148,6 +182,8 @@ class Renderer:
                 return self._get(doc, value, field, doc_id)
             out = self._template(value, field, doc, doc_id)
             if self.has_choice and out.isdigit():
+                if len(out) > 18:
+                    raise self._err(field, doc_id, f"renders a choice index of {len(out)} digits")
                 return ast.literal_eval(out)
             if target and len(out) >= 2 and out[0] == "[" and out[-1] == "]":
                 try:

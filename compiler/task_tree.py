@@ -384,5 +384,9 @@ def include_index(include_path: str | list[str]) -> Index:
         d = Path(p).expanduser()
         if not d.is_dir():
             raise fail(f"run.include_path {p!r} is not a directory")
+        if d.resolve() == Path(
+            d.anchor or "/"
+        ):  # the whole file system (/proc, /sys, others' files): not a task folder
+            raise fail(f"run.include_path {p!r} is the file-system root; name the folder that holds the task YAMLs")
         dirs.append(d)
     return build_index(dirs)

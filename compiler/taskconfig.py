@@ -12,6 +12,7 @@ from typing import Any
 
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.functions import FunctionRef
+from lmeval.plans.limits import MAX_REPEATS
 from lmeval.plans.records import OUTPUT_TYPES
 from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 
@@ -196,8 +197,8 @@ def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
         raise _bad(s, f"must be a non-negative integer, got {nf!r}", "num_fewshot")
     s.num_fewshot = nf
     rep = cfg.get("repeats", 1)
-    if not isinstance(rep, int) or isinstance(rep, bool) or rep < 1:
-        raise _bad(s, f"must be a positive integer, got {rep!r}", "repeats")
+    if not isinstance(rep, int) or isinstance(rep, bool) or not 1 <= rep <= MAX_REPEATS:
+        raise _bad(s, f"must be an integer in 1..{MAX_REPEATS}, got {rep!r}", "repeats")
     s.repeats = rep
 
 

@@ -7,6 +7,7 @@ row's request hash is what reuse trusts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ def check_resume(
             f"{out_dir}: holds results of another plan ({existing.plan_hash[:12]}, this is "
             f"{header.plan_hash[:12]}); choose another --out"
         )
+    _check_plan_path(existing, out_dir)
     if existing.shard != shard:
         raise ExecuteError(f"{out_dir}: holds shard {existing.shard or 'all'}, this run is {shard or 'all'}")
     old = existing.model or {}
@@ -36,6 +38,30 @@ def check_resume(
         k = diff[0]
         raise ExecuteError(
             f"{out_dir}: was run with model {k}={old.get(k)!r}, this run has {ident.get(k)!r}; choose another --out"
+        )
+
+
+def _check_plan_path(existing: RunManifest, out_dir: Path) -> None:
+    """The manifest's ``plan_path``, when it names something, names this directory's plan: a regular file
+    whose header has the manifest's ``plan_hash`` (not ``/dev/zero``, a FIFO or another plan). A plan moved
+    away since is fine (the hash decides what the directory holds)."""
+    from lmeval.plans.io import read_header
+
+    if not existing.plan_path:
+        return
+    p = Path(existing.plan_path)
+    if not p.is_absolute() and not p.exists() and (out_dir / p).exists():
+        p = out_dir / p
+    if not os.path.lexists(p):
+        return
+    try:
+        found = read_header(p).plan_hash
+    except PlanError as e:
+        raise ExecuteError(f"{out_dir}: manifest plan_path {p} is not its plan ({e}); cannot resume") from None
+    if found != existing.plan_hash:
+        raise ExecuteError(
+            f"{out_dir}: manifest plan_path {p} names another plan ({found[:12]}, the manifest's is "
+            f"{existing.plan_hash[:12]}); cannot resume"
         )
 
 

@@ -1,15 +1,18 @@
 """A results directory on disk: manifest, atomic Parquet parts, resume state and a run lock.
 
-Parts are written to a hidden temporary file, fsynced and renamed to ``part-NNNNNN.parquet``: a part is
-either complete or absent, whenever the process dies. One writer per directory: the lock (``.lock``,
-flock) is taken before the directory is read. Resume reads the key columns of the parts already there and
-checks every row against the plan (``plans.rowcheck``). Leftover temporary files from a killed run are
-removed on the next start. ``PartWriter`` turns a stream of result rows into parts.
+Parts are written to a hidden temporary file, fsynced and renamed to ``part-NNNNNN-s<sha256>.parquet`` (its
+content checksum, ``plans/partsum.py``): a part is either complete or absent, whenever the process dies. One
+writer per directory: the lock (flock on an open descriptor of the directory itself, and of ``.lock`` in it)
+is taken before the directory is read; deleting ``.lock`` under a running execute does not let a second one
+in (the directory's lock stays). Resume reads the key columns of the parts already there and checks every row
+against the plan (``plans.rowcheck``). Leftover temporary files from a killed run are removed on the next start.
+``PartWriter`` turns a stream of result rows into parts.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import tempfile
@@ -23,6 +26,7 @@ from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.progress import Progress
 from lmeval.plans.errors import PlanError
+from lmeval.plans.partsum import checksummed
 from lmeval.plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
 from lmeval.plans.rowcheck import check_rows, read_row_keys
 
@@ -46,16 +50,31 @@ def rows_frame(rows: Sequence[dict[str, Any]]) -> Any:
     return pl.DataFrame(cols, schema=polars_schema())
 
 
-def write_parquet_atomic(df: Any, target: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+def write_parquet(df: Any, dest: Any) -> None:
+    """A part's Parquet bytes: zstd, statistics, and page checksums (pyarrow's ``write_page_checksum``)."""
+    df.write_parquet(
+        dest, compression="zstd", statistics=True, use_pyarrow=True, pyarrow_options={"write_page_checksum": True}
+    )
+
+
+def write_parquet_atomic(df: Any, directory: Path, stem: str) -> Path:
+    """Write ``df`` as the part ``stem`` of ``directory``, named with its content's sha256 (``plans/partsum.py``),
+    atomically (temporary file, fsync, one rename); returns the part's path."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.parquet.", suffix=".tmp", dir=directory)
     os.close(fd)
+    target = directory / f"{stem}.parquet"
     try:
-        df.write_parquet(tmp, compression="zstd", statistics=True)
+        write_parquet(df, tmp)
+        h = hashlib.sha256()
         with open(tmp, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
             os.fsync(f.fileno())
+        target = directory / checksummed(stem, h.hexdigest())
         faults.point("part-tmp")
         os.replace(tmp, target)
         fsync_dir(target.parent)
+        return target
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -74,6 +93,7 @@ class ResultsDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock: IO[str] | None = None
+        self._dir_fd: int | None = None  # the directory itself, flocked: cannot be deleted from under the run
         self._created: Path | None = None  # the topmost directory lock() created, removed if nothing is written
         self._new_lock_file = False  # lock() created the lock file: removed too if nothing is written
         self._wrote = False
@@ -116,18 +136,26 @@ class ResultsDir:
         new_lock_file = not (self.path / LOCK).exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            f = open(self.path / LOCK, "a")  # noqa: SIM115 - held until close()
+            dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as e:
             raise ExecuteError(f"{self.path}: cannot create or lock the results directory ({e.strerror})") from None
+        f: IO[str] | None = None
         try:
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            f = open(self.path / LOCK, "a")  # noqa: SIM115 - held until close()
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
+        except OSError as e:
+            os.close(dir_fd)
+            if f is not None:
+                f.close()
+            if not isinstance(e, BlockingIOError):
+                raise ExecuteError(f"{self.path}: cannot create or lock the results directory ({e.strerror})") from None
             raise ExecuteError(
                 f"{self.path}: another lmeval execute is writing to this directory; wait for it to finish "
                 f"(rerunning then resumes) or choose another --out"
             ) from None
         self._lock = f
+        self._dir_fd = dir_fd
         self._created = created
         self._new_lock_file = new_lock_file
         faults.point("locked")
@@ -163,6 +191,9 @@ class ResultsDir:
         fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
         self._lock.close()
         self._lock = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)  # releases the directory's flock
+            self._dir_fd = None
 
     def write_manifest(self, manifest: RunManifest) -> None:
         from lmeval.plans.results import write_manifest
@@ -171,9 +202,9 @@ class ResultsDir:
         faults.point("manifest")
 
     def write_part(self, rows: Sequence[dict[str, Any]]) -> Path:
-        target = self.path / f"part-{self._seq:06d}.parquet"
+        stem = f"part-{self._seq:06d}"
         self._seq += 1
-        write_parquet_atomic(rows_frame(rows), target)
+        target = write_parquet_atomic(rows_frame(rows), self.path, stem)
         faults.point("part")
         return target
 

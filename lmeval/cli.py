@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from lmeval.common.termsafe import SafeStdout, term_safe
 from lmeval.plans.errors import UserError
 
 COMMAND_MODULES = (
@@ -54,10 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.overrides = [*args.overrides, *extra]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    out = sys.stdout
+    sys.stdout = SafeStdout(out)  # type: ignore[assignment] # data-safe output (common/termsafe.py)
     try:
         rc = args.func(args)
     except UserError as e:
-        msg = " ".join(str(e).split("\n"))
+        msg = term_safe(" ".join(str(e).split("\n")), one_line=True)
         print(f"lmeval {args.command}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -70,8 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as e:  # the file system refused (disk full, read-only, /proc): one line, not a traceback
         where = f"{e.filename}: " if e.filename else ""
-        print(f"lmeval {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(term_safe(f"lmeval {args.command}: error: {where}{e.strerror or e}", one_line=True), file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = out
     return int(rc or 0)
 
 

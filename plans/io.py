@@ -26,9 +26,10 @@ from lmeval.plans.identity import locations_in
 from lmeval.plans.integrity import check_plan_hash, header_hash_bytes, plan_hasher, task_hash
 from lmeval.plans.limits import InputError, open_regular
 from lmeval.plans.recordcodec import Record, decode_record, encode_records, record_maps
-from lmeval.plans.records import FORMAT, DocRecord, InstanceRecord, Plan, PlanHeader
+from lmeval.plans.records import FORMAT, DocRecord, InstanceRecord, Plan, PlanHeader, request_hash_of
 from lmeval.plans.storage import (
     DEFAULT_CODEC,
+    Layout,
     chunks,
     encode_body,
     hashed,
@@ -36,6 +37,7 @@ from lmeval.plans.storage import (
     read_raw_header,
     task_chunks,
 )
+from lmeval.plans.validate import checked, validate_header
 
 
 def seal(
@@ -49,7 +51,7 @@ def seal(
     if placed:
         raise ValueError(f"a plan holds no locations (plans/identity.py), but its config has {', '.join(placed)}")
     if blobs is None:
-        blobs, recs = encode_records(records)
+        blobs, recs = encode_records(map(with_derived, records))
     else:
         recs = list(records)
         if len(recs) != len(blobs):
@@ -81,6 +83,21 @@ def seal(
     for b in blobs:
         h.update(b)
     return replace(sealed, plan_hash=h.hexdigest()), blobs
+
+
+def with_derived(rec: Record) -> Record:
+    """``rec`` with the fields derived from its content filled in where a producer left them empty
+    (``doc_hash``, ``request_hash``: what ``plans/validate.py`` recomputes on every read)."""
+    if isinstance(rec, DocRecord):
+        if rec.doc_hash:
+            return rec
+        return replace(rec, doc_hash=hashlib.sha256(canonical_bytes(rec.doc)).hexdigest())
+    if rec.request_hash:
+        return rec
+    h = request_hash_of(
+        rec.request_type, rec.context, rec.continuation, rec.generation_kwargs, rec.context_ids, rec.continuation_ids
+    )
+    return replace(rec, request_hash=h)
 
 
 def write_plan(
@@ -117,10 +134,18 @@ def plan_bytes(header: PlanHeader, records: Iterable[Record], codec: str = DEFAU
 
 
 def _parse_header(raw: dict[str, Any], path: str) -> PlanHeader:
+    """The typed header, its invariants checked (``plans/validate.py``)."""
     try:
-        return PlanHeader.from_dict(raw)
+        header = PlanHeader.from_dict(raw)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise PlanError(f"{path}: malformed plan header ({type(e).__name__}: {e})") from None
+    validate_header(header, path)
+    return header
+
+
+def span_order(layout: Layout) -> list[str]:
+    """The header's tasks in the order of their spans in the record stream (the order records come in)."""
+    return [name for name, _ in sorted(layout.spans.items(), key=lambda kv: (kv[1][0], kv[1][1] > 0))]
 
 
 def unpack_stream(src: Iterable[bytes], path: str, what: str = "plan") -> Iterator[Any]:
@@ -185,7 +210,8 @@ class PlanReader:
         to belong to it."""
         if task is not None:
             where = _where(self.path, task)
-            yield from record_maps(unpack_stream(task_chunks(self._f, self.layout, task), where), where, task)
+            objs = record_maps(unpack_stream(task_chunks(self._f, self.layout, task), where), where, task)
+            yield from checked(objs, self.header, self.path, None, only=task)
             return
         src: Iterable[bytes] = chunks(self._f, self.layout)
         h = plan_hasher(self.layout) if self.verify else None
@@ -193,7 +219,8 @@ class PlanReader:
             src = hashed(src, h)
         n_docs = n_inst = 0
         try:
-            for obj in record_maps(unpack_stream(src, self.path), self.path):
+            objs = record_maps(unpack_stream(src, self.path), self.path)
+            for obj in checked(objs, self.header, self.path, span_order(self.layout)):
                 if obj["kind"] == "doc":
                     n_docs += 1
                 else:

@@ -26,14 +26,17 @@ __all__ = ["InputError", "UserError", "file_kind"]  # re-exported: the stages im
 MAX_DEPTH = 64  # nesting of lists/objects in one value (a document row, a spec line, a manifest)
 UINT64_MAX = (1 << 64) - 1
 INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
 MAX_NODES = 1_000_000  # values in one parsed document, aliases expanded (a YAML alias bomb has billions)
 MAX_ROW_BYTES = 16 << 20  # one line of a JSONL data file
 MAX_YAML_BYTES = 4 << 20  # one task YAML file
 MAX_MANIFEST_BYTES = 16 << 20  # a results directory's manifest.json
+MAX_REPEATS = 1024  # an Instance's ``repeats`` (lm-eval's self-consistency tasks use up to 64)
+MAX_GEN_TOKS = 1 << 20  # a generation's max_gen_toks (and its aliases)
+MAX_TOKEN_ID = (1 << 32) - 1  # a token id in a plan (vocabularies are far smaller; the executor checks its own)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTAINERS = (dict, list, tuple)
-
 
 
 def open_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None, what: str = "file") -> IO[bytes]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lmeval.common.atomic import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
+from lmeval.plans.partsum import verify_parts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -261,6 +262,7 @@ def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] =
     import polars as pl
 
     schema = {c: polars_schema()[c] for c in columns}
+    verify_parts(parts)  # regular files whose bytes hash to the checksum in their names (plans/partsum.py)
     if not parts:
         return pl.DataFrame(schema={**schema, PART: pl.Int32})
 

@@ -27,12 +27,14 @@ import polars as pl
 from lmeval.common.atomic import os_error_of
 from lmeval.plans.errors import PlanError, reraised_as
 from lmeval.plans.integrity import plan_hasher, verify_plan
-from lmeval.plans.io import PlanReader, read_header, unpack_stream
+from lmeval.plans.io import PlanReader, read_header, span_order, unpack_stream
+from lmeval.plans.recordcodec import record_maps
 from lmeval.plans.records import DocRecord, PlanHeader
 from lmeval.plans.storage import chunks, hashed, open_layout
+from lmeval.plans.validate import checked
 from lmeval.scorer.errors import ScoreError
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4  # 4: built only from plans that passed plans/validate.py
 DOC_SCHEMA: dict[str, Any] = {
     "doc_id": pl.Int64,
     "target_str": pl.String,  # the target when it is a str
@@ -151,7 +153,8 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
             h = plan_hasher(layout)
             try:
                 # one streamed pass (compressed or not): hash every record byte, collect what scoring needs
-                for obj in unpack_stream(hashed(chunks(f, layout), h), path):
+                objs = record_maps(unpack_stream(hashed(chunks(f, layout), h), path), path)
+                for obj in checked(objs, header, path, span_order(layout)):  # the plan's invariants
                     c = cols.get(obj["task"])
                     if c is None:
                         raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")

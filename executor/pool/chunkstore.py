@@ -10,6 +10,7 @@ chunk whose worker died never reaches the directory, so rows are neither lost no
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Sequence
@@ -19,23 +20,26 @@ from typing import Any
 from lmeval.common.atomic import write_atomic
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
-from lmeval.executor.store import fsync_dir, rows_frame
+from lmeval.executor.store import fsync_dir, rows_frame, write_parquet
 from lmeval.plans.errors import reraised_as
+from lmeval.plans.partsum import checksummed
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import RESULT_COLUMNS, part_files, read_parts
 
-CHUNK_PART_RE = re.compile(r"part-c(\d+)-([0-9a-f]{12})-n(\d+)(?:-r\d+)?\.parquet$")
+CHUNK_PART_RE = re.compile(r"part-c(\d+)-([0-9a-f]{12})-n(\d+)(?:-r\d+)?(?:-s[0-9a-f]{64})?\.parquet$")
 
 
-def chunk_part_name(plan_hash: str, chunk: int, rows: int, retry: int = 0) -> str:
+def chunk_part_name(plan_hash: str, chunk: int, rows: int, retry: int = 0, digest: str | None = None) -> str:
+    """A chunk part's name; with ``digest`` (sha256 of its bytes), the checksummed name it is committed as."""
     suffix = f"-r{retry}" if retry else ""
-    return f"part-c{chunk:06d}-{plan_hash[:12]}-n{rows}{suffix}.parquet"
+    stem = f"part-c{chunk:06d}-{plan_hash[:12]}-n{rows}{suffix}"
+    return checksummed(stem, digest) if digest else f"{stem}.parquet"
 
 
 def rows_to_parquet(rows: Sequence[dict[str, Any]]) -> bytes:
     """The bytes of one part holding ``rows`` (written by the worker, checked and committed by the driver)."""
     buf = io.BytesIO()
-    rows_frame(rows).write_parquet(buf, compression="zstd", statistics=True)
+    write_parquet(rows_frame(rows), buf)
     return buf.getvalue()
 
 
@@ -67,8 +71,13 @@ def check_rows(data: bytes, expected: Sequence[InstanceRecord], what: str) -> in
 def commit_chunk(results_dir: Path, plan_hash: str, chunk: int, data: bytes, rows: int) -> Path:
     """Write a checked chunk part atomically; never overwrite a part already there."""
     retry = 0
-    while (target := results_dir / chunk_part_name(plan_hash, chunk, rows, retry)).exists():
+    digest = hashlib.sha256(data).hexdigest()
+    while any(
+        (results_dir / name).exists() or any(results_dir.glob(name[: -len(".parquet")] + "-s*.parquet"))
+        for name in [chunk_part_name(plan_hash, chunk, rows, retry)]
+    ):
         retry += 1
+    target = results_dir / chunk_part_name(plan_hash, chunk, rows, retry, digest)
     write_atomic(target, lambda f: f.write(data))
     fsync_dir(results_dir)
     faults.point("chunk-part")

@@ -5,12 +5,13 @@ Each program gets its own process tree, started through ``scorer/sandbox/launche
 - **network**: a new, empty network namespace (no interface is up, so even 127.0.0.1 is unreachable).
   When the machine cannot create one, ``run_program`` raises ``SandboxUnavailable`` unless the caller
   passes ``allow_network=True`` (an explicit opt-out).
-- **filesystem**: a new mount namespace in which every mount is read-only; the caller's home, ``/root``,
-  ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` are replaced by empty read-only directories (dotfile
-  tokens and Unix sockets such as ssh-agent's stay out of reach); the only writable place is a fresh
-  size-capped tmpfs mounted on the program's temporary working directory (also ``HOME`` and
-  ``TMPDIR``). As root the program runs under a throwaway uid/gid, so file permissions also apply; as a
-  normal user a user namespace is used and every capability is dropped before the program starts.
+- **filesystem**: a new mount namespace in which every mount is read-only; every home directory (the
+  caller's, ``/root`` and all of ``/home``), ``/tmp``, ``/var/tmp``,
+  ``/run`` and ``/dev/shm`` are replaced by empty read-only directories (dotfile tokens and Unix sockets
+  such as ssh-agent's stay out of reach); the only writable place is a fresh size-capped tmpfs mounted on
+  the program's temporary working directory (also ``HOME`` and ``TMPDIR``). As root the program runs under
+  a throwaway uid/gid, so file permissions also apply; as a normal user a user namespace is used and every
+  capability is dropped before the program starts.
 - **processes**: a new pid namespace whose pid 1 is a small init that starts the program and reaps
   orphans; everything the program starts dies with it, and on a timeout the parent kills the whole
   process group.
@@ -144,9 +145,10 @@ def _probe(allow_network: bool) -> Isolation | str:
 
 
 def _hidden_dirs() -> list[str]:
-    """The caller's home directories and the shared scratch/runtime directories, where tokens, keys and
-    Unix sockets (ssh-agent, docker) live; a sandboxed program sees each as an empty read-only dir."""
-    dirs = [os.path.expanduser("~"), "/root", "/tmp", "/var/tmp", "/run", "/dev/shm"]
+    """Every home directory (the caller's, ``/root`` and all of ``/home``) and the shared scratch/runtime
+    directories, where tokens, keys and Unix sockets (ssh-agent, docker) live; a sandboxed program sees each
+    as an empty read-only dir."""
+    dirs = [os.path.expanduser("~"), "/root", "/home", "/tmp", "/var/tmp", "/run", "/dev/shm"]
     try:
         import pwd
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,8 @@ def test_chunk_parts_are_checked_before_and_after_commit(mixed_plan: Path, tmp_p
 
     h = plan.header.plan_hash
     p1 = commit_chunk(tmp_path, h, 2, data, n)
-    assert p1.name == chunk_part_name(h, 2, n) and p1.read_bytes() == data
+    digest = hashlib.sha256(data).hexdigest()  # committed under its checksummed name (plans/partsum.py)
+    assert p1.name == chunk_part_name(h, 2, n, digest=digest) and p1.read_bytes() == data
     p2 = commit_chunk(tmp_path, h, 2, data, n)  # never overwrites
     assert p2 != p1 and p1.read_bytes() == data
     check_chunk_parts(tmp_path, h)

@@ -97,3 +97,37 @@ def test_a_refused_run_leaves_no_directory_behind(mixed_plan: Path, tmp_path: Pa
     r = run_cli("execute", str(mixed_plan), *FAKE, "model.max_model_len=333", "--reuse", str(first), "--out", str(out))
     assert r.returncode == 2 and "max_model_len" in r.stderr
     assert not (tmp_path / "a").exists()
+
+
+def test_deleting_the_lock_file_does_not_let_a_second_writer_in(mixed_plan: Path, tmp_path: Path) -> None:
+    """The lock is an flock on the results directory's own descriptor too: ``rm DIR/.lock`` while a run holds
+    it (then a second execute creates a new ``.lock`` and locks that) still leaves the second one out."""
+    out = tmp_path / "r"
+    args = ["execute", str(mixed_plan), *FAKE, "--no-progress", "--part-size", "7", "--out", str(out)]
+    n = read_header(mixed_plan).n_instances
+    gate = tmp_path / "gate"
+    held = subprocess.Popen(
+        [sys.executable, "-m", "lmeval", *args],
+        env=_env(LMEVAL_EXECUTOR_PAUSE=f"done-ids:{gate}"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(Path(f"{gate}.reached"), held)
+        (out / ".lock").unlink()
+        second = subprocess.run(
+            [sys.executable, "-m", "lmeval", *args], env=_env(), cwd=REPO, capture_output=True, text=True, timeout=300
+        )
+        assert second.returncode == 2, second.stderr
+        assert "another lmeval execute is writing to this directory" in second.stderr
+        gate.touch()
+        _, err = held.communicate(timeout=300)
+        assert held.returncode == 0, err
+    finally:
+        if held.poll() is None:
+            held.kill()
+            held.wait()
+    df = read_results(out)
+    assert df.height == n and df["instance_id"].n_unique() == n

@@ -25,6 +25,7 @@ from lmeval.plans import (
     read_plan,
     write_plan,
 )
+from lmeval.plans.io import with_derived
 from lmeval.plans.records import request_hash_of, shard_of
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
@@ -37,7 +38,7 @@ def _arc_records(n: int = 20) -> tuple[PlanHeader, list[DocRecord | InstanceReco
     for doc_id, row in enumerate(rows):
         choices = row["choices"]["text"]
         target = row["choices"]["label"].index(row["answerKey"])
-        records.append(DocRecord(task="arc_easy", doc_id=doc_id, doc=row, target=target, choices=choices))
+        records.append(with_derived(DocRecord(task="arc_easy", doc_id=doc_id, doc=row, target=target, choices=choices)))
         ctx = f"Question: {row['question']}\nAnswer:"
         for idx, choice in enumerate(choices):
             cont = f" {choice}"
@@ -118,7 +119,8 @@ def test_modified_plan_is_refused(tmp_path: Path) -> None:
     i = data.rindex(b"Answer:")
     data[i] = ord("a")
     p.write_bytes(bytes(data))
-    with pytest.raises(PlanError, match="hash mismatch"):
+    # the edited record no longer matches its request_hash (plans/validate.py), before the plan hash is checked
+    with pytest.raises(PlanError, match="request_hash: is not the hash of the request's content"):
         read_plan(p)
 
 

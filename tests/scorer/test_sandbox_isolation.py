@@ -90,3 +90,32 @@ def test_shared_runtime_directories_are_hidden(shared_dir: str) -> None:
         assert seen == {"exists": False, "listing": []}
     finally:
         shutil.rmtree(planted)
+
+
+def test_every_home_directory_is_hidden() -> None:
+    """Not only the caller's: another user's ``/home/<user>/.bashrc`` (world-readable) can be neither listed nor
+    read, and ``/home`` and ``/root`` look empty."""
+    if os.geteuid() != 0:
+        pytest.fail("the test creates a user's home under /home: it needs root (CI runs as root)")
+    os.makedirs("/home", exist_ok=True)
+    user_home = Path(tempfile.mkdtemp(prefix="lmeval-user-", dir="/home"))
+    try:
+        user_home.chmod(0o755)
+        (user_home / ".bashrc").write_text("export TOKEN=hunter2\n")
+        (user_home / ".bashrc").chmod(0o644)  # readable by anyone: only the hiding mount protects it
+        code = (
+            "import os, json\n"
+            f"p = {str(user_home / '.bashrc')!r}\n"
+            "def ls(d):\n"
+            "    try:\n"
+            "        return sorted(os.listdir(d))\n"
+            "    except OSError as e:\n"
+            "        return type(e).__name__\n"
+            "print(json.dumps({'exists': os.path.exists(p), 'home': ls('/home'), 'root': ls('/root'), "
+            f"'user': ls({str(user_home)!r})}}))\n"
+        )
+        seen = _observe(code)
+        assert seen["exists"] is False and seen["home"] == [] and seen["root"] in ([], "PermissionError"), seen
+        assert seen["user"] in ("FileNotFoundError", []), seen
+    finally:
+        shutil.rmtree(user_home)

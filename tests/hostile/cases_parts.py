@@ -1,0 +1,121 @@
+"""Result parts and manifests: checksummed parts (``plans/partsum.py``), parts that are not regular files, a
+manifest's ``plan_path`` that names no plan or another plan, a part with a null ``instance_id``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.hostile.corpus import FAKE, Base, Case, case, copytree, forged_manifest, lmeval
+
+
+def _flip(r: Path) -> Path:
+    part = sorted(r.glob("part-*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    part.write_bytes(bytes(data))
+    return part
+
+
+def _unfinished(r: Path) -> None:
+    m = json.loads((r / "manifest.json").read_text(encoding="utf-8"))
+    m["finished"] = None
+    (r / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+
+
+@case("parts")
+def part_flipped_byte_resume(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    _unfinished(r)
+    part = _flip(r)
+    argv = ["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"]
+    return Case(argv, (str(part), "checksum"), keep=[r])
+
+
+@case("parts")
+def part_flipped_byte_score(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    part = _flip(r)
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(part), "checksum"), keep=[part],
+                absent=[r / "results.json"])  # fmt: skip
+
+
+@case("parts")
+def part_flipped_byte_merge(tmp: Path, base: Base) -> Case:
+    shards = [tmp / "s0", tmp / "s1"]
+    for i, d in enumerate(shards):
+        p = lmeval("execute", str(base.plan), FAKE, "--shard", f"{i}/2", "--out", str(d), "--no-progress", cwd=tmp)
+        assert p.returncode == 0, p.stderr
+    part = _flip(shards[1])
+    argv = ["merge", *map(str, shards), "--out", str(tmp / "merged")]
+    return Case(argv, (str(part), "checksum"), keep=shards, absent=[tmp / "merged"])
+
+
+@case("parts")
+def part_null_instance_id_resume(tmp: Path, base: Base) -> Case:
+    c = part_null_instance_id(tmp, base)
+    r = Path(c.argv[1])
+    _unfinished(r)
+    return Case(["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"], c.needles, keep=[r])
+
+
+@case("parts")
+def part_flipped_byte_reuse(tmp: Path, base: Base) -> Case:
+    old = copytree(base.results, tmp / "old")
+    part = _flip(old)
+    argv = ["execute", str(base.plan), FAKE, "--out", str(tmp / "r"), "--no-progress", "--reuse", str(old)]
+    return Case(argv, (str(part), "checksum"), keep=[old], absent=[tmp / "r"])
+
+
+@case("parts")
+def part_is_a_fifo_score(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    os.mkfifo(r / "part-000099.parquet")
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], ("part-000099.parquet", "FIFO"),
+                absent=[r / "results.json"], timeout=30)  # fmt: skip
+
+
+@case("parts")
+def part_is_a_fifo_resume(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    _unfinished(r)
+    os.mkfifo(r / "part-000099.parquet")
+    argv = ["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"]
+    return Case(argv, ("part-000099.parquet", "FIFO"), timeout=30)
+
+
+@case("parts")
+def part_null_instance_id(tmp: Path, base: Base) -> Case:
+    import polars as pl
+
+    r = copytree(base.results, tmp / "r")
+    part = sorted(r.glob("part-*.parquet"))[0]
+    df = pl.read_parquet(part)
+    part.unlink()
+    plain = r / "part-000000.parquet"
+    df.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(None).otherwise(pl.col("instance_id"))
+                    .alias("instance_id")).write_parquet(plain)  # fmt: skip
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(plain), "instance_id"),
+                absent=[r / "results.json"])  # fmt: skip
+
+
+@case("parts")
+def manifest_plan_path_dev_zero_resume(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    m = json.loads(forged_manifest(base, plan_path="/dev/zero", finished=None))
+    (r / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    argv = ["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"]
+    return Case(argv, ("plan_path", "/dev/zero"), keep=[r], timeout=30)
+
+
+@case("parts")
+def manifest_plan_path_other_plan_resume(tmp: Path, base: Base) -> Case:
+    other = tmp / "other.msgpack"
+    p = lmeval("compile", "+task=arith", "run.limit=2", "--out", str(other), cwd=tmp)
+    assert p.returncode == 0, p.stderr
+    r = copytree(base.results, tmp / "r")
+    m = json.loads(forged_manifest(base, plan_path=str(other), finished=None))
+    (r / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    argv = ["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"]
+    return Case(argv, ("plan_path", str(other), "another plan"), keep=[r])
