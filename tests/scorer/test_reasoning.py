@@ -189,3 +189,35 @@ def test_chat_template_kwargs_reach_the_template(tmp_path: Path) -> None:
     assert {i.request_hash for i in a.instances}.isdisjoint(i.request_hash for i in b.instances)
     r = diff_plans(on, off, show=1)
     assert {c.cause for t in r.tasks for c in t.causes} == {"chat_template"}, render_text(r)
+
+
+def test_an_earlier_run_is_rescored_under_the_setting_without_executing(plans: dict[str, Path], tmp_path: Path) -> None:
+    """The fake backend answers the plan without the setting; the plan with it reuses every answer (same
+    request hashes: nothing is sent to the model) and scores its own way."""
+    from lmeval.executor.backends.fake import FakeBackend
+    from lmeval.executor.options import RunOptions
+    from lmeval.executor.run import run_plan
+    from lmeval.plans.results import read_manifest
+
+    sent: list[object] = []
+
+    class Counting(FakeBackend):
+        def generate(self, inputs):  # type: ignore[no-untyped-def,override]
+            sent.extend(inputs)
+            return super().generate(inputs)
+
+    def run(plan: Path, out: Path, reuse: Path | None = None) -> None:
+        opts = RunOptions(out=str(out), overrides=["model.backend=fake"], reuse=str(reuse) if reuse else None,
+                          progress=False)  # fmt: skip
+        run_plan(str(plan), opts, backend_factory=lambda spec, md: Counting(spec, md))
+
+    run(plans["plain"], tmp_path / "old")
+    assert len(sent) == N
+    sent.clear()
+    run(plans["think"], tmp_path / "new", reuse=tmp_path / "old")
+    assert sent == [] and read_manifest(tmp_path / "new").stats["reused"] == N
+    old_rows = pl.read_parquet(tmp_path / "old" / "part-*.parquet").sort("doc_id")
+    new_rows = pl.read_parquet(tmp_path / "new" / "part-*.parquet").sort("doc_id")
+    assert new_rows["response"].equals(old_rows["response"])
+    score_run(str(tmp_path / "new"), console=False)
+    assert "reasoning" in read_scored(tmp_path / "new").samples.columns
