@@ -13,7 +13,7 @@ from lmeval.compiler.built import BuildOptions
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.plans.limits import value_problem
-from lmeval.plans.reasoning import Reasoning, ReasoningError, parse_reasoning
+from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
 
 CONF_DIR = conf_dir()
 
@@ -166,6 +166,11 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     for key in ("reasoning", "chat_template_kwargs"):
         if isinstance(run, dict) and key in run and run[key] in (None, {}):
             del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
+    if isinstance(run, dict) and "reasoning" in run:
+        try:  # one spelling per meaning (a bad value is refused by run_config, naming its field)
+            run["reasoning"] = canonical_reasoning(run["reasoning"])
+        except ReasoningError:
+            pass
     # what no plan can carry (plans.limits: 64-bit ints, ...), e.g. run.limit=99999999999999999999 or
     # task.arith.num_fewshot=...; named by its key
     for section, body in data.items():

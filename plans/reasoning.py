@@ -73,6 +73,17 @@ def parse_reasoning(value: Any, field: str = "run.reasoning") -> Reasoning | Non
     return Reasoning(tuple(end), start, unclosed)
 
 
+def canonical_reasoning(value: Any) -> dict[str, Any]:
+    """``run.reasoning`` as the plan records it: ``end`` a list, ``unclosed`` spelled out, ``start`` only when
+    set (``end: </think>`` and ``end: [</think>]`` are one plan)."""
+    fmt = parse_reasoning(value)
+    assert fmt is not None
+    out = fmt.to_dict()
+    if out["start"] is None:
+        del out["start"]
+    return out
+
+
 def _last_end(text: str, markers: tuple[str, ...]) -> tuple[int, int] | None:
     """(position, length) of the end marker that ends last in ``text`` (the longest at a tie)."""
     best: tuple[int, int] | None = None

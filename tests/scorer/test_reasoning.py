@@ -127,14 +127,16 @@ def test_several_markers(plans: dict[str, Path], tmp_path: Path) -> None:
 def test_the_setting_changes_the_plan_hash_only_as_designed(plans: dict[str, Path], tmp_path: Path) -> None:
     plain, null, think = (read_plan(plans[k]) for k in ("plain", "null", "think"))
     assert plans["plain"].read_bytes() == plans["null"].read_bytes()  # null is recorded by its absence
+    one = _compile(tmp_path, "one", "run.reasoning.end='</think>'", "run.reasoning.unclosed=empty")
+    assert one.read_bytes() == plans["think"].read_bytes()  # one spelling per meaning
     assert "reasoning" not in plain.header.config["run"] and null.header.plan_hash == plain.header.plan_hash
     assert think.header.plan_hash != plain.header.plan_hash
-    assert think.header.config["run"]["reasoning"] == {"end": ["</think>"]}
+    assert think.header.config["run"]["reasoning"] == {"end": ["</think>"], "unclosed": "empty"}
     # no request, task or prompt depends on it: results of one plan answer the other's requests
     assert [i.request_hash for i in think.instances] == [i.request_hash for i in plain.instances]
     assert [t.task_hash for t in think.header.tasks] == [t.task_hash for t in plain.header.tasks]
     r = diff_plans(plans["plain"], plans["think"], show=1)
-    assert [(c.path, c.new) for c in r.config] == [("run.reasoning", {"end": ["</think>"]})]
+    assert [(c.path, c.new) for c in r.config] == [("run.reasoning", {"end": ["</think>"], "unclosed": "empty"})]
     assert r.tasks == [] and r.tasks_identical == 1  # nothing to re-execute
     text = render_text(r)
     assert "config: run.reasoning: (absent) → " in text and "(scoring only: no re-execution needed)" in text, text
