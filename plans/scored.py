@@ -41,8 +41,8 @@ SAMPLE_COLUMNS: dict[str, str] = {
 }
 ITEMS = "items"  # samples.parquet: JSON of a document's non-numeric per-document metric values
 # optional columns (plans compiled with ``run.reasoning``, plans/reasoning.py): the first response's reasoning
-# part (null: none) and its length in characters; files without them are read as before
-REASONING_COLUMNS: dict[str, str] = {"reasoning": "String", "reasoning_chars": "Int64"}
+# part (null: none), its length in characters and its answer part; files without them are read as before
+REASONING_COLUMNS: dict[str, str] = {"reasoning": "String", "reasoning_chars": "Int64", "answer": "String"}
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.reasoning import Reasoning, parse_reasoning, split_response
+from lmeval.plans.reasoning import Reasoning, Split, parse_reasoning, split_response
 from lmeval.scorer.errors import ScoreError
 
 
@@ -31,18 +31,20 @@ def answers(resps: pl.Series, fmt: Reasoning) -> pl.Series:
 
 
 def doc_reasoning(doc_ids: pl.Series, resps: pl.Series, docs: pl.Series, fmt: Reasoning) -> pl.DataFrame:
-    """``reasoning`` (String, null: none) and ``reasoning_chars`` (Int64) per document of ``docs`` (sorted),
+    """``reasoning`` (String, null: none), ``reasoning_chars`` (Int64) and ``answer`` per document of ``docs``,
     from ``doc_ids``/``resps`` (one row per Instance, sorted by doc_id then idx): the first response's."""
-    first: dict[int, str | None] = {}
+    first: dict[int, Split | None] = {}
     for d, lst in zip(doc_ids.to_list(), resps.to_list(), strict=True):
         if d not in first:
             text = lst[0] if lst else None
-            first[d] = None if text is None else split_response(text, fmt).reasoning
-    texts = [first.get(d) for d in docs.to_list()]
+            first[d] = None if text is None else split_response(text, fmt)
+    splits = [first.get(d) for d in docs.to_list()]
+    texts = [None if s is None else s.reasoning for s in splits]
     return pl.DataFrame(
         {
             "reasoning": pl.Series(texts, dtype=pl.String),
             "reasoning_chars": pl.Series([None if t is None else len(t) for t in texts], dtype=pl.Int64),
+            "answer": pl.Series([None if s is None else s.answer for s in splits], dtype=pl.String),
         }
     )
 

@@ -223,3 +223,25 @@ def test_an_earlier_run_is_rescored_under_the_setting_without_executing(plans: d
     assert new_rows["response"].equals(old_rows["response"])
     score_run(str(tmp_path / "new"), console=False)
     assert "reasoning" in read_scored(tmp_path / "new").samples.columns
+
+
+def test_compare_shows_reasoning_and_answer_of_flipped_docs(
+    plans: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lmeval.scorer.compare import compare
+
+    a = _results(plans["plain"], tmp_path / "a", thinking)
+    b = _results(plans["think"], tmp_path / "b", thinking)
+    for d in (a, b):
+        score_run(str(d), console=False)
+    flips = [f for f in compare(str(a), str(b)).flips if f.filter == "strict-match"]
+    assert [(f.doc_id, f.a, f.b) for f in flips] == [(d, 0.0, 1.0) for d in range(N)]
+    chars = len("<think>Let me see. #### 1 is wrong, so 2 and 3...")
+    assert all(f.a_answer is None and f.a_reasoning_chars is None for f in flips)
+    want = [(f" The answer is 42.\n#### {g}", chars) for g in GOLD]
+    assert [(f.b_answer, f.b_reasoning_chars) for f in flips] == want
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "A (whole response scored: no run.reasoning)" in out
+    assert f"B reasoning {chars} chars; answer 'The answer is 42. #### {GOLD[0]}'" in out, out
