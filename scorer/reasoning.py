@@ -60,3 +60,17 @@ def generation_responses(
     if fmt is None:
         return resps, None
     return answers(resps, fmt), doc_reasoning(rows["doc_id"], resps, docs, fmt)
+
+
+def cut_note(task: str, rows: pl.DataFrame, fmt: Reasoning) -> str | None:
+    """A diagnostic when responses hit ``max_gen_toks`` (finish reason ``length``): how many were cut inside
+    the reasoning block and how many in the answer; None when none was cut."""
+    cut = rows.filter(pl.col("finish_reason") == "length")["response"].to_list()
+    if not cut:
+        return None
+    thinking = sum(1 for t in cut if t is not None and not split_response(t, fmt).closed)
+    return (
+        f"task {task}: {len(cut)} of {rows.height} responses hit max_gen_toks, {thinking} inside the reasoning "
+        f"block (run.reasoning.unclosed={fmt.unclosed}) and {len(cut) - thinking} in the answer; "
+        f"run.thinking_budget=N adds N tokens to every generation's max_gen_toks"
+    )

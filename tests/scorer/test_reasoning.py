@@ -245,3 +245,33 @@ def test_compare_shows_reasoning_and_answer_of_flipped_docs(
     out = capsys.readouterr().out
     assert "A (whole response scored: no run.reasoning)" in out
     assert f"B reasoning {chars} chars; answer 'The answer is 42. #### {GOLD[0]}'" in out, out
+
+
+def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path) -> None:
+    """``run.thinking_budget=N`` adds N tokens to each generation's max_gen_toks (the task's own budget is
+    left for the answer): requests change, so hashes do; responses cut by the budget are counted per part."""
+    budget = _compile(tmp_path, "budget", THINK, "run.thinking_budget=1000")
+    plain, b = read_plan(plans["think"]), read_plan(budget)
+    assert [i.generation_kwargs["max_gen_toks"] for i in b.instances] == [256 + 1000] * N  # gsm8k: lm-eval's 256
+    assert all("max_gen_toks" not in (i.generation_kwargs or {}) for i in plain.instances)
+    assert {i.request_hash for i in b.instances}.isdisjoint(i.request_hash for i in plain.instances)
+    assert b.header.config["run"]["thinking_budget"] == 1000
+    r = diff_plans(plans["think"], budget, show=1)
+    assert {c.cause for t in r.tasks for c in t.causes} == {"generation_kwargs"}, render_text(r)
+    assert _compile(tmp_path, "zero", THINK, "run.thinking_budget=0").read_bytes() == plans["think"].read_bytes()
+    # what was cut: two responses ran out while thinking, one in its answer
+    rdir = _results(plans["think"], tmp_path / "cut", thinking)
+    parts = sorted(rdir.glob("part-*.parquet"))
+    rows = pl.read_parquet(parts[0])
+    texts = ["<think>still going", "<think>and going", f"<think>x</think> #### {GOLD[2]} and", *rows["response"][3:]]
+    rows = rows.with_columns(
+        response=pl.Series(texts), responses=pl.Series([[t] for t in texts]),
+        finish_reason=pl.Series(["length", "length", "length", "stop", "stop"]),
+    )  # fmt: skip
+    rows.write_parquet(parts[0])
+    out = score_run(str(rdir), console=False)
+    assert out.warnings == [
+        "task gsm8k: 3 of 5 responses hit max_gen_toks, 2 inside the reasoning block (run.reasoning.unclosed=empty) "
+        "and 1 in the answer; run.thinking_budget=N adds N tokens to every generation's max_gen_toks"
+    ]
+    assert out.run.results["gsm8k"]["exact_match,strict-match"] == 3 / 5
