@@ -275,3 +275,11 @@ def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path
         "and 1 in the answer; run.thinking_budget=N adds N tokens to every generation's max_gen_toks"
     ]
     assert out.run.results["gsm8k"]["exact_match,strict-match"] == 3 / 5
+    # and the report's diagnostics say the same
+    from lmeval.report.diagnostics import run_findings
+    from lmeval.report.inputs import load_run
+
+    found = [f for f in run_findings(load_run(0, str(rdir), {})) if f.kind == "max_gen_toks"]
+    assert [(f.count, f.doc_ids, f.detail) for f in found] == [
+        (3, [0, 1, 2], "finish_reason = length; 2 inside the reasoning block, 1 in the answer")
+    ]
