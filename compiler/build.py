@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from lmeval.compiler.built import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request
+from lmeval.compiler.built import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request, budgeted
 from lmeval.compiler.data import DataSource, apply_process_docs
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import SHIPPED_TASKLIB, FunctionRef, resolve
@@ -363,7 +363,7 @@ class TaskBuilder:
             gk = dict(doc["generation_kwargs"])
         if self.run.gen_kwargs:
             gk.update(self.run.gen_kwargs)
-        return [Request("generate_until", ctx, None, gk, 0)]
+        return [Request("generate_until", ctx, None, budgeted(gk, self.run.thinking_budget), 0)]
 
     def _mutual_info(self) -> bool:
         return any(m.get("metric") == "acc_mutual_info" for m in self.config.metric_list or [])

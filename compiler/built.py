@@ -29,6 +29,18 @@ class BuildOptions:
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
     data_dir: str | None = None
+    thinking_budget: int | None = None  # run.thinking_budget: tokens added to every generation's max_gen_toks
+
+
+def budgeted(gk: dict[str, Any], thinking_budget: int | None) -> dict[str, Any]:
+    """A generation's kwargs with ``run.thinking_budget`` added to its ``max_gen_toks`` (lm-eval's default
+    256 when it has none), so the task's own budget is left for the answer; unchanged without a budget."""
+    if not thinking_budget:
+        return gk
+    from lmeval.compiler.taskconfig import DEFAULT_MAX_GEN_TOKS
+
+    base = gk.get("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
+    return {**gk, "max_gen_toks": int(base) + thinking_budget}
 
 
 @dataclass

@@ -13,21 +13,24 @@ from lmeval.compiler.built import BuildOptions
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.plans.limits import value_problem
+from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
 
 CONF_DIR = conf_dir()
 
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
+    "reasoning", "chat_template_kwargs", "thinking_budget",
 )  # fmt: skip
 # Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
-OPTIONAL_RUN_KEYS = ("seed_mode",)
-_OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})=", re.S)
+OPTIONAL_RUN_KEYS = ("seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget")
+_OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
 
 def optional_run_keys(overrides: list[str]) -> list[str]:
-    """``run.seed_mode=V`` as ``+run.seed_mode=V`` (the key is not in conf/run/default.yaml)."""
+    """``run.seed_mode=V`` as ``+run.seed_mode=V`` (the key is not in conf/run/default.yaml); also
+    ``run.reasoning.end=...`` as ``+run.reasoning.end=...``."""
     return [f"+{o}" if _OPTIONAL.match(o) else o for o in overrides]
 
 
@@ -160,6 +163,14 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     run = data.get("run")
     if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
+    for key in ("reasoning", "chat_template_kwargs", "thinking_budget"):
+        if isinstance(run, dict) and key in run and run[key] in (None, {}, 0):
+            del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
+    if isinstance(run, dict) and "reasoning" in run:
+        try:  # one spelling per meaning (a bad value is refused by run_config, naming its field)
+            run["reasoning"] = canonical_reasoning(run["reasoning"])
+        except ReasoningError:
+            pass
     # what no plan can carry (plans.limits: 64-bit ints, ...), e.g. run.limit=99999999999999999999 or
     # task.arith.num_fewshot=...; named by its key
     for section, body in data.items():
@@ -207,6 +218,9 @@ class RunConfig:
     gen_kwargs: dict[str, Any] | None = None
     seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/seeds.py)
     seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/seeds.py)
+    reasoning: Reasoning | None = None  # run.reasoning (plans/reasoning.py): scoring only
+    chat_template_kwargs: dict[str, Any] | None = None  # run.chat_template_kwargs: into the chat template
+    thinking_budget: int | None = None  # run.thinking_budget: tokens added to each generation's max_gen_toks
 
     def options(self) -> BuildOptions:
         """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/seeds.py)."""
@@ -294,6 +308,20 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     r.gen_kwargs = gk
     r.seeds = parse_seed(raw.get("seed"))
     r.seed_mode = parse_seed_mode(raw.get("seed_mode"))
+    try:
+        r.reasoning = parse_reasoning(raw.get("reasoning"))
+    except ReasoningError as e:
+        raise CompileError(str(e)) from None
+    ctk = raw.get("chat_template_kwargs")
+    if ctk is not None and not (isinstance(ctk, dict) and all(isinstance(k, str) for k in ctk)):
+        raise _bad("chat_template_kwargs", "a mapping (e.g. {enable_thinking: false})", ctk)
+    if ctk and not r.apply_chat_template:
+        raise fail("needs run.apply_chat_template=true", field="run.chat_template_kwargs")
+    r.chat_template_kwargs = ctk or None
+    tb = raw.get("thinking_budget")
+    if tb is not None and (not _int(tb) or tb < 0):
+        raise _bad("thinking_budget", "a number of tokens (an integer >= 0)", tb)
+    r.thinking_budget = tb or None
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.compiler.built import BuildOptions, BuiltTask
+from lmeval.compiler.built import BuildOptions, BuiltTask, budgeted
 from lmeval.compiler.functions import FunctionRef, as_data
 from lmeval.compiler.task_tree import Selection
 from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
@@ -75,7 +75,7 @@ def task_config_data(bt: BuiltTask, run: BuildOptions) -> dict[str, Any]:
     if s.output_type == "generate_until":
         gk = dict(s.generation_kwargs or {})
         gk.update(run.gen_kwargs or {})
-        cfg["generation_kwargs"] = gk
+        cfg["generation_kwargs"] = budgeted(gk, run.thinking_budget)
     return cfg
 
 

@@ -15,10 +15,11 @@ from lmeval.plans.records import ModelInfo
 
 
 def load_model_info(
-    model_cfg: dict[str, Any] | None, apply_chat_template: bool
+    model_cfg: dict[str, Any] | None, apply_chat_template: bool, chat_kwargs: dict[str, Any] | None = None
 ) -> tuple[ModelTokenizer | None, ModelInfo, ChatFn | None]:
     """The tokenizer (None without a model), the header's ``ModelInfo`` and, with
-    ``run.apply_chat_template``, the chat template function."""
+    ``run.apply_chat_template``, the chat template function (given ``run.chat_template_kwargs``, e.g.
+    ``enable_thinking: false``, as the template's variables; the plan's config records them)."""
     tok, model = load_tokenizer(model_cfg, need_chat=apply_chat_template)
     if not apply_chat_template:
         return tok, model, None
@@ -27,7 +28,11 @@ def load_model_info(
             "run.apply_chat_template=true but the model's tokenizer has no chat template",
             field="run.apply_chat_template",
         )
-    return tok, dataclasses.replace(model, chat_template_hash=sha256_text(tok.chat_template)), tok.chat
+    info = dataclasses.replace(model, chat_template_hash=sha256_text(tok.chat_template))
+    if not chat_kwargs:
+        return tok, info, tok.chat
+    extra = dict(chat_kwargs)
+    return tok, info, lambda messages, add_generation_prompt: tok.chat(messages, add_generation_prompt, extra)
 
 
 def load_tokenizer(

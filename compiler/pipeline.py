@@ -95,7 +95,7 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     cfg = compose(overrides)
     portable, locations = split_locations(cfg)
     run = run_config(cfg.get("run") or {})
-    tok, model, chat = load_model_info(cfg.get("model"), run.apply_chat_template)
+    tok, model, chat = load_model_info(cfg.get("model"), run.apply_chat_template, run.chat_template_kwargs)
     sel = select_tasks(cfg, run)
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)

@@ -203,10 +203,13 @@ class ModelTokenizer:
         t = getattr(self.tok, "chat_template", None)
         return t if isinstance(t, str) and t else None
 
-    def chat(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
+    def chat(
+        self, messages: list[dict[str, str]], add_generation_prompt: bool, extra: dict[str, Any] | None = None
+    ) -> str:
+        """``extra``: ``run.chat_template_kwargs``, the template's own variables (``enable_thinking``)."""
         import jinja2
 
-        kwargs = {"tokenize": False, "add_generation_prompt": add_generation_prompt,
+        kwargs = {**(extra or {}), "tokenize": False, "add_generation_prompt": add_generation_prompt,
                   "continue_final_message": not add_generation_prompt}  # fmt: skip
         try:
             return self.tok.apply_chat_template(messages, **kwargs)  # type: ignore[no-any-return]

@@ -30,6 +30,7 @@ _KEY_CAUSES: dict[str, str] = {
     "fewshot_as_multiturn": "chat_template",
     "chat_template": "chat_template",
     "chat_template_hash": "chat_template",
+    "chat_template_kwargs": "chat_template",
     "generation_kwargs": "generation_kwargs",
     "repeats": "generation_kwargs",
     "metric_list": "scoring",
@@ -56,13 +57,16 @@ _KEY_CAUSES: dict[str, str] = {
 }
 # Whole paths with a cause of their own: the global generators' seeding changes what a task's own Python
 # functions draw (gpqa's process_docs shuffle), i.e. the processed documents (compiler/seeds.py).
-_PATH_CAUSES: dict[str, str] = {"run.seed": "doc", "run.seed_mode": "doc"}
+# ``run.reasoning`` (plans/reasoning.py) splits responses at score time: scoring only, at any depth.
+_PATH_CAUSES: dict[str, str] = {"run.seed": "doc", "run.seed_mode": "doc", "run.reasoning": "scoring"}
 _SEG = re.compile(r"[.\[\]]+")
 
 
 def cause_of_path(path: str) -> str:
     if path in _PATH_CAUSES:
         return _PATH_CAUSES[path]
+    if path.startswith("run.reasoning.") or path.startswith("run.reasoning["):
+        return "scoring"
     for seg in reversed([s for s in _SEG.split(path) if s]):
         if seg in _KEY_CAUSES:
             return _KEY_CAUSES[seg]

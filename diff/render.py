@@ -133,7 +133,9 @@ def render_text(r: DiffReport, max_changes: int = 40) -> str:
         ("plan", r.meta),
     ):
         for c in changes[:max_changes]:
-            out.append(f"  {title}: {change_line(c)}")
+            # run.reasoning splits responses when scoring (plans/reasoning.py): no request depends on it
+            note = f"  ({CAUSES['scoring']})" if title == "config" and _is_reasoning(c.path) else ""
+            out.append(f"  {title}: {change_line(c)}{note}")
         if len(changes) > max_changes:
             out.append(f"  {title}: … {len(changes) - max_changes} more (see --json)")
     changed = [t for t in r.tasks if t.status == "changed"]
@@ -185,3 +187,7 @@ def _example(cause: str, ex: dict[str, Any]) -> str:
         return f"doc {doc}: fields {', '.join(ex.get('fields', []))}"
     o, n = short_pair(ex.get("old"), ex.get("new"), 60)
     return f"doc {doc}: {o} → {n}"
+
+
+def _is_reasoning(path: str) -> bool:
+    return path == "run.reasoning" or path.startswith(("run.reasoning.", "run.reasoning["))

@@ -40,6 +40,9 @@ SAMPLE_COLUMNS: dict[str, str] = {
     "filtered": "String",
 }
 ITEMS = "items"  # samples.parquet: JSON of a document's non-numeric per-document metric values
+# optional columns (plans compiled with ``run.reasoning``, plans/reasoning.py): the first response's reasoning
+# part (null: none), its length in characters and its answer part; files without them are read as before
+REASONING_COLUMNS: dict[str, str] = {"reasoning": "String", "reasoning_chars": "Int64", "answer": "String"}
 
 
 @dataclass
@@ -369,8 +372,8 @@ def _read_samples(path: Path, results_dir: str | os.PathLike[str]) -> pl.DataFra
     version = meta.get(VERSION_KEY, str(SCORED_VERSION))  # written before the key existed: the same layout
     if version != str(SCORED_VERSION):
         raise PlanError(f"{path}: {SAMPLES_PARQUET} version {version[:20]!r}; this lmeval reads {SCORED_VERSION}")
-    for col, dtype in SAMPLE_COLUMNS.items():
-        if col in ("target", "filtered") and col not in frame.schema:
+    for col, dtype in {**SAMPLE_COLUMNS, **REASONING_COLUMNS}.items():
+        if col in ("target", "filtered", *REASONING_COLUMNS) and col not in frame.schema:
             continue  # optional for readers
         if frame.schema.get(col) != getattr(pl, dtype):
             raise PlanError(f"{path}: column {col!r} missing or not {dtype}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from lmeval.plans.reasoning import parse_reasoning, split_response
 from lmeval.report.html import mapping
 from lmeval.report.inputs import Run
 
@@ -114,18 +115,23 @@ def _answer_findings(run: Run, task: str) -> list[Finding]:
         if empty:
             out.append(Finding(run.index, task, "empty", len(empty), gen.height, _ids(empty)))
         if length:
-            out.append(
-                Finding(
-                    run.index,
-                    task,
-                    "max_gen_toks",
-                    len(length),
-                    gen.height,
-                    _ids(length),
-                    detail="finish_reason = length",
-                )
-            )
+            detail = "finish_reason = length" + _cut_parts(run, resp, fin)
+            out.append(Finding(run.index, task, "max_gen_toks", len(length), gen.height, _ids(length), detail=detail))
     return out
+
+
+def _cut_parts(run: Run, resp: list[str | None], fin: list[str | None]) -> str:
+    """With the plan's ``run.reasoning`` (plans/reasoning.py): how many cut responses ended while thinking."""
+    cfg = (run.plan.header.config.get("run") or {}) if run.plan is not None else {}
+    try:
+        fmt = parse_reasoning(cfg.get("reasoning") if isinstance(cfg, dict) else None)
+    except ValueError:
+        return ""
+    if fmt is None:
+        return ""
+    cut = [r for r, f in zip(resp, fin, strict=True) if f == "length" and r is not None]
+    thinking = sum(1 for r in cut if not split_response(r, fmt).closed)
+    return f"; {thinking} inside the reasoning block, {len(cut) - thinking} in the answer"
 
 
 def _truncated(run: Run, task: str, max_len: int, max_gen: int) -> list[Finding]:

@@ -159,6 +159,12 @@ def _scores(f: pl.DataFrame, pos: dict[int, int], target: list[Any]) -> dict[str
             for p, v in zip(doc_pos, ff["filtered"].to_list(), strict=True):
                 col[p] = v
             entry["filtered"][filt] = col
+        for c in ("reasoning", "reasoning_chars", "answer"):  # run.reasoning (plans/reasoning.py)
+            if c in ff.columns and ff[c].null_count() < ff.height and c not in entry:
+                part: list[Any] = [None] * n
+                for p, v in zip(doc_pos, ff[c].to_list(), strict=True):
+                    part[p] = v
+                entry[c] = part
         scores: dict[str, list[Any]] = {}
         for m in mcols:
             if ff[m].null_count() == ff.height:

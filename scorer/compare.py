@@ -51,6 +51,11 @@ class Flip:
     doc_id: int
     a: float
     b: float
+    # run.reasoning (plans/reasoning.py): each side's answer part and reasoning length, where it has them
+    a_answer: str | None = None
+    b_answer: str | None = None
+    a_reasoning_chars: int | None = None
+    b_reasoning_chars: int | None = None
 
 
 @dataclass
@@ -147,8 +152,19 @@ def _paired(md: MetricDelta, sa: pl.DataFrame, sb: pl.DataFrame, flips: list[Fli
         md.p = math.erfc(abs(md.z) / math.sqrt(2))
     binary = j.filter(~pl.col("a").is_in([0.0, 1.0]) | ~pl.col("b").is_in([0.0, 1.0])).height == 0
     if binary:
-        for doc_id, x, y in j.filter(pl.col("a") != pl.col("b")).select("doc_id", "a", "b").iter_rows():
-            flips.append(Flip(md.task, md.filter, md.metric, doc_id, x, y))
+        flipped = j.filter(pl.col("a") != pl.col("b")).select("doc_id", "a", "b")
+        parts = {"a": _reasoning_parts(sa, md), "b": _reasoning_parts(sb, md)}
+        for doc_id, x, y in flipped.iter_rows():
+            (aa, ac), (ba, bc) = (parts[k].get(doc_id, (None, None)) for k in ("a", "b"))
+            flips.append(Flip(md.task, md.filter, md.metric, doc_id, x, y, aa, ba, ac, bc))
+
+
+def _reasoning_parts(s: pl.DataFrame, md: MetricDelta) -> dict[int, tuple[str | None, int | None]]:
+    """doc_id -> (answer, reasoning chars) of a run scored with ``run.reasoning`` (empty without)."""
+    if "answer" not in s.columns or "reasoning_chars" not in s.columns:
+        return {}
+    f = s.filter((pl.col("task") == md.task) & (pl.col("filter") == md.filter))
+    return {d: (a, c) for d, a, c in f.select("doc_id", "answer", "reasoning_chars").iter_rows()}
 
 
 def print_comparison(c: Comparison, max_flips: int = 20) -> None:
@@ -198,3 +214,16 @@ def print_comparison(c: Comparison, max_flips: int = 20) -> None:
         console.print(
             f"flipped {task} {metric},{filt}: {len(fls)} docs ({up} now right, {down} now wrong): {ids}{more}"
         )
+        for x in [x for x in fls if x.a_answer is not None or x.b_answer is not None][:3]:
+            pad = " " * len(str(x.doc_id))
+            console.print(f"  doc {x.doc_id}: A {_split_line(x.a_answer, x.a_reasoning_chars)}", markup=False)
+            console.print(f"  {pad}    B {_split_line(x.b_answer, x.b_reasoning_chars)}", markup=False)
+
+
+def _split_line(answer: str | None, chars: int | None) -> str:
+    """One side of a flipped document of a reasoning model: its reasoning length and its answer, shortened."""
+    if answer is None:
+        return "(whole response scored: no run.reasoning)"
+    a = " ".join(answer.split())
+    a = a if len(a) <= 80 else a[:79] + "…"
+    return f"reasoning {'none' if chars is None else f'{chars} chars'}; answer {a!r}"

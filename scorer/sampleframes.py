@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.scored import ITEMS, empty_samples
+from lmeval.plans.scored import ITEMS, REASONING_COLUMNS, empty_samples
 from lmeval.scorer.planload import TaskDocs
 from lmeval.scorer.taskscore import MISSING, FilterScores, items_json
 
@@ -40,6 +40,8 @@ def _filter_frame(task: str, td: TaskDocs, fs: FilterScores) -> pl.DataFrame:
         "target": _targets(td, fs.doc_ids).alias("target"),
         "filtered": fs.filtered if fs.filtered is not None else pl.Series([None] * n, dtype=pl.String),
     }
+    if fs.reasoning is not None:  # run.reasoning: the first response's reasoning part and its length
+        cols.update({c: fs.reasoning[c] for c in REASONING_COLUMNS})
     items: dict[str, list[Any]] = {}
     for key, vals in fs.values.items():
         if isinstance(vals, pl.Series):

@@ -28,6 +28,7 @@ from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
 from lmeval.scorer.planload import PlanData, TaskDocs, load
 from lmeval.scorer.pyref import Trust
+from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
@@ -189,7 +190,10 @@ def _score_one(
     td = plan.tasks[ts.name]
     tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
     rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
-    fscores = score_task(ts, td, rows, tm, pipelines_of(ts.filter_list, ts.name), trust)
+    reasoning = plan_reasoning(plan.header.config)
+    fscores = score_task(ts, td, rows, tm, pipelines_of(ts.filter_list, ts.name), trust, reasoning)
+    note = cut_note(ts.name, rows, reasoning) if reasoning and ts.output_type == "generate_until" else None
+    warnings += [note] if note else []
     metrics, sample_len = _aggregate_task(ts.name, fscores, tm, iters, warnings)
     alias = ts.config.get("task_alias") or aliases.get(ts.name) or ts.name
     spec = _spec_breakdown(td, rows) if any(m.get("metric") == "jsonl_spec" for m in ts.metric_list) else None

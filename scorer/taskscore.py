@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from lmeval.plans.reasoning import Reasoning
 from lmeval.plans.records import OUTPUT_TYPES, DocRecord, TaskSummary, instance_id_for
 from lmeval.scorer import doc_metrics, vector_metrics
 from lmeval.scorer.errors import ScoreError
@@ -22,6 +23,7 @@ from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from lmeval.scorer.metrics import TaskMetrics
 from lmeval.scorer.planload import TaskDocs
 from lmeval.scorer.pyref import Trust
+from lmeval.scorer.reasoning import generation_responses
 
 _FAST_GEN = {"exact_match", "bleu", "chrf", "chrf++", "ter"}
 _FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "f1", "mcc"}
@@ -34,6 +36,7 @@ class FilterScores:
     doc_ids: pl.Series  # Int64, sorted
     values: dict[str, Any] = field(default_factory=dict)  # metric key -> pl.Series (Float64) or list
     filtered: pl.Series | None = None  # one String per document (the first instance's filtered response)
+    reasoning: pl.DataFrame | None = None  # run.reasoning: reasoning, reasoning_chars per document
 
 
 def items_json(x: Any) -> str:
@@ -66,9 +69,11 @@ def _as_series_or_list(col: list[Any]) -> Any:
 
 
 def score_task(
-    ts: TaskSummary, td: TaskDocs, rows: pl.DataFrame, tm: TaskMetrics, pipelines: list[Pipeline], trust: Trust | None
-) -> list[FilterScores]:
-    """``rows``: the task's result rows of complete documents only, sorted by doc_id, idx."""
+    ts: TaskSummary, td: TaskDocs, rows: pl.DataFrame, tm: TaskMetrics, pipelines: list[Pipeline],
+    trust: Trust | None, reasoning: Reasoning | None = None,
+) -> list[FilterScores]:  # fmt: skip
+    """``rows``: the task's result rows of complete documents only, sorted by doc_id, idx. ``reasoning``
+    (``run.reasoning``): a generation task's filters see each response's answer part only."""
     doc_ids = rows["doc_id"].unique().sort()
     docs = td.docs.join(pl.DataFrame({"doc_id": doc_ids}), on="doc_id", how="semi").sort("doc_id")
     first = td.first_target()
@@ -83,13 +88,13 @@ def score_task(
         return [recs[d].doc for d in rows["doc_id"].to_list()]
 
     gen_cache: dict[Any, Any] = {}
+    resps, split = generation_responses(rows, docs["doc_id"], reasoning) if ot == "generate_until" else (None, None)
     for pipe in pipelines:
-        if ot == "generate_until":
-            resps = rows["responses"]
-            if resps.null_count():
-                resps = rows.select(pl.coalesce(pl.col("responses"), pl.concat_list(pl.col("response")))).to_series()
+        if resps is not None:  # generate_until
             fo = apply_pipeline(pipe, resps, inst_docs, ts.name, trust)
-            out.append(_score_generate(ts, tm, td, docs, rows, fo, pipe.name, multiple_target, gen_cache))
+            fs = _score_generate(ts, tm, td, docs, rows, fo, pipe.name, multiple_target, gen_cache)
+            fs.reasoning = split
+            out.append(fs)
         elif ot in OUTPUT_TYPES:  # the log-likelihood ones
             simple = [s.get("function") for s in pipe.steps] == ["take_first"]
             if ot == "multiple_choice" and simple and tm.process_results is None and set(tm.names()) <= _FAST_MC:

@@ -234,9 +234,16 @@
       var filt = e.filtered[state.filter] ? e.filtered[state.filter][k] : null;
       var fin = e.finish ? e.finish[k] : null;
       var reps = e.repeats && e.repeats[k] ? e.repeats[k] : null;
+      var rsn = e.reasoning ? e.reasoning[k] : null;
+      var ans = e.answer ? e.answer[k] : null;
+      var split = (rsn !== null && rsn !== undefined) || (ans !== null && ans !== undefined && e.reasoning);
       out.push('<div class="resp"><span class="tag run' + (r % 8) + '">' + esc(runLabel(r)) + "</span> " +
         (fin ? '<span class="dim">finish: ' + esc(fin) + "</span>" : "") +
-        (resp === null || resp === undefined ? ' <span class="warn">no response</span>' : '<pre class="response">' + showText(resp) + "</pre>") +
+        (resp === null || resp === undefined ? ' <span class="warn">no response</span>' : split ?
+          '<details class="reasoning"><summary>reasoning (' + (rsn === null || rsn === undefined ? "none" : (e.reasoning_chars[k] + " chars")) + ')</summary><pre class="response">' + showText(rsn || "") + "</pre></details>" +
+          '<div>answer:</div><pre class="response answer">' + showText(ans || "") + "</pre>" +
+          "<details><summary>whole response</summary><pre class=\"response\">" + showText(resp) + "</pre></details>" :
+          '<pre class="response">' + showText(resp) + "</pre>") +
         (filt !== null && filt !== undefined ? '<div>filtered (' + esc(state.filter) + '): <code class="filtered">' + showInline(filt) + "</code></div>" : "") +
         (reps ? "<details><summary>" + reps.length + " samples</summary>" + reps.map(function (x) { return '<pre class="response">' + showText(x) + "</pre>"; }).join("") + "</details>" : "") +
         "</div>");

@@ -36,7 +36,7 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "eee_schemas"
 COLLECTION = "lmeval"
 UNIT_METRICS = {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1"}  # proportions
 BOUNDS: dict[str, tuple[float, float]] = {"mcc": (-1.0, 1.0)}
-SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items")
+SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 
 
 def _strings(d: dict[str, Any]) -> dict[str, str]:

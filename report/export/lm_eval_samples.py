@@ -39,7 +39,7 @@ BUILTIN_ORDER: dict[str, tuple[str, ...]] = {
     "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
 }  # fmt: skip
 INT_METRICS = {("multiple_choice", "exact_match"), ("loglikelihood", "acc")}
-SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items")
+SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 
 
 def _default(o: Any) -> Any:

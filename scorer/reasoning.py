@@ -1,0 +1,76 @@
+"""``run.reasoning`` at score time (the rule itself: ``plans.reasoning``): a generation task's responses
+split into reasoning and answer before its filters run, which see the answer only; samples.parquet gets
+each document's reasoning (its first Instance's first response, as ``filtered``) and its length in chars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from lmeval.plans.reasoning import Reasoning, Split, parse_reasoning, split_response
+from lmeval.scorer.errors import ScoreError
+
+
+def plan_reasoning(config: dict[str, Any]) -> Reasoning | None:
+    """The plan's ``run.reasoning`` (None when it has none: scoring is what it was before the setting)."""
+    run = config.get("run") if isinstance(config, dict) else None
+    try:
+        return parse_reasoning(run.get("reasoning") if isinstance(run, dict) else None)
+    except ValueError as e:
+        raise ScoreError(f"plan config: {e}") from None
+
+
+def answers(resps: pl.Series, fmt: Reasoning) -> pl.Series:
+    """Each Instance's responses (List(String)) with every response replaced by its answer part."""
+    out = [
+        None if lst is None else [None if t is None else split_response(t, fmt).answer for t in lst]
+        for lst in resps.to_list()
+    ]
+    return pl.Series(resps.name, out, dtype=pl.List(pl.String))
+
+
+def doc_reasoning(doc_ids: pl.Series, resps: pl.Series, docs: pl.Series, fmt: Reasoning) -> pl.DataFrame:
+    """``reasoning`` (String, null: none), ``reasoning_chars`` (Int64) and ``answer`` per document of ``docs``,
+    from ``doc_ids``/``resps`` (one row per Instance, sorted by doc_id then idx): the first response's."""
+    first: dict[int, Split | None] = {}
+    for d, lst in zip(doc_ids.to_list(), resps.to_list(), strict=True):
+        if d not in first:
+            text = lst[0] if lst else None
+            first[d] = None if text is None else split_response(text, fmt)
+    splits = [first.get(d) for d in docs.to_list()]
+    texts = [None if s is None else s.reasoning for s in splits]
+    return pl.DataFrame(
+        {
+            "reasoning": pl.Series(texts, dtype=pl.String),
+            "reasoning_chars": pl.Series([None if t is None else len(t) for t in texts], dtype=pl.Int64),
+            "answer": pl.Series([None if s is None else s.answer for s in splits], dtype=pl.String),
+        }
+    )
+
+
+def generation_responses(
+    rows: pl.DataFrame, docs: pl.Series, fmt: Reasoning | None
+) -> tuple[pl.Series, pl.DataFrame | None]:
+    """A generation task's responses as its filters see them (``response`` where ``responses`` is null) and,
+    with ``fmt``, their answer parts and each document's reasoning (``doc_reasoning``)."""
+    resps = rows["responses"]
+    if resps.null_count():
+        resps = rows.select(pl.coalesce(pl.col("responses"), pl.concat_list(pl.col("response")))).to_series()
+    if fmt is None:
+        return resps, None
+    return answers(resps, fmt), doc_reasoning(rows["doc_id"], resps, docs, fmt)
+
+
+def cut_note(task: str, rows: pl.DataFrame, fmt: Reasoning) -> str | None:
+    """A diagnostic when responses hit ``max_gen_toks`` (finish reason ``length``): how many were cut inside
+    the reasoning block and how many in the answer; None when none was cut."""
+    cut = rows.filter(pl.col("finish_reason") == "length")["response"].to_list()
+    if not cut:
+        return None
+    thinking = sum(1 for t in cut if t is not None and not split_response(t, fmt).closed)
+    return (
+        f"task {task}: {len(cut)} of {rows.height} responses hit max_gen_toks, {thinking} inside the reasoning "
+        f"block (run.reasoning.unclosed={fmt.unclosed}) and {len(cut) - thinking} in the answer; "
+        f"run.thinking_budget=N adds N tokens to every generation's max_gen_toks"
+    )
