@@ -43,7 +43,7 @@ def load_tokenizer(
     tok = ModelTokenizer(ref.dir, add_bos, ref.tokenizer_identity, need_chat=need_chat, prefix_token_id=prefix)
     engine = model_cfg.get("engine") or {}
     info = ModelInfo(
-        name=model_name(model_cfg.get("name"), model_cfg.get("path")),
+        name=model_name(model_cfg.get("name") or ref.name, model_cfg.get("path")),  # a GGUF: its own name
         path=ref.hub_id,  # never a machine path
         backend=str(model_cfg.get("backend", "vllm")),
         tokenizer=ref.tokenizer_identity,
@@ -58,9 +58,16 @@ def load_tokenizer(
 
 
 def resolve_model_for_compile(model_cfg: dict[str, Any]) -> ModelRef:
-    """``model.path`` (a directory, a Hub id through the Hugging Face cache, null for the tiny model) as a
-    ``ModelRef``; a compile error naming the setting when it cannot be found."""
+    """``model.path`` (a directory, a Hub id through the Hugging Face cache, a GGUF file, null for the tiny
+    model; ``model.gguf_file``, ``model.package``) as a ``ModelRef``; a compile error naming the setting when
+    it cannot be found. A GGUF file is converted as far as compiling needs: tokenizer and config."""
     try:
-        return resolve_model(model_cfg.get("path"), model_cfg.get("revision"), need="tokenizer")
+        return resolve_model(
+            model_cfg.get("path"),
+            model_cfg.get("revision"),
+            need="tokenizer",
+            gguf_file=model_cfg.get("gguf_file"),
+            package=model_cfg.get("package"),
+        )
     except ModelRefError as e:
         raise CompileError(str(e)) from None

@@ -21,7 +21,7 @@ from typing import Any
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans.errors import UserError
-from lmeval.plans.modelref import ModelRef, config_hash, model_name, resolve_model, tokenizer_hash
+from lmeval.plans.modelref import ModelRef, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from lmeval.plans.records import PlanHeader
 from lmeval.plans.tokenization import TokenRule
 
@@ -175,10 +175,18 @@ def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> Mode
     the built-in tiny model when it is null). A Hub model runs at the revision the plan was compiled
     against unless the user names another. ``None`` for an openai model whose path is not a local
     directory (a remote model known by name)."""
-    if spec.path is None and spec.name != "tiny" and spec.backend != "openai":
+    package, gguf_file = spec.raw.get("package"), spec.raw.get("gguf_file")
+    from_gguf = header is not None and (header.model.tokenizer or "").startswith("gguf-sha256:")
+    if spec.path is None and not package and spec.name != "tiny" and spec.backend != "openai":
+        where = "model.path=FILE.gguf (or model=NAME)" if from_gguf else "model.path=DIR"
         raise ExecuteError(
             f"model {spec.name}: the plan does not say where the model lives (plans hold no machine paths); "
-            f"pass model.path=DIR"
+            f"pass {where}"
+        )
+    if from_gguf and not gguf_file and spec.path and parse_hub_id(spec.path, spec.revision) is not None:
+        raise ExecuteError(
+            f"model.path={spec.path}: the plan was compiled from a GGUF file of this Hub repo; "
+            "pass model.gguf_file=NAME"
         )
     revision = spec.revision
     if revision is None and header is not None and header.model.revision and spec.path:
@@ -187,7 +195,7 @@ def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> Mode
     if spec.backend == "openai" and spec.path is not None and not Path(os.path.expanduser(spec.path)).is_dir():
         return None
     try:
-        return resolve_model(spec.path, revision)
+        return resolve_model(spec.path, revision, gguf_file=gguf_file, package=package)
     except UserError as e:
         raise ExecuteError(str(e)) from None
 

@@ -20,6 +20,8 @@ LOCATION_KEYS: tuple[str, ...] = (
     "run.data_dir",  # <data_dir>/<dataset>/<split>.jsonl
     "run.include_path",  # directories of lm-eval task YAMLs
     "model.path",  # the model directory (weights, tokenizer): identity is name + tokenizer hash
+    "model.gguf_file",  # a GGUF file in that directory or Hub repo: identity is its sha256 (model.tokenizer)
+    "model.package",  # the installed Python package that ships the model file (the smollm2 preset)
     "task.*.path",  # a JSONL task spec file (``kind: jsonl_spec``): its documents are in the plan
 )
 

@@ -4,6 +4,10 @@
 ``@revision`` (a branch, tag or commit sha; ``model.revision`` says the same). A Hub id resolves through
 ``huggingface_hub``'s cache (``HF_HOME``/``HF_HUB_CACHE``), offline when ``HF_HUB_OFFLINE=1``; the resolved
 revision is the snapshot's commit sha. ``null`` is the built-in tiny model (``lmeval.common.tinymodel``).
+A GGUF checkpoint is ``model.path=FILE.gguf``, or ``model.path=DIR`` / a Hub id with ``model.gguf_file=NAME``,
+or ``model.package=PKG`` with ``model.gguf_file=NAME`` (a file an installed Python package ships, as the
+``smollm2`` preset's): it is converted once into the lmeval cache (``lmeval.common.gguf``) and identified by
+its sha256 (``ModelRef.tokenizer_identity`` is ``gguf-sha256:<hex>``), never by where it lies.
 
 What a plan may record about a model is its identity, never where it lies on this machine:
 ``ModelRef.hub_id``, ``ModelRef.revision`` and ``ModelRef.tokenizer_identity``, and its content:
@@ -38,6 +42,8 @@ class ModelRef:
     hub_id: str | None = None  # "org/name" for a Hub model
     revision: str | None = None  # the snapshot's commit sha for a Hub model
     builtin: bool = False  # the built-in tiny model
+    gguf_sha256: str | None = None  # the GGUF file this folder was converted from
+    name: str | None = None  # a name from the model's content (a GGUF file's general.name), if it has one
 
     @property
     def tokenizer_identity(self) -> str:
@@ -47,6 +53,8 @@ class ModelRef:
             from lmeval.common.tinymodel import RECIPE
 
             return RECIPE
+        if self.gguf_sha256:
+            return f"gguf-sha256:{self.gguf_sha256}"
         if self.hub_id:
             return f"{self.hub_id}@{self.revision}" if self.revision else self.hub_id
         return self.dir.name
@@ -107,12 +115,25 @@ def parse_hub_id(path: str, revision: str | None = None) -> tuple[str, str | Non
 TOKENIZER_FILES = ["*.json", "*.model", "*.txt", "*.tiktoken"]
 
 
-def resolve_model(path: object, revision: object = None, setting: str = "model.path", need: str = "all") -> ModelRef:
-    """The model ``model.path`` (and ``model.revision``) names; a one-line ``ModelRefError`` when it
-    cannot be found. For a Hub id, ``need="tokenizer"`` (compile) fetches only the tokenizer and config
-    files, ``need="all"`` (execute) the whole snapshot. The cache is used as is when it has what is needed
-    or when ``HF_HUB_OFFLINE=1``; otherwise huggingface_hub fetches what is missing."""
+def resolve_model(
+    path: object,
+    revision: object = None,
+    setting: str = "model.path",
+    need: str = "all",
+    gguf_file: object = None,
+    package: object = None,
+) -> ModelRef:
+    """The model ``model.path`` (and ``model.revision``, ``model.gguf_file``, ``model.package``) names; a
+    one-line ``ModelRefError`` when it cannot be found. For a Hub id, ``need="tokenizer"`` (compile) fetches
+    only the tokenizer and config files, ``need="all"`` (execute) the whole snapshot. The cache is used as is
+    when it has what is needed or when ``HF_HUB_OFFLINE=1``; otherwise huggingface_hub fetches what is
+    missing. A GGUF file is converted (``need="tokenizer"``: its tokenizer and config only)."""
+    gguf_name = None if gguf_file in (None, "") else str(gguf_file)
+    if package not in (None, ""):
+        return _package_gguf(str(package), gguf_name, path, need)
     if path in (None, ""):
+        if gguf_name is not None:
+            raise ModelRefError(f"model.gguf_file={gguf_name}: needs model.path=DIR (or a Hub id) that holds it")
         from lmeval.common.tinymodel import ensure_tiny_model
 
         return ModelRef(dir=Path(ensure_tiny_model()), builtin=True)
@@ -121,24 +142,73 @@ def resolve_model(path: object, revision: object = None, setting: str = "model.p
     hub = parse_hub_id(text, rev)
     if hub is None:
         d = Path(os.path.expanduser(text))
+        if d.is_file() and gguf_name is None:
+            return _from_gguf(d, need)  # any file given as the model: a GGUF checkpoint, or one line why not
         if not d.is_dir():
             raise ModelRefError(
                 f"{setting}={text}: the model directory does not exist (nor is it a Hub id org/name[@revision])"
             )
+        if gguf_name is not None:
+            return _from_gguf(_inside(d, gguf_name, f"{setting}={text}"), need)
         return ModelRef(dir=d.resolve())
     repo, rev = hub
     if rev is not None and (".." in rev.split("/") or rev.startswith("/")):
         raise ModelRefError(f"{setting}={text}: not a revision name: {rev}")
+    if gguf_name is not None:
+        _inside(Path("."), gguf_name, f"{setting}={text}")  # a plain file name, checked before any download
+        snap = _snapshot(repo, rev, f"{setting}={text}", [gguf_name], want=gguf_name)
+        sha = snap.name if re.fullmatch(r"[0-9a-f]{40}", snap.name) else None
+        ref = _from_gguf(_inside(snap, gguf_name, f"{setting}={text}"), need)
+        return ModelRef(dir=ref.dir, hub_id=repo, revision=sha or rev, gguf_sha256=ref.gguf_sha256, name=ref.name)
     snap = _snapshot(repo, rev, f"{setting}={text}", TOKENIZER_FILES if need == "tokenizer" else None)
     sha = snap.name if re.fullmatch(r"[0-9a-f]{40}", snap.name) else None
     return ModelRef(dir=snap, hub_id=repo, revision=sha or rev)
+
+
+def _inside(d: Path, name: str, where: str) -> Path:
+    if name in (".", "..") or "/" in name or "\\" in name:
+        raise ModelRefError(f"model.gguf_file={name}: a file name inside {where}, not a path")
+    f = d / name
+    if d != Path(".") and not f.is_file():
+        raise ModelRefError(f"model.gguf_file={name}: no such file in {where}")
+    return f
+
+
+def _package_gguf(package: str, gguf_name: str | None, path: object, need: str) -> ModelRef:
+    from lmeval.common.gguf import GGUFError, package_dir
+
+    if path not in (None, ""):
+        raise ModelRefError(f"model.package={package} and model.path={path}: set one of them, not both")
+    if gguf_name is None:
+        raise ModelRefError(f"model.package={package}: needs model.gguf_file=NAME (the GGUF file it ships)")
+    try:
+        d = package_dir(package)
+    except GGUFError as e:
+        raise ModelRefError(str(e)) from None
+    return _from_gguf(_inside(d, gguf_name, f"model.package={package}"), need)
+
+
+def _from_gguf(gguf: Path, need: str) -> ModelRef:
+    """The converted folder of a GGUF file (``need="tokenizer"``: tokenizer and config only), named by content."""
+    from lmeval.common.errors import InputError
+    from lmeval.common.gguf import convert_gguf, file_sha256, inspect_gguf, model_name_of
+
+    try:
+        info = inspect_gguf(gguf)
+        sha = file_sha256(gguf)
+        d = convert_gguf(gguf, weights=need != "tokenizer", sha256=sha)
+    except InputError as e:
+        raise ModelRefError(str(e)) from None
+    return ModelRef(dir=d, gguf_sha256=sha, name=model_name_of(info, sha))
 
 
 def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _snapshot(repo: str, revision: str | None, where: str, patterns: list[str] | None) -> Path:
+def _snapshot(
+    repo: str, revision: str | None, where: str, patterns: list[str] | None, want: str = "tokenizer.json"
+) -> Path:
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import HFValidationError
@@ -149,7 +219,7 @@ def _snapshot(repo: str, revision: str | None, where: str, patterns: list[str] |
     if offline or patterns is not None:
         try:  # the cache first: no network for what is already here
             local = Path(snapshot_download(repo, revision=revision, local_files_only=True, cache_dir=cache))
-            if offline or (local / "tokenizer.json").is_file():
+            if offline or (local / want).is_file():
                 return local
         except HFValidationError as e:
             raise ModelRefError(f"{where}: not a valid Hub id ({_first_line(e)})") from None
