@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
+from machine_info import cpu_flags, cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from tests.e2e import compare as cmp  # noqa: E402
 from tests.e2e import lmeval_ref  # noqa: E402
@@ -45,7 +45,7 @@ NEAR_TIE = 1e-3
 def machine() -> str:
     cpu = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{platform.machine()}, {os.cpu_count()} CPUs ({cpu}), load average at start {load:.1f}"
+    return f"{platform.machine()}, {os.cpu_count()} CPUs ({cpu}; flags {cpu_flags()}), load average at start {load:.1f}"
 
 
 def lm_eval_version() -> str:

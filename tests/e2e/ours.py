@@ -19,6 +19,7 @@ class OurRun:
     plan: Path
     seconds: float
     command: list[str]
+    cpu_seconds: float = 0.0  # the child's CPU time: what it costs on idle cores, whatever the load
 
 
 def lmeval_run(
@@ -56,12 +57,19 @@ def run_cli(args: list[str], backend: str, out: Path, plan: Path, flags: tuple[s
            "--no-progress"]  # fmt: skip
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
     env.pop("LMEVAL_TRUST_CODE", None)
-    t = time.monotonic()
+    t, cpu = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - t
+    seconds, cpu = time.monotonic() - t, _children_cpu() - cpu
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     last = proc.stdout.strip().splitlines()[-1]
     if Path(last) != out:
         raise RuntimeError(f"lmeval run printed {last!r} last, expected the results dir {out}")
-    return OurRun(backend, out, plan, seconds, ["lmeval", "run", *args, *flags])
+    return OurRun(backend, out, plan, seconds, ["lmeval", "run", *args, *flags], cpu)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime

@@ -59,12 +59,21 @@ def reference(model: Path, tasks_dir: Path, runs: dict[str, dict[str, Any]], fre
     out = root / f"real-{cache_key(spec)}.json"
     if out.is_file() and not fresh:
         return {**json.loads(out.read_text()), "cached": True}
+    cpu0 = _children_cpu()
     with tempfile.TemporaryDirectory(prefix="lmeval-real-lm_eval-") as scratch:
-        text = run_child(__file__, spec, scratch).read_text()
+        data = json.loads(run_child(__file__, spec, scratch).read_text())
+    data["cpu_seconds"] = round(_children_cpu() - cpu0, 1)  # what it costs on idle cores, whatever the load
     tmp = out.with_suffix(".tmp")
-    tmp.write_text(text)
+    tmp.write_text(json.dumps(data))
     os.replace(tmp, out)
-    return {**json.loads(text), "cached": False}
+    return {**data, "cached": False}
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def child(spec_path: str, out_path: str) -> None:

