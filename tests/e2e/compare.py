@@ -198,6 +198,10 @@ def compare_task(task: str, results_dir: Path, plan: Path, ref_samples: list[dic
                     ref_s = [x / n for x, n in zip(ref_ll, lens, strict=True)]
                 po, pr = _argmax(ours_s), _argmax(ref_s)
                 rep.flips.append(Flip(task, doc_id, m, po, pr, ours_s[po] - ours_s[pr], ref_s[pr] - ref_s[po]))
+        elif resps and isinstance(resps[0][0], (int, float)):  # loglikelihood_rolling: [[ll]] (one request)
+            a, b = float(lls[(doc_id, 0)][0]), float(resps[0][0])
+            rep.max_abs_ll_diff = max(rep.max_abs_ll_diff, abs(a - b))
+            rep.max_rel_ll_diff = max(rep.max_rel_ll_diff, abs(a - b) / max(abs(b), 1e-12))
         else:  # generate_until: resps [[text]], filtered_resps [text]
             ref_gen = resps[0][0] if resps and resps[0] else None
             _, our_gen, finish = lls.get((doc_id, 0), (None, None, None))

@@ -19,6 +19,7 @@ class OurRun:
     plan: Path
     seconds: float
     command: list[str]
+    cpu_seconds: float = 0.0  # the child's CPU time: what it costs on idle cores, whatever the load
 
 
 def lmeval_run(
@@ -30,6 +31,7 @@ def lmeval_run(
     num_fewshot: int | None = None,
     max_gen_toks: int | None = None,
     batch_size: int = 8,
+    model_args: tuple[str, ...] = (),
 ) -> OurRun:
     """``lmeval run '+task=[...]' run.data_dir=... run.limit=N model.backend=B`` into ``work/<backend>``."""
     out, plan = work / f"results-{backend}", work / f"plan-{backend}.msgpack"
@@ -38,6 +40,7 @@ def lmeval_run(
         f"run.data_dir={data_dir}",
         f"run.limit={limit}",
         f"model.backend={backend}",
+        *model_args,
     ]
     if backend == "hf":
         args.append(f"model.batch_size={batch_size}")  # lm-eval's --batch_size 8
@@ -45,14 +48,28 @@ def lmeval_run(
         args.append(f"run.num_fewshot={num_fewshot}")
     if max_gen_toks is not None:
         args.append(f"run.gen_kwargs={{max_gen_toks:{max_gen_toks}}}")
-    cmd = [sys.executable, "-m", "lmeval", "run", *args, "--out", str(out), "--plan-out", str(plan), "--no-progress"]
+    return run_cli(args, backend, out, plan)
+
+
+def run_cli(args: list[str], backend: str, out: Path, plan: Path, flags: tuple[str, ...] = ()) -> OurRun:
+    """``lmeval run ARGS [FLAGS] --out OUT --plan-out PLAN --no-progress`` in a child process, offline."""
+    cmd = [sys.executable, "-m", "lmeval", "run", *args, *flags, "--out", str(out), "--plan-out", str(plan),
+           "--no-progress"]  # fmt: skip
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
-    t = time.monotonic()
+    env.pop("LMEVAL_TRUST_CODE", None)
+    t, cpu = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - t
+    seconds, cpu = time.monotonic() - t, _children_cpu() - cpu
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     last = proc.stdout.strip().splitlines()[-1]
     if Path(last) != out:
         raise RuntimeError(f"lmeval run printed {last!r} last, expected the results dir {out}")
-    return OurRun(backend, out, plan, seconds, ["lmeval", "run", *args])
+    return OurRun(backend, out, plan, seconds, ["lmeval", "run", *args, *flags], cpu)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
