@@ -52,13 +52,27 @@ def main() -> None:
         rows.append(("lmeval: index lm_eval/tasks, cold (no cache)", cold))
         warm_env = dict(env, LMEVAL_CACHE=str(Path(tmp) / "cold0"))
         steps = {
-            "lmeval: index from its cache (stat walk + JSON)": [py, "-c",
-                "from compiler.catalog import catalog; assert catalog()"],  # fmt: skip
+            "lmeval: index from its cache (stat walk + JSON)": [
+                py,
+                "-c",
+                "from compiler.catalog import catalog; assert catalog()",
+            ],  # fmt: skip
             "lmeval ls (all names), warm cache": [py, "-m", "lmeval", "ls"],
-            "lmeval compile run.tasks=[lm_eval:piqa] limit 10, warm cache": [py, "-m", "lmeval", "compile",
-                "run.tasks=[lm_eval:piqa]", f"run.data_dir={DATA}", "run.limit=10", f"run.out={tmp}/p.msgpack"],
-            "lm-eval 0.4.13: TaskManager() (its indexing)": [py, "-c",
-                "from lm_eval.tasks import TaskManager; TaskManager()"],  # fmt: skip
+            "lmeval compile run.tasks=[lm_eval:piqa] limit 10, warm cache": [
+                py,
+                "-m",
+                "lmeval",
+                "compile",
+                "run.tasks=[lm_eval:piqa]",
+                f"run.data_dir={DATA}",
+                "run.limit=10",
+                f"run.out={tmp}/p.msgpack",
+            ],
+            "lm-eval 0.4.13: TaskManager() (its indexing)": [
+                py,
+                "-c",
+                "from lm_eval.tasks import TaskManager; TaskManager()",
+            ],  # fmt: skip
         }
         for name, cmd in steps.items():
             rows.append((name, [_run(cmd, warm_env) for _ in range(a.repeats)]))

@@ -77,8 +77,9 @@ SCORING = RequestKind(
     phase="scoring",
     stat="scoring_ms",
     request_types=frozenset({"loglikelihood", "loglikelihood_rolling"}),
-    build=lambda inst, backend, spec, rule, where: score_job(inst, backend.tokenizer, rule, backend.max_length,
-                                                             where),  # fmt: skip
+    build=lambda inst, backend, spec, rule, where: score_job(
+        inst, backend.tokenizer, rule, backend.max_length, where
+    ),  # fmt: skip
     inputs=lambda job: job.windows,
     run=lambda backend, inputs: backend.score(inputs),
     result=lambda job, outs, backend: score_result(job, outs),
@@ -87,8 +88,9 @@ GENERATION = RequestKind(
     phase="generating",
     stat="generation_ms",
     request_types=frozenset({"generate_until"}),
-    build=lambda inst, backend, spec, rule, where: gen_job(inst, backend.tokenizer, rule, backend.max_length,
-                                                           spec.max_gen_toks, where),  # fmt: skip
+    build=lambda inst, backend, spec, rule, where: gen_job(
+        inst, backend.tokenizer, rule, backend.max_length, spec.max_gen_toks, where
+    ),  # fmt: skip
     inputs=lambda job: [job.input],
     run=lambda backend, inputs: backend.generate(inputs),
     result=lambda job, outs, backend: gen_result(job, outs[0], backend.tokenizer),

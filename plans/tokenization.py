@@ -54,8 +54,7 @@ class TokenRule:
         special = {None: "tokenizer default", True: "on", False: "off"}[self.add_bos_token]
         adds = f"adds {self.special_prefix}" if self.special_prefix else "adds nothing before the text"
         return (
-            f"add_special_tokens {special} ({adds}); prefix token {self.prefix_token_id} "
-            f"({self.prefix_token_source})"
+            f"add_special_tokens {special} ({adds}); prefix token {self.prefix_token_id} ({self.prefix_token_source})"
         )
 
 

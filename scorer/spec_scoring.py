@@ -232,9 +232,7 @@ def score_spec_rows(
     if programs:
         from lmeval.scorer.sandbox import check_many
 
-        results = check_many(
-            [p for _, p in programs], workers=workers, timeout=timeout, allow_network=allow_network
-        )
+        results = check_many([p for _, p in programs], workers=workers, timeout=timeout, allow_network=allow_network)
         for (i, _), res in zip(programs, results, strict=True):
             rows[i].update(value=float(res.passed), status=res.status, reason=res.reason)
     return rows
@@ -304,9 +302,7 @@ def aggregate_spec(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         by_cat.setdefault(str(row["category"]), {}).setdefault(str(row["metric_name"]), []).append(row)
     categories: dict[str, Any] = {}
     for cat in sorted(by_cat):
-        metrics = {
-            m: {"value": aggregate_metric(m, rs), "n": len(rs)} for m, rs in sorted(by_cat[cat].items())
-        }
+        metrics = {m: {"value": aggregate_metric(m, rs), "n": len(rs)} for m, rs in sorted(by_cat[cat].items())}
         n = sum(v["n"] for v in metrics.values())
         score = sum(v["value"] * v["n"] for v in metrics.values()) / n
         categories[cat] = {"score": score, "n": n, "metrics": metrics}

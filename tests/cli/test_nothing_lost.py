@@ -1,4 +1,4 @@
-""""Nothing already written is lost": a command that fails leaves every file it would have replaced exactly as
+""" "Nothing already written is lost": a command that fails leaves every file it would have replaced exactly as
 it was, and leaves no temporary files behind (compile onto an existing plan, a failing re-score over
 results.json, a refused merge into an existing directory). Execution runs on the deterministic fake backend."""
 

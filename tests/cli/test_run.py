@@ -134,6 +134,7 @@ def _snapshot(out: Path) -> dict[str, bytes]:
 
 def test_execute_on_a_finished_dir_recomputes_nothing(run: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     from lmeval import executor
+
     monkeypatch.setattr(executor.run, "_load_backend", _no_engine)
     parts, manifest = _snapshot(run["out"]), (run["out"] / "manifest.json").read_bytes()
     assert read_manifest(run["out"]).stats["executed"] == LIMIT
@@ -148,6 +149,7 @@ def test_execute_resumes_an_interrupted_run_without_recomputing(
 ) -> None:
     """A run killed after its last part was written but before the manifest said finished."""
     from lmeval import executor
+
     monkeypatch.setattr(executor.run, "_load_backend", _no_engine)
     out = tmp_path / "copy"
     shutil.copytree(run["out"], out)

@@ -103,9 +103,15 @@ def test_tiny_model_rule_adds_nothing() -> None:
 def test_chat_templated_prompts_get_one_bos(model_dir: Path) -> None:
     """The checkpoint's chat template emits ``<s>``: compiled chat prompts start with exactly one BOS."""
     from lmeval import compiler
+
     _, records = compiler.compile_plan(
-        ["+task=arith", "run.limit=3", f"model.path={model_dir}", "model.name=llama-style",
-         "run.apply_chat_template=true"]  # fmt: skip
+        [
+            "+task=arith",
+            "run.limit=3",
+            f"model.path={model_dir}",
+            "model.name=llama-style",
+            "run.apply_chat_template=true",
+        ]  # fmt: skip
     )
     insts = [r for r in records if getattr(r, "context_ids", None) is not None]
     assert insts
@@ -126,6 +132,7 @@ def test_bad_prefix_token_id_is_a_one_line_error(value: str) -> None:
 
 def test_prefix_token_override_is_recorded() -> None:
     from lmeval import compiler
+
     header, _ = compiler.compile_plan(["+task=arith", "run.limit=1", "model.prefix_token_id=1"])
     rule = header.model.token_rule
     assert rule is not None and (rule.prefix_token_id, rule.prefix_token_source) == (1, "override")

@@ -28,7 +28,7 @@ def test_arith_compiles_offline_through_cli(cli, tmp_path: Path, monkeypatch: py
     rc, out, err = cli("compile", "+task=arith")
     assert rc == 0, err
     path = Path(out.strip().splitlines()[-1])
-    assert path.parent == Path("plans") and path.name.startswith("arith-") and path.suffix == ".msgpack"
+    assert path.parent == Path("lmeval-plans") and path.name.startswith("arith-") and path.suffix == ".msgpack"
     plan = read_plan(path)
     assert plan.header.plan_hash.startswith(path.stem.split("-")[-1])
     t = plan.header.task("arith")

@@ -78,5 +78,3 @@ def test_request_hashes_follow_the_format_spec(data: Path) -> None:
             assert r.request_hash == _spec_request_hash(r)
         # the hash must see every field: two different requests never share one
         assert len({r.request_hash for r in insts}) == len({(r.context, r.continuation) for r in insts})
-
-

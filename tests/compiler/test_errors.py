@@ -30,7 +30,7 @@ def tasks_dir(tmp_path: Path) -> Path:
     (d / "base.yaml").write_text(BASE.format(data=good))
     variants = {
         "undef": 'doc_to_text: "{{nosuch}}"',
-        "missing_field": "doc_to_choice: nosuch_field\ndoc_to_target: \"{{t}}\"",
+        "missing_field": 'doc_to_choice: nosuch_field\ndoc_to_target: "{{t}}"',
         "syntax": 'doc_to_text: "{{q"',
         "badtype": "output_type: multiple_choise",
         "sampler": "fewshot_config: {sampler: balanced}",
@@ -112,7 +112,7 @@ def test_zero_token_continuation(tmp_path: Path, cli) -> None:
     data.write_text('{"q": "a", "t": ""}\n')
     (tmp_path / "z.yaml").write_text(
         f"task: z\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {data}}}}}\ntest_split: test\n"
-        "output_type: loglikelihood\ndoc_to_text: \"{{q}}\"\ndoc_to_target: \"{{t}}\"\n"
+        'output_type: loglikelihood\ndoc_to_text: "{{q}}"\ndoc_to_target: "{{t}}"\n'
     )
     rc, _, err = cli("compile", f"run.include_path={tmp_path}", "run.tasks=[z]", f"--out={tmp_path / 'p.msgpack'}")
     assert rc == 2 and "task z" in err and "doc 0" in err and "zero tokens" in err

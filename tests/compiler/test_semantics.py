@@ -61,8 +61,8 @@ def test_task_explicit_zero_shot_wins(tmp_path: Path, data: Path) -> None:
     # a plain lm-eval YAML with num_fewshot: 0
     (tmp_path / "z.yaml").write_text(
         "task: zs\ndataset_path: allenai/ai2_arc\ndataset_name: ARC-Easy\noutput_type: multiple_choice\n"
-        "training_split: train\ntest_split: test\nnum_fewshot: 0\ndoc_to_text: \"Q: {{question}}\\nA:\"\n"
-        "doc_to_target: \"{{choices.label.index(answerKey)}}\"\ndoc_to_choice: \"{{choices.text}}\"\n"
+        'training_split: train\ntest_split: test\nnum_fewshot: 0\ndoc_to_text: "Q: {{question}}\\nA:"\n'
+        'doc_to_target: "{{choices.label.index(answerKey)}}"\ndoc_to_choice: "{{choices.text}}"\n'
     )
     header, records = compiler.compile_plan([f"run.include_path={tmp_path}", "run.tasks=[zs]",
                                              f"run.data_dir={data}", "run.num_fewshot=5", "run.limit=2"])  # fmt: skip
@@ -101,7 +101,7 @@ def test_trailing_whitespace_moves_to_the_continuation(tmp_path: Path, tok) -> N
     data.write_text('{"q": "What is two plus two?", "t": "four"}\n')
     (tmp_path / "w.yaml").write_text(
         f"task: w\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {data}}}}}\ntest_split: test\n"
-        "output_type: loglikelihood\ndoc_to_text: \"Question: {{q}}\\nAnswer: \"\ndoc_to_target: \"{{t}}\"\n"
+        'output_type: loglikelihood\ndoc_to_text: "Question: {{q}}\\nAnswer: "\ndoc_to_target: "{{t}}"\n'
     )
     _, records = compiler.compile_plan([f"run.include_path={tmp_path}", "run.tasks=[w]"])
     inst = _insts(records)[0]

@@ -55,48 +55,88 @@ def task_configs(data_dir: Path) -> dict[str, dict[str, Any]]:
     return {
         # multiple choice (piqa's prompt)
         "bos_piqa": {
-            "dataset_path": "json", "dataset_name": None, "dataset_kwargs": files("piqa", "validation"),
-            "validation_split": "validation", "output_type": "multiple_choice",
-            "doc_to_text": "Question: {{goal}}\nAnswer:", "doc_to_target": "label",
+            "dataset_path": "json",
+            "dataset_name": None,
+            "dataset_kwargs": files("piqa", "validation"),
+            "validation_split": "validation",
+            "output_type": "multiple_choice",
+            "doc_to_text": "Question: {{goal}}\nAnswer:",
+            "doc_to_target": "label",
             "doc_to_choice": "{{[sol1, sol2]}}",
-            "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True},
-                            {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True}],
+            "metric_list": [
+                {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
+                {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
+            ],
         },  # fmt: skip
         # loglikelihood with a perplexity metric (lambada's shape: the last word given the rest)
         "bos_lastword": {
-            **arc, "output_type": "loglikelihood",
+            **arc,
+            "output_type": "loglikelihood",
             "doc_to_text": "{{question.split(' ')[:-1] | join(' ')}}",
-            "doc_to_target": "{{question.split(' ')[-1]}}", "metric_list": ll_metrics,
+            "doc_to_target": "{{question.split(' ')[-1]}}",
+            "metric_list": ll_metrics,
         },  # fmt: skip
         # loglikelihood of a whole text with an empty context: conditioned on the prefix token
         # (no perplexity: exp of a whole question's negative log-likelihood under a random model overflows)
-        "bos_uncond": {**arc, "output_type": "loglikelihood", "doc_to_text": "", "target_delimiter": "",
-                       "doc_to_target": "{{question}}", "metric_list": ll_metrics[1:]},  # fmt: skip
+        "bos_uncond": {
+            **arc,
+            "output_type": "loglikelihood",
+            "doc_to_text": "",
+            "target_delimiter": "",
+            "doc_to_target": "{{question}}",
+            "metric_list": ll_metrics[1:],
+        },  # fmt: skip
         # rolling log-likelihood: word/byte perplexity and bits per byte (the default process_results)
         "bos_rolling": dict(pages),
         # the same through a process_results function (wikitext's shape): needs --trust-code on our side
         "bos_rolling_pr": {
-            **pages, "process_results": "!function bos_utils.process_results",
-            "metric_list": [{"metric": "word_perplexity"}, {"metric": "byte_perplexity"},
-                            {"metric": "bits_per_byte"}],
+            **pages,
+            "process_results": "!function bos_utils.process_results",
+            "metric_list": [{"metric": "word_perplexity"}, {"metric": "byte_perplexity"}, {"metric": "bits_per_byte"}],
         },  # fmt: skip
         # generation with regex filters (gsm8k's prompt, filters and stop strings)
         "bos_gsm8k": {
-            "dataset_path": "json", "dataset_name": None, "dataset_kwargs": files("gsm8k", "train", "test"),
-            "training_split": "train", "fewshot_split": "train", "test_split": "test",
-            "output_type": "generate_until", "num_fewshot": 2,
-            "doc_to_text": "Question: {{question}}\nAnswer:", "doc_to_target": "{{answer}}",
-            "generation_kwargs": {"until": ["Question:", "</s>", "<|im_end|>"], "do_sample": False,
-                                  "temperature": 0.0, "max_gen_toks": 32},
-            "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True,
-                             "ignore_case": True, "ignore_punctuation": False,
-                             "regexes_to_ignore": [",", "\\$", "(?s).*#### ", "\\.$"]}],
+            "dataset_path": "json",
+            "dataset_name": None,
+            "dataset_kwargs": files("gsm8k", "train", "test"),
+            "training_split": "train",
+            "fewshot_split": "train",
+            "test_split": "test",
+            "output_type": "generate_until",
+            "num_fewshot": 2,
+            "doc_to_text": "Question: {{question}}\nAnswer:",
+            "doc_to_target": "{{answer}}",
+            "generation_kwargs": {
+                "until": ["Question:", "</s>", "<|im_end|>"],
+                "do_sample": False,
+                "temperature": 0.0,
+                "max_gen_toks": 32,
+            },
+            "metric_list": [
+                {
+                    "metric": "exact_match",
+                    "aggregation": "mean",
+                    "higher_is_better": True,
+                    "ignore_case": True,
+                    "ignore_punctuation": False,
+                    "regexes_to_ignore": [",", "\\$", "(?s).*#### ", "\\.$"],
+                }
+            ],
             "filter_list": [
-                {"name": "strict-match", "filter": [{"function": "regex", "regex_pattern": "#### (\\-?[0-9\\.\\,]+)"},
-                                                    {"function": "take_first"}]},
-                {"name": "flexible-extract", "filter": [{"function": "regex", "group_select": -1,
-                                                         "regex_pattern": "(-?[$0-9.,]{2,})|(-?[0-9]+)"},
-                                                        {"function": "take_first"}]},
+                {
+                    "name": "strict-match",
+                    "filter": [
+                        {"function": "regex", "regex_pattern": "#### (\\-?[0-9\\.\\,]+)"},
+                        {"function": "take_first"},
+                    ],
+                },
+                {
+                    "name": "flexible-extract",
+                    "filter": [
+                        {"function": "regex", "group_select": -1, "regex_pattern": "(-?[$0-9.,]{2,})|(-?[0-9]+)"},
+                        {"function": "take_first"},
+                    ],
+                },
             ],
         },  # fmt: skip
     }

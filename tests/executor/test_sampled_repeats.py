@@ -38,8 +38,9 @@ def _task_yaml(d: Path) -> None:
         "task": "sc_gsm8k",
         "dataset_path": "json",
         "dataset_name": None,
-        "dataset_kwargs": {"data_files": {"train": str(DATA / "gsm8k" / "train.jsonl"),
-                                          "test": str(DATA / "gsm8k" / "test.jsonl")}},  # fmt: skip
+        "dataset_kwargs": {
+            "data_files": {"train": str(DATA / "gsm8k" / "train.jsonl"), "test": str(DATA / "gsm8k" / "test.jsonl")}
+        },  # fmt: skip
         "output_type": "generate_until",
         "training_split": "train",
         "fewshot_split": "train",
@@ -54,8 +55,12 @@ def _task_yaml(d: Path) -> None:
             {"name": f"maj@{REPEATS}", "filter": [REGEX, {"function": "majority_vote"}, {"function": "take_first"}]},
             {
                 "name": "maj@4",
-                "filter": [{"function": "take_first_k", "k": 4}, REGEX, {"function": "majority_vote"},
-                           {"function": "take_first"}],  # fmt: skip
+                "filter": [
+                    {"function": "take_first_k", "k": 4},
+                    REGEX,
+                    {"function": "majority_vote"},
+                    {"function": "take_first"},
+                ],  # fmt: skip
             },
         ],
         "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],

@@ -243,10 +243,14 @@ _SPEC_BAD = {
     "int": (json.dumps(spec_line(task_id="t2", metadata={"n": 1 << 64})), "integer_out_of_range"),
     "negint": (json.dumps(spec_line(task_id="t2", metadata={"n": -(1 << 63) - 1})), "integer_out_of_range"),
     "surrogate": (json.dumps(spec_line(task_id="t2", prompt="a\ud800b")), "lone_surrogate"),
-    "deep990": (json.dumps(spec_line(task_id="t2"))[:-1] + ', "metadata": {"d": ' + nested(990) + "}}",
-                "nesting_too_deep"),  # fmt: skip
-    "deep100k": (json.dumps(spec_line(task_id="t2"))[:-1] + ', "metadata": {"d": ' + nested(100_000) + "}}",
-                 "nesting_too_deep"),  # fmt: skip
+    "deep990": (
+        json.dumps(spec_line(task_id="t2"))[:-1] + ', "metadata": {"d": ' + nested(990) + "}}",
+        "nesting_too_deep",
+    ),  # fmt: skip
+    "deep100k": (
+        json.dumps(spec_line(task_id="t2"))[:-1] + ', "metadata": {"d": ' + nested(100_000) + "}}",
+        "nesting_too_deep",
+    ),  # fmt: skip
     "long": (json.dumps(spec_line(task_id="t2", prompt="x" * (1 << 20))), "line_too_long"),
 }
 

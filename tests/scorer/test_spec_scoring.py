@@ -32,9 +32,7 @@ SENTENCE_BLEU = (1 / 12) ** 0.25
 CORPUS_BLEU = (44 / 120) ** 0.25
 
 
-def doc(
-    metric: str, rule: str, targets: list[str], category: str = "arithmetic", **extra: Any
-) -> dict[str, Any]:
+def doc(metric: str, rule: str, targets: list[str], category: str = "arithmetic", **extra: Any) -> dict[str, Any]:
     return {
         "task_id": f"t-{metric}-{rule}",
         "category": category,
@@ -192,18 +190,14 @@ def test_code_exec_on_mbpp_reference_solutions() -> None:
     expected.insert(3, (1.0, None))
     assert [(s["value"], s.get("status")) for s in scored] == expected
     broken = doc("code_exec", "extract_code_block", rows[0]["test_list"], category="code_exec")
-    assert score_spec_doc(broken, "```python\ndef remove_Occ(s, ch):\n    return s\n```") == {
-        "code_exec": 0.0
-    }
+    assert score_spec_doc(broken, "```python\ndef remove_Occ(s, ch):\n    return s\n```") == {"code_exec": 0.0}
 
 
 def test_unknown_metric_and_missing_fields() -> None:
     with pytest.raises(SpecScoringError, match="unknown metric_name"):
         score_spec_doc(doc("bleu", "none", ["x"]), "x")
     with pytest.raises(SpecScoringError, match="post_process"):
-        score_spec_doc(
-            {"task_id": "t", "category": "mcq", "targets": ["A"], "metric_name": "exact_match"}, "A"
-        )
+        score_spec_doc({"task_id": "t", "category": "mcq", "targets": ["A"], "metric_name": "exact_match"}, "A")
 
 
 # --- aggregation ------------------------------------------------------------------------------------------
@@ -216,9 +210,7 @@ def test_aggregate_per_category_and_overall() -> None:
         score_spec_row(doc("exact_match", "strip_whitespace", ["9"]), "9\n"),
         score_spec_row(doc("bleu_4", "none", [REF], category="summary"), REF),
         score_spec_row(doc("bleu_4", "none", [REF], category="summary"), HYP),
-        score_spec_row(
-            doc("rouge_l", "none", ["the cat sat on the mat"], category="summary"), "the cat on the mat"
-        ),
+        score_spec_row(doc("rouge_l", "none", ["the cat sat on the mat"], category="summary"), "the cat on the mat"),
     ]
     agg = aggregate_spec(rows)
     arith, summary = agg["categories"]["arithmetic"], agg["categories"]["summary"]
