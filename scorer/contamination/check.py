@@ -1,0 +1,111 @@
+"""Match a corpus against a plan's n-gram index: per document, which of its n-grams occur and where.
+
+The corpus is processed in batches of units (about ``BATCH_WORDS`` words): the batch's word hashes form one
+uint64 array, its n-gram hashes are computed at once (``ngrams.gram_hashes``), n-grams spanning two units are
+masked out, and membership is one ``searchsorted`` against the plan's sorted keys. Only hits touch Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lmeval.scorer.contamination.corpus import CorpusStats, Unit, corpus_files, units
+from lmeval.scorer.contamination.ngrams import WordHasher, gram_hashes, words
+from lmeval.scorer.contamination.plantext import PlanIndex
+
+BATCH_WORDS = 1 << 20
+MAX_LOCATIONS = 100  # locations kept per document (the count of matched n-grams is exact)
+
+
+@dataclass
+class Location:
+    doc: int  # document index into PlanIndex.docs
+    file: str
+    offset: int
+    row: int
+
+
+@dataclass
+class Matches:
+    """What the corpus matched: per document index, its matched n-gram hashes and first locations."""
+
+    grams: dict[int, set[int]] = field(default_factory=dict)
+    locations: dict[int, list[Location]] = field(default_factory=dict)
+    seen: set[tuple[int, str, int, int]] = field(default_factory=set)
+
+    def add(self, doc: int, gram: int, unit: Unit) -> None:
+        self.grams.setdefault(doc, set()).add(gram)
+        key = (doc, unit.file, unit.offset, unit.row)
+        locs = self.locations.setdefault(doc, [])
+        if key not in self.seen and len(locs) < MAX_LOCATIONS:
+            self.seen.add(key)
+            locs.append(Location(doc, unit.file, unit.offset, unit.row))
+
+    def merge(self, other: Matches) -> None:
+        for d, g in other.grams.items():
+            self.grams.setdefault(d, set()).update(g)
+        for d, locs in other.locations.items():
+            mine = self.locations.setdefault(d, [])
+            for loc in locs:
+                key = (d, loc.file, loc.offset, loc.row)
+                if key not in self.seen and len(mine) < MAX_LOCATIONS:
+                    self.seen.add(key)
+                    mine.append(loc)
+
+
+def _batches(stream: Iterable[Unit], hasher: WordHasher) -> Iterator[tuple[list[Unit], list[list[int]]]]:
+    batch: list[Unit] = []
+    hashes: list[list[int]] = []
+    size = 0
+    for u in stream:
+        h = hasher.hashes(words(u.text))
+        batch.append(u)
+        hashes.append(h)
+        size += len(h)
+        if size >= BATCH_WORDS:
+            yield batch, hashes
+            batch, hashes, size = [], [], 0
+    if batch:
+        yield batch, hashes
+
+
+def match_batch(index: PlanIndex, n: int, batch: list[Unit], hashes: list[list[int]], out: Matches) -> None:
+    lens = np.fromiter((len(h) for h in hashes), dtype=np.int64, count=len(hashes))
+    if int(lens.sum()) < n or index.keys.shape[0] == 0:
+        return
+    tokens = np.fromiter((x for h in hashes for x in h), dtype=np.uint64, count=int(lens.sum()))
+    uid = np.repeat(np.arange(len(batch), dtype=np.int64), lens)
+    grams = gram_hashes(tokens, n)
+    valid = uid[: grams.shape[0]] == uid[n - 1 :]
+    pos = np.searchsorted(index.keys, grams)
+    np.minimum(pos, index.keys.shape[0] - 1, out=pos)
+    hit = np.flatnonzero((index.keys[pos] == grams) & valid)
+    for i in hit.tolist():
+        g = int(grams[i])
+        unit = batch[int(uid[i])]
+        for doc in index.owners[g]:
+            out.add(doc, g, unit)
+
+
+def match_files(index: PlanIndex, n: int, files: list[str], text_field: str) -> tuple[Matches, CorpusStats]:
+    """Stream ``files`` (already listed) against ``index``."""
+    from pathlib import Path
+
+    stats = CorpusStats()
+    out = Matches()
+    hasher = WordHasher()
+
+    def stream() -> Iterator[Unit]:
+        for f in files:
+            yield from units(Path(f), text_field, stats)
+
+    for batch, hashes in _batches(stream(), hasher):
+        match_batch(index, n, batch, hashes, out)
+    return out, stats
+
+
+def match_corpus(index: PlanIndex, n: int, paths: list[str], text_field: str) -> tuple[Matches, CorpusStats]:
+    return match_files(index, n, [str(p) for p in corpus_files(paths)], text_field)
