@@ -1,8 +1,9 @@
 """Match a corpus against a plan's n-gram index: per document, which of its n-grams occur and where.
 
-The corpus is processed in batches of units (about ``BATCH_WORDS`` words): the batch's word hashes form one
-uint64 array, its n-gram hashes are computed at once (``ngrams.gram_hashes``), n-grams spanning two units are
-masked out, and membership is one ``searchsorted`` against the plan's sorted keys. Only hits touch Python.
+The corpus is processed in batches of units (about ``BATCH_WORDS`` words or ``BATCH_BYTES`` bytes): the
+batch's word hashes form one uint64 array, its n-gram hashes are computed at once (``ngrams.gram_hashes``),
+n-grams spanning two units are masked out, and membership is one ``searchsorted`` against the plan's sorted
+keys. Only hits touch Python.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmeval.scorer.contamination.corpus import CorpusStats, Unit, corpus_files, units
-from lmeval.scorer.contamination.ngrams import WordHasher, gram_hashes, words
+from lmeval.scorer.contamination.ngrams import WordHasher, gram_hashes, word_bytes
 from lmeval.scorer.contamination.plantext import PlanIndex
 
 BATCH_WORDS = 1 << 20
+BATCH_BYTES = 8 << 20
 MAX_LOCATIONS = 100  # locations kept per document (the count of matched n-grams is exact)
 
 
@@ -56,27 +58,33 @@ class Matches:
                     mine.append(loc)
 
 
-def _batches(stream: Iterable[Unit], hasher: WordHasher) -> Iterator[tuple[list[Unit], list[list[int]]]]:
+def _batches(stream: Iterable[Unit], hasher: WordHasher) -> Iterator[tuple[list[Unit], np.ndarray, np.ndarray]]:
+    """(units, word hashes of the batch, words per unit)."""
     batch: list[Unit] = []
-    hashes: list[list[int]] = []
-    size = 0
+    pieces: list[bytes] = []
+    counts: list[int] = []
+    size = nbytes = 0
     for u in stream:
-        h = hasher.hashes(words(u.text))
+        ws = word_bytes(u.text)
+        if not ws:
+            continue
         batch.append(u)
-        hashes.append(h)
-        size += len(h)
-        if size >= BATCH_WORDS:
-            yield batch, hashes
-            batch, hashes, size = [], [], 0
+        pieces.append(b" ".join(ws))
+        counts.append(len(ws))
+        size += len(ws)
+        nbytes += len(pieces[-1]) + 1
+        if size >= BATCH_WORDS or nbytes >= BATCH_BYTES:
+            yield batch, hasher.joined(b" ".join(pieces)), np.asarray(counts, dtype=np.int64)
+            batch, pieces, counts, size, nbytes = [], [], [], 0, 0
     if batch:
-        yield batch, hashes
+        yield batch, hasher.joined(b" ".join(pieces)), np.asarray(counts, dtype=np.int64)
 
 
-def match_batch(index: PlanIndex, n: int, batch: list[Unit], hashes: list[list[int]], out: Matches) -> None:
-    lens = np.fromiter((len(h) for h in hashes), dtype=np.int64, count=len(hashes))
-    if int(lens.sum()) < n or index.keys.shape[0] == 0:
+def match_batch(
+    index: PlanIndex, n: int, batch: list[Unit], tokens: np.ndarray, lens: np.ndarray, out: Matches
+) -> None:
+    if tokens.shape[0] < n or index.keys.shape[0] == 0:
         return
-    tokens = np.fromiter((x for h in hashes for x in h), dtype=np.uint64, count=int(lens.sum()))
     uid = np.repeat(np.arange(len(batch), dtype=np.int64), lens)
     grams = gram_hashes(tokens, n)
     valid = uid[: grams.shape[0]] == uid[n - 1 :]
@@ -102,8 +110,8 @@ def match_files(index: PlanIndex, n: int, files: list[str], text_field: str) -> 
         for f in files:
             yield from units(Path(f), text_field, stats)
 
-    for batch, hashes in _batches(stream(), hasher):
-        match_batch(index, n, batch, hashes, out)
+    for batch, tokens, lens in _batches(stream(), hasher):
+        match_batch(index, n, batch, tokens, lens, out)
     return out, stats
 
 

@@ -80,7 +80,12 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_normalisation_is_lm_evals() -> None:
-    assert words("Don't  STOP—me, now!\n(ok)") == ["dont", "stop—me", "now", "ok"]
+    from lm_eval.decontamination.janitor import Janitor
+
+    assert words("Don't  STOP—me, now!\n(ok) ÉTÉ") == ["dont", "stop—me", "now", "ok", "ÉtÉ"]
+    janitor = Janitor()
+    texts = [r["question"] + " " + " ".join(r["choices"]) for r in jsonl_rows("mmlu", "test", limit=2000)]
+    assert all(words(t) == janitor.normalize_string(t).split() for t in texts)
 
 
 def test_planted_documents_are_found_with_locations(setup: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
