@@ -2,8 +2,9 @@
 
 The corpus is processed in batches of units (about ``BATCH_WORDS`` words or ``BATCH_BYTES`` bytes): the
 batch's word hashes form one uint64 array, its n-gram hashes are computed at once (``ngrams.gram_hashes``),
-n-grams spanning two units are masked out, and membership is one ``searchsorted`` against the plan's sorted
-keys. Only hits touch Python.
+n-grams spanning two units are masked out, and membership is a lookup in a bit table
+(``PlanIndex.present``) and, for the few candidates, one ``searchsorted`` against the plan's sorted keys.
+Only hits touch Python.
 """
 
 from __future__ import annotations
@@ -87,10 +88,12 @@ def match_batch(
         return
     uid = np.repeat(np.arange(len(batch), dtype=np.int64), lens)
     grams = gram_hashes(tokens, n)
-    valid = uid[: grams.shape[0]] == uid[n - 1 :]
-    pos = np.searchsorted(index.keys, grams)
+    mask = np.uint64(index.present.shape[0] - 1)
+    cand = np.flatnonzero(index.present[(grams & mask).astype(np.int64)])
+    cand = cand[uid[cand] == uid[cand + n - 1]]  # n-grams within one unit
+    pos = np.searchsorted(index.keys, grams[cand])
     np.minimum(pos, index.keys.shape[0] - 1, out=pos)
-    hit = np.flatnonzero((index.keys[pos] == grams) & valid)
+    hit = cand[index.keys[pos] == grams[cand]]
     for i in hit.tolist():
         g = int(grams[i])
         unit = batch[int(uid[i])]

@@ -32,6 +32,8 @@ class PlanIndex:
     n_grams: list[int]  # distinct n-grams per document
     keys: np.ndarray
     owners: dict[int, list[int]] = field(default_factory=dict)
+    present: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=bool))
+    """A prefilter: ``present[h & (len - 1)]`` is True for every key ``h`` (few false positives)."""
 
 
 def question_of(context: str, config: dict[str, Any], num_fewshot: int) -> str:
@@ -100,4 +102,7 @@ def build_index(plan_path: str, n: int, fields: tuple[str, ...]) -> PlanIndex:
         for h in g.tolist():
             owners.setdefault(h, []).append(i)
     keys = np.array(sorted(owners), dtype=np.uint64)
-    return PlanIndex(header, docs, n_grams, keys, owners)
+    size = 1 << max(16, min(30, (max(1, keys.shape[0]) * 32).bit_length()))
+    present = np.zeros(size, dtype=bool)
+    present[(keys & np.uint64(size - 1)).astype(np.int64)] = True
+    return PlanIndex(header, docs, n_grams, keys, owners, present)
