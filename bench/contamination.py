@@ -69,9 +69,9 @@ def make_corpus(plan: str, path: Path, mb: int, planted: int) -> list[int]:
 def child(impl: str, plan: str, corpus: str, limit: int) -> None:
     times: list[float] = []
     if impl == "lmeval":
-        from lmeval.scorer.contamination.check import match_corpus
         from lmeval.scorer.contamination.plantext import build_index
         from lmeval.scorer.contamination.report import build_report
+        from lmeval.scorer.contamination.scan import match_corpus
 
         t0 = time.perf_counter()
         index = build_index(plan, 13, ("prompt",))

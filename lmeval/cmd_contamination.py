@@ -28,6 +28,8 @@ def register(subparsers: Any) -> None:
         default=0.0,
         help="a document is contaminated when at least this fraction of its n-grams occur (default: any one)",
     )
+    p.add_argument("--workers", type=int, default=0, help="corpus shards matched in parallel on Ray (one machine)")
+    p.add_argument("--ray", default=None, metavar="ADDR", help="an existing Ray cluster (host:port) for the shards")
     p.set_defaults(func=run)
 
 
@@ -42,8 +44,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--ngram: must be at least 1, got {args.ngram}")
     if not 0.0 <= args.min_fraction <= 1.0:
         raise UserError(f"--min-fraction: must be within [0, 1], got {args.min_fraction}")
+    if args.workers < 0:
+        raise UserError(f"--workers: must be at least 0, got {args.workers}")
     report = check(
-        args.plan, args.corpus, n=args.ngram, fields=fields, text_field=args.text_field, min_fraction=args.min_fraction
+        args.plan,
+        args.corpus,
+        n=args.ngram,
+        fields=fields,
+        text_field=args.text_field,
+        min_fraction=args.min_fraction,
+        workers=args.workers,
+        address=args.ray,
     )
     out = write_report(report, args.out)
     c = report.summary["corpus"]

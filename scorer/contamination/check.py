@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lmeval.scorer.contamination.corpus import CorpusStats, Unit, corpus_files, units
+from lmeval.scorer.contamination.corpus import CorpusStats, Unit, units
 from lmeval.scorer.contamination.ngrams import WordHasher, gram_hashes, word_bytes
 from lmeval.scorer.contamination.plantext import PlanIndex
 
@@ -118,5 +118,11 @@ def match_files(index: PlanIndex, n: int, files: list[str], text_field: str) -> 
     return out, stats
 
 
-def match_corpus(index: PlanIndex, n: int, paths: list[str], text_field: str) -> tuple[Matches, CorpusStats]:
-    return match_files(index, n, [str(p) for p in corpus_files(paths)], text_field)
+def in_corpus_order(matches: Matches, files: list[str]) -> Matches:
+    """``matches`` with each document's locations sorted by (file's place in ``files``, offset, row) and cut to
+    ``MAX_LOCATIONS``: the same whichever process found them."""
+    rank = {f: i for i, f in enumerate(files)}
+    for locs in matches.locations.values():
+        locs.sort(key=lambda x: (rank.get(x.file, len(rank)), x.offset, x.row))
+        del locs[MAX_LOCATIONS:]
+    return matches

@@ -189,3 +189,13 @@ def test_exclude_refuses_a_report_of_another_plan(setup: dict[str, Any], capsys:
     assert main(["score", str(setup["results"]), "--exclude", str(other), "--quiet", "--bootstrap-iters", "10"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "report of plan abababababab" in err
+
+
+def test_workers_on_ray_give_the_same_report(setup: dict[str, Any]) -> None:
+    one, two = setup["base"] / "report-one", setup["base"] / "report-two"
+    common = ["contamination", str(setup["plan"]), "--corpus", str(setup["corpus"]), "--text-field", "content"]
+    assert main([*common, "-o", str(one)]) == 0
+    assert main([*common, "--workers", "2", "-o", str(two)]) == 0
+    assert json.loads((one / "summary.json").read_text()) == json.loads((two / "summary.json").read_text())
+    for name in ("documents.parquet", "locations.parquet"):
+        assert pl.read_parquet(one / name).equals(pl.read_parquet(two / name)), name
