@@ -199,3 +199,22 @@ def test_workers_on_ray_give_the_same_report(setup: dict[str, Any]) -> None:
     assert json.loads((one / "summary.json").read_text()) == json.loads((two / "summary.json").read_text())
     for name in ("documents.parquet", "locations.parquet"):
         assert pl.read_parquet(one / name).equals(pl.read_parquet(two / name)), name
+
+
+def test_hostile_parquet_files_are_skipped_with_their_reason(
+    setup: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "garbage.parquet").write_bytes(b"PAR1 not really" * 100)
+    pl.DataFrame({"body": [setup["arc_q"][3]]}).write_parquet(tmp_path / "other_column.parquet")
+    pl.DataFrame({"content": [None, "x", setup["arc_q"][7]]}).write_parquet(tmp_path / "nulls.parquet")
+    out = tmp_path / "report"
+    argv = ["contamination", str(setup["plan"]), "--corpus", str(tmp_path), "--text-field", "content", "-o", str(out)]
+    assert main(argv) == 0
+    c = json.loads((out / "summary.json").read_text())
+    assert c["tasks"]["arc_challenge"]["contaminated_ids"] == [7]
+    assert c["corpus"]["skipped_files"] == {
+        str(tmp_path / "garbage.parquet"): "not a readable Parquet file (ArrowInvalid)",
+        str(tmp_path / "other_column.parquet"): "no column 'content'",
+    }
+    assert c["corpus"]["skipped_units"] == {"no string field 'content'": 1}
+    assert "Traceback" not in capsys.readouterr().err
