@@ -180,6 +180,8 @@ def _score(
         for ts in header.tasks
     }
     run = _scored_run(plan, scored, manifest, iters, aliases)
+    if drop:  # --exclude: which documents the score leaves out (results.json's run.excluded)
+        run.run["excluded"] = {t: sorted(ids) for t, ids in drop.items() if ids}
     samples = samples_table([f for t in scored.values() for f in t.frames])
     write_scored(results_dir, run, samples)
     missing = {t: p.missing_instances for t, p in run.partial.items()}

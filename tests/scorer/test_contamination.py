@@ -161,8 +161,9 @@ def test_clean_subset_score_equals_a_plan_without_those_docs(setup: dict[str, An
     for name in TASKS:
         assert clean.results[name] == ref.results[name], name
         assert clean.n_samples[name]["effective"] == 40 - len(drop[name])
+    assert clean.run["excluded"] == {"arc_challenge": [3, 7, 16, 21, 35], "gsm8k": [5]}
     full = score_run(str(setup["results"]), console=False, bootstrap_iters=100).run
-    assert full.n_samples["arc_challenge"]["effective"] == 40
+    assert full.n_samples["arc_challenge"]["effective"] == 40 and "excluded" not in full.run
 
 
 @pytest.mark.parametrize(
