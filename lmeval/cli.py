@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_report",
     "lmeval.cmd_export",
     "lmeval.cmd_ls",
+    "lmeval.cmd_contamination",
 )
 
 

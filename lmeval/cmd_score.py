@@ -31,6 +31,12 @@ def register(subparsers: Any) -> None:
         "run.include_path=DIR the plan was compiled with, or the task's own folder). The plan records the "
         "code by content, not location: the folder whose files match the recorded sha256 is used",
     )
+    p.add_argument(
+        "--exclude",
+        default=None,
+        metavar="REPORT_DIR",
+        help="a report of `lmeval contamination` on this plan: score without its contaminated documents",
+    )
     p.add_argument("--allow-partial", action="store_true", help="exit 0 when instances are missing")
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="bootstrap resamples (lm-eval's default)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
@@ -57,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         trust_code=trust,
         include_path=args.include_path,
         bootstrap_iters=args.bootstrap_iters,
+        exclude=args.exclude,
     )
     print(out.path)
     if out.partial and not args.allow_partial:

@@ -89,9 +89,11 @@ def score_run(
     trust_code: bool | None = None,
     include_path: str | Path | Sequence[str | Path] | None = None,
     bootstrap_iters: int = agg.BOOTSTRAP_ITERS,
+    exclude: str | Path | None = None,
 ) -> ScoreOutcome:
     """``include_path``: folders holding the task folders of user scoring code (``--include-path``); the
-    plan records that code by content only (``plans.funcref``)."""
+    plan records that code by content only (``plans.funcref``). ``exclude``: a contamination report folder
+    (``lmeval contamination``); its contaminated documents are left out of the score (``run.excluded``)."""
     # only the caller's explicit --trust-code grants trust (never the environment)
     trust = Trust.of(include_path) if trust_code else None
     with reraised_as(ScoreError):
@@ -106,7 +108,12 @@ def score_run(
         )
     rows = read_rows(results_dir)
     _check_rows(rows, plan)
-    outcome = _score(results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters)
+    drop: dict[str, list[int]] = {}
+    if exclude is not None:
+        from lmeval.scorer.contamination.report import excluded
+
+        drop = excluded(exclude, plan.header.plan_hash)
+    outcome = _score(results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters, drop)
     if console:
         from lmeval.scorer.table import print_tables
 
@@ -151,17 +158,31 @@ def _score(
     manifest: dict[str, Any],
     trust: Trust | None,
     iters: int,
+    drop: dict[str, list[int]] | None = None,
 ) -> ScoreOutcome:
+    """``drop``: task -> doc ids left out of the score (``--exclude``)."""
     _refuse_unknown_tasks(results_dir, plan, results)
     header = plan.header
     aliases: dict[str, str] = dict(header.extra.get("aliases") or {})  # compiler: task and group aliases
     empty = pl.DataFrame(schema={k: v for k, v in polars_schema().items() if k in ROW_COLUMNS})
     warnings: list[str] = []
     scored = {
-        ts.name: _score_one(results_dir, plan, ts, results.get(ts.name, empty), trust, iters, aliases, warnings)
+        ts.name: _score_one(
+            results_dir,
+            plan,
+            ts,
+            results.get(ts.name, empty),
+            trust,
+            iters,
+            aliases,
+            warnings,
+            (drop or {}).get(ts.name),
+        )
         for ts in header.tasks
     }
     run = _scored_run(plan, scored, manifest, iters, aliases)
+    if drop:  # --exclude: which documents the score leaves out (results.json's run.excluded)
+        run.run["excluded"] = {t: sorted(ids) for t, ids in drop.items() if ids}
     samples = samples_table([f for t in scored.values() for f in t.frames])
     write_scored(results_dir, run, samples)
     missing = {t: p.missing_instances for t, p in run.partial.items()}
@@ -186,10 +207,13 @@ def _score_one(
     iters: int,
     aliases: dict[str, str],
     warnings: list[str],
+    drop: list[int] | None = None,
 ) -> _TaskScored:
     td = plan.tasks[ts.name]
     tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
     rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
+    if drop:
+        rows = rows.filter(~pl.col("doc_id").is_in(drop))
     reasoning = plan_reasoning(plan.header.config)
     fscores = score_task(ts, td, rows, tm, pipelines_of(ts.filter_list, ts.name), trust, reasoning)
     note = cut_note(ts.name, rows, reasoning) if reasoning and ts.output_type == "generate_until" else None

@@ -1,0 +1,23 @@
+"""Contamination check of a plan against a corpus (``lmeval contamination``): which documents' n-grams
+occur in a corpus (GPT-3 / lm-eval normalisation, word 13-grams), with their locations; ``excluded`` gives
+``lmeval score --exclude`` the contaminated documents to leave out."""
+
+from __future__ import annotations
+
+from lmeval.scorer.contamination.ngrams import NGRAM, words
+from lmeval.scorer.contamination.plantext import FIELDS, build_index
+from lmeval.scorer.contamination.report import Report, build_report, excluded, write_report
+from lmeval.scorer.contamination.scan import match_corpus
+
+__all__ = ["FIELDS", "NGRAM", "Report", "check", "excluded", "words", "write_report"]
+
+
+def check(
+    plan: str, corpus: list[str], *, n: int = NGRAM, fields: tuple[str, ...] = FIELDS, text_field: str = "text",
+    min_fraction: float = 0.0, workers: int = 0, address: str | None = None,
+) -> Report:  # fmt: skip
+    """The contamination report of ``plan`` against the ``corpus`` files and folders (on Ray with ``workers``
+    shards or at ``address``: the same report)."""
+    index = build_index(plan, n, fields)
+    matches, stats = match_corpus(index, n, corpus, text_field, workers, address)
+    return build_report(index, matches, stats, n, fields, min_fraction)

@@ -1,0 +1,177 @@
+"""The corpus side: text files, JSONL files (one named text field) and Parquet files, streamed as units.
+
+A unit is a line of a text file (a line longer than ``MAX_UNIT`` bytes is read in pieces cut at whitespace,
+each overlapping the one before by ``OVERLAP`` bytes, so an n-gram of up to 64 KiB across a cut is found),
+a JSONL record or a Parquet row; n-grams never span two units. Each unit carries its location: the file and
+the byte offset of the unit (text, JSONL) or its row number (JSONL line number, Parquet row). Memory stays
+bounded: one unit (at most ``MAX_UNIT`` bytes) or one Parquet batch at a time.
+
+Hostile input is counted, never a crash: a file whose first 8 KiB hold a NUL byte is skipped as binary; a unit
+that is not UTF-8, a JSONL line that is not JSON or lacks the text field, or a JSONL line longer than
+``MAX_UNIT`` is skipped; a Parquet file that cannot be read, or lacks the column, is skipped with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lmeval.scorer.errors import ScoreError
+
+MAX_UNIT = 8 << 20
+OVERLAP = 64 << 10  # bytes the pieces of a long line overlap (an n-gram across a cut is found)
+_WS = b" \t\n\r\x0b\x0c"
+
+
+@dataclass
+class Unit:
+    file: str
+    offset: int  # byte offset in the file (-1 for Parquet)
+    row: int  # line number (text, JSONL) or row number (Parquet), 0-based
+    text: str
+
+
+@dataclass
+class CorpusStats:
+    files: int = 0
+    bytes: int = 0
+    units: int = 0
+    skipped_files: dict[str, str] = field(default_factory=dict)  # file -> why
+    skipped_units: dict[str, int] = field(default_factory=dict)  # why -> count
+
+    def skip(self, why: str) -> None:
+        self.skipped_units[why] = self.skipped_units.get(why, 0) + 1
+
+
+def corpus_files(paths: list[str]) -> list[Path]:
+    """The files named, folders walked in sorted order; a missing path is a one-line error."""
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out += sorted(q for q in path.rglob("*") if q.is_file())
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise ScoreError(f"{p}: no such corpus file or folder")
+    return out
+
+
+def kind_of(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "text"
+
+
+def units(path: Path, text_field: str, stats: CorpusStats) -> Iterator[Unit]:
+    stats.files += 1
+    kind = kind_of(path)
+    if kind == "parquet":
+        yield from _parquet(path, text_field, stats)
+        return
+    try:
+        with open(path, "rb") as f:
+            if b"\x00" in f.read(8192):
+                stats.skipped_files[str(path)] = "binary (a NUL byte in its first 8 KiB)"
+                return
+            f.seek(0)
+            stats.bytes += os.fstat(f.fileno()).st_size
+            yield from (_jsonl(f, str(path), text_field, stats) if kind == "jsonl" else _text(f, str(path), stats))
+    except OSError as e:
+        stats.skipped_files[str(path)] = f"unreadable ({e.strerror or e})"
+
+
+def _pieces(f: object, file: str) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(offset, line number, bytes, whole line) for each line, long lines in pieces cut at whitespace."""
+    pos = line = 0
+    carry = b""
+    start = 0
+    whole = True
+    while True:
+        chunk = f.readline(MAX_UNIT)  # type: ignore[attr-defined]
+        if not chunk:
+            if carry:
+                yield start, line, carry, whole
+            return
+        data = carry + chunk
+        if data.endswith(b"\n"):
+            yield start, line, data, whole
+            pos += len(chunk)
+            start, carry, line, whole = pos, b"", line + 1, True
+            continue
+        pos += len(chunk)
+        if len(data) < MAX_UNIT:  # the last line, without a newline
+            carry = data
+            continue
+        cut = max(data.rfind(c, 0, len(data)) for c in _WS)
+        if cut <= 0:
+            cut = len(data)
+        yield start, line, data[:cut], False
+        whole = False
+        back = max(data.rfind(c, 0, max(cut - OVERLAP, 1)) for c in _WS)  # the next piece overlaps this one
+        if back <= 0:
+            back = cut
+        start += back
+        carry = data[back:]
+
+
+def _text(f: object, file: str, stats: CorpusStats) -> Iterator[Unit]:
+    for offset, line, raw, _ in _pieces(f, file):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            stats.skip("invalid UTF-8")
+            continue
+        stats.units += 1
+        yield Unit(file, offset, line, text)
+
+
+def _jsonl(f: object, file: str, text_field: str, stats: CorpusStats) -> Iterator[Unit]:
+    long_line = -1
+    for offset, line, raw, whole in _pieces(f, file):
+        if not whole:
+            if line != long_line:
+                stats.skip(f"JSONL line over {MAX_UNIT} bytes")
+                long_line = line
+            continue
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (UnicodeDecodeError, ValueError):
+            stats.skip("not JSON or not UTF-8")
+            continue
+        text = obj.get(text_field) if isinstance(obj, dict) else None
+        if not isinstance(text, str):
+            stats.skip(f"no string field {text_field!r}")
+            continue
+        stats.units += 1
+        yield Unit(file, offset, line, text)
+
+
+def _parquet(path: Path, text_field: str, stats: CorpusStats) -> Iterator[Unit]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        stats.bytes += path.stat().st_size
+        if text_field not in pf.schema_arrow.names:
+            stats.skipped_files[str(path)] = f"no column {text_field!r}"
+            return
+        row = 0
+        for batch in pf.iter_batches(batch_size=4096, columns=[text_field]):
+            for text in batch.column(0).to_pylist():
+                if isinstance(text, str):
+                    stats.units += 1
+                    yield Unit(str(path), -1, row, text)
+                else:
+                    stats.skip(f"no string field {text_field!r}")
+                row += 1
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        stats.skipped_files[str(path)] = f"not a readable Parquet file ({type(e).__name__})"
