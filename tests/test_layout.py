@@ -144,11 +144,6 @@ def test_long_modules_say_why() -> None:
 
 
 LONG_FUNCTION = 80  # lines; a longer function says why on its def line: "# long: <reason>"
-# modules other branches were reshaping when this rule came (#27): their long functions are split after merging
-LONG_FUNCTION_PENDING = {
-    "compiler/pipeline.py", "compiler/task_records.py", "compiler/render.py", "compiler/seeds.py",
-    "executor/store.py", "executor/run.py", "plans/io.py", "plans/storage.py", "plans/results.py",
-}  # fmt: skip
 
 
 def _long_functions(path: Path) -> list[str]:
@@ -166,10 +161,7 @@ def _long_functions(path: Path) -> list[str]:
 def test_long_functions_say_why() -> None:
     long = []
     for path in [p for pkg in [*LAYERS, "lmeval"] for p in _py_files(pkg)]:
-        rel = path.relative_to(ROOT).as_posix()
         if path.parent.parent.name == "lmeval" and (ROOT / "lmeval" / path.parent.name).is_symlink():
-            continue
-        if rel in LONG_FUNCTION_PENDING or rel.startswith("executor/backends/") or rel.startswith("scorer/sandbox/"):
             continue
         long += _long_functions(path)
     assert long == [], long
