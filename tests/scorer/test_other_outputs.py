@@ -18,6 +18,7 @@ from lmeval.plans.io import write_plan
 from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
+from tests.support import instance_record
 
 
 @pytest.fixture(autouse=True)
@@ -35,9 +36,14 @@ def _write(tmp: Path, ts: TaskSummary, docs: list[DocRecord], rows: list[dict[st
         records.append(d)
         for r in by_doc[d.doc_id]:
             iid = instance_id_for(ts.name, d.doc_id, r["idx"])
-            records.append(InstanceRecord(iid, ts.name, d.doc_id, r["idx"], rtype, "ctx", continuation="c"))
+            # a request valid for its type (plans/validate.py), its hash as the plan's
+            cont = "c" if rtype == "loglikelihood" else None
+            gen = {"until": ["\n\n"]} if rtype == "generate_until" else None
+            rec = instance_record(ts.name, d.doc_id, r["idx"], rtype, "ctx", cont, gen)
+            assert rec.instance_id == iid
+            records.append(rec)
             row: dict[str, Any] = {c: None for c in polars_schema()}
-            row.update(instance_id=iid, task=ts.name, request_type=rtype, request_hash="")
+            row.update(instance_id=iid, task=ts.name, request_type=rtype, request_hash=rec.request_hash)
             row.update(r)
             out_rows.append(row)
     sealed = write_plan(tmp / "p.msgpack", PlanHeader(config={}, model=ModelInfo(name="m"), tasks=[ts]), records)
