@@ -68,7 +68,7 @@ def _spec_request_hash(r: object) -> str:
 
 def test_request_hashes_follow_the_format_spec(data: Path) -> None:
     from lmeval import compiler
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.records import InstanceRecord, request_hash_of
 
     for ov in (["+task=arc_easy", "run.num_fewshot=2"], ["+task=gsm8k"], ["+task=winogrande"]):
         _, records = compiler.compile_plan([*ov, f"run.data_dir={data}", "run.limit=4"])
@@ -76,5 +76,9 @@ def test_request_hashes_follow_the_format_spec(data: Path) -> None:
         assert insts
         for r in insts:
             assert r.request_hash == _spec_request_hash(r)
+            # the compiler's packed fast path and the contract's function (what every reader recomputes) agree
+            assert r.request_hash == request_hash_of(
+                r.request_type, r.context, r.continuation, r.generation_kwargs, r.context_ids, r.continuation_ids
+            )
         # the hash must see every field: two different requests never share one
         assert len({r.request_hash for r in insts}) == len({(r.context, r.continuation) for r in insts})

@@ -128,11 +128,11 @@ MUTATIONS = [
         area="execute",
     ),
     Mutation(
-        "one writer: the results-dir lock is shared, not exclusive",
+        "one writer: the results directory's own lock is shared, not exclusive (.lock deleted lets a second in)",
         "executor/store.py",
-        "            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
-        "            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)\n",
-        ("tests/executor/test_one_writer.py::test_two_executes_on_one_out_never_write_more_rows_than_instances",),
+        "            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
+        "            fcntl.flock(dir_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)\n",
+        ("tests/executor/test_one_writer.py::test_deleting_the_lock_file_does_not_let_a_second_writer_in",),
         area="execute",
     ),
     Mutation(
@@ -409,7 +409,7 @@ MUTATIONS = [
         "plans/integrity.py",
         '    if digest != layout.raw.get("plan_hash"):\n',
         "    if not digest:\n",
-        ("tests/plans/test_io.py::test_modified_plan_is_refused",),
+        ("tests/plans/test_io.py::test_edited_header_is_refused_by_the_plan_hash",),
         area="plan",
     ),
     Mutation(

@@ -124,6 +124,18 @@ def test_modified_plan_is_refused(tmp_path: Path) -> None:
         read_plan(p)
 
 
+def test_edited_header_is_refused_by_the_plan_hash(tmp_path: Path) -> None:
+    """A header edit no record check can see (the model's name, still a valid string) is caught by plan_hash."""
+    header, records = _arc_records()
+    p = tmp_path / "p.msgpack"
+    write_plan(p, header, records, codec="none")
+    data = p.read_bytes()
+    assert data.count(b"tiny") >= 1
+    p.write_bytes(data.replace(b"tiny", b"tinz", 1))
+    with pytest.raises(PlanError, match="hash mismatch"):
+        read_plan(p)
+
+
 @pytest.mark.parametrize("codec", ["zstd", "none"])
 def test_truncated_plan_is_refused(tmp_path: Path, codec: str) -> None:
     header, records = _arc_records()
