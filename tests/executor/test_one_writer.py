@@ -40,6 +40,18 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 240) -> 
         time.sleep(0.05)
 
 
+def _held_writer(args: list[str], gate: Path) -> subprocess.Popen[str]:
+    """An ``lmeval execute`` that pauses (holding the lock) once it has read the done set, until ``gate`` exists."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "lmeval", *args],
+        env=_env(LMEVAL_EXECUTOR_PAUSE=f"done-ids:{gate}"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 @pytest.mark.parametrize("start", ["fresh", "resume"])
 def test_two_executes_on_one_out_never_write_more_rows_than_instances(
     start: str, mixed_plan: Path, tmp_path: Path
@@ -52,14 +64,7 @@ def test_two_executes_on_one_out_never_write_more_rows_than_instances(
         assert r.returncode < 0
         assert 0 < sum(1 for _ in part_files(out)) < n
     gate = tmp_path / "gate"
-    held = subprocess.Popen(
-        [sys.executable, "-m", "lmeval", *args],
-        env=_env(LMEVAL_EXECUTOR_PAUSE=f"done-ids:{gate}"),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    held = _held_writer(args, gate)
     try:
         _wait_for(Path(f"{gate}.reached"), held)  # the held run has read the done set and writes nothing yet
         second = subprocess.run(
@@ -106,14 +111,7 @@ def test_deleting_the_lock_file_does_not_let_a_second_writer_in(mixed_plan: Path
     args = ["execute", str(mixed_plan), *FAKE, "--no-progress", "--part-size", "7", "--out", str(out)]
     n = read_header(mixed_plan).n_instances
     gate = tmp_path / "gate"
-    held = subprocess.Popen(
-        [sys.executable, "-m", "lmeval", *args],
-        env=_env(LMEVAL_EXECUTOR_PAUSE=f"done-ids:{gate}"),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    held = _held_writer(args, gate)
     try:
         _wait_for(Path(f"{gate}.reached"), held)
         (out / ".lock").unlink()
