@@ -81,9 +81,7 @@ def parse_contamination(v: Any, fail: Any) -> Contamination | None:
     if not isinstance(v, dict):
         raise fail("contamination", "not an object")
     if v.get("version") != CONTAMINATION_VERSION:
-        raise fail(
-            "contamination.version", f"{str(v.get('version'))[:20]}; this lmeval reads {CONTAMINATION_VERSION}"
-        )
+        raise fail("contamination.version", f"{str(v.get('version'))[:20]}; this lmeval reads {CONTAMINATION_VERSION}")
     report = v.get("report", "")
     if not isinstance(report, str):
         raise fail("contamination.report", "not a string")
