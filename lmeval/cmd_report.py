@@ -22,8 +22,17 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lmeval.plans.scored import read_scored
     from lmeval.report import write_report
+    from lmeval.scorer.table import print_clean_table
 
     path = write_report(list(args.results), args.out, baseline=args.baseline)
+    dirs = list(args.results)
+    if args.baseline and args.baseline not in dirs:
+        dirs.insert(0, args.baseline)
+    for d in dirs:  # runs scored with --exclude: all documents vs the clean subset
+        run = read_scored(d, samples=False).results
+        if run.contamination is not None:
+            print_clean_table(run, f"{d}: all documents vs clean (contamination report {run.contamination.report})")
     print(path)
     return 0

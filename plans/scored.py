@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lmeval.common.atomic import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError, loads_json, open_regular
+from lmeval.plans.scoredclean import Contamination, parse_contamination
 
 if TYPE_CHECKING:
     import polars as pl
@@ -109,6 +110,8 @@ class ScoredRun:
     """JSONL-spec task -> ``{"categories": {c: {"score", "n"}}, "overall": {"score", "n"}}`` (omitted when empty)."""
     partial: dict[str, TaskPartial] = field(default_factory=dict)
     """Task -> what it lacked; present only for partial results (``lmeval score --allow-partial``)."""
+    contamination: Contamination | None = None
+    """``lmeval score --exclude``: the excluded documents and the score on all of them (``plans.scoredclean``)."""
 
     def table(self, column: str) -> dict[str, Any]:
         """A top-level map by its JSON name (``results``, ``groups``, ``versions``, ``n-shot``, ...)."""
@@ -167,6 +170,8 @@ class ScoredRun:
                 }
                 for t, p in self.partial.items()
             }
+        if self.contamination is not None:
+            out["contamination"] = self.contamination.to_dict()
         return jsonable(out)
 
 
@@ -280,6 +285,7 @@ def parse_results(data: bytes, path: Path) -> ScoredRun:
         bootstrap_iters=check.count("bootstrap_iters"),
         spec=check.map_of("spec", dict, "an object"),
         partial={t: check.partial(t, p) for t, p in check.map_of("partial", dict, "an object").items()},
+        contamination=parse_contamination(doc.get("contamination"), check.fail),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from lmeval.common.atomic import write_atomic
 from lmeval.plans.errors import reraised_as
+from lmeval.report.cleanscore import contamination_section, has_contamination
 from lmeval.report.diagnostics import LABELS, Finding, run_findings
 from lmeval.report.errors import ReportError
 from lmeval.report.html import esc, json_script
@@ -99,6 +100,27 @@ def _hib(runs: list[Run], task: str) -> dict[str, bool]:
     return {}
 
 
+def _header(runs: list[Run], base: Run, title: str, n_findings: int) -> str:
+    """The page's title, its section links and the runs' legend."""
+    nav = [("provenance", "Provenance"), ("results", "Results")]
+    if has_contamination(runs):
+        nav.append(("contamination", "Contamination"))
+    if len(runs) > 1:
+        nav.append(("comparison", "Comparison"))
+    nav += [("samples", "Samples"), ("plans", "Plans"), ("diagnostics", f"Diagnostics ({n_findings})")]
+    legend = "".join(
+        f'<span class="legend run{r.index % 8}"><i></i>{esc(r.label)}'
+        + (" (baseline)" if r.index == base.index else "")
+        + "</span>"
+        for r in runs
+    )
+    return (
+        f"<header><h1>{esc(title)}</h1><nav>"
+        + " · ".join(f'<a href="#{k}">{esc(v)}</a>' for k, v in nav)
+        + f"</nav><div class=legends>{legend}</div></header>"
+    )
+
+
 def build_report(dirs: list[str], baseline: str | None = None, title: str | None = None) -> str:
     """The report page for the scored results directories ``dirs`` (``baseline``: default the first)."""
     runs, base = load_runs(dirs, baseline)
@@ -123,20 +145,8 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
         "ll_digits": LL_DIGITS,
     }
     title = title or "lmeval report: " + ", ".join(r.label for r in runs)
-    nav = [("provenance", "Provenance"), ("results", "Results")]
-    if len(runs) > 1:
-        nav.append(("comparison", "Comparison"))
-    nav += [("samples", "Samples"), ("plans", "Plans"), ("diagnostics", f"Diagnostics ({len(findings)})")]
-    legend = "".join(
-        f'<span class="legend run{r.index % 8}"><i></i>{esc(r.label)}'
-        + (" (baseline)" if r.index == base.index else "")
-        + "</span>"
-        for r in runs
-    )
     body = [
-        f"<header><h1>{esc(title)}</h1><nav>"
-        + " · ".join(f'<a href="#{k}">{esc(v)}</a>' for k, v in nav)
-        + f"</nav><div class=legends>{legend}</div></header>",
+        _header(runs, base, title, len(findings)),
         '<section id="provenance"><h2>Provenance</h2>' + provenance_table(runs, base.index) + "</section>",
         '<section id="results"><h2>Results</h2>'
         + results_table(runs, "results", "Tasks")
@@ -145,6 +155,8 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
         + charts(runs)
         + "</div></section>",
     ]
+    if has_contamination(runs):
+        body.append(contamination_section(runs))
     if len(runs) > 1:
         body.append(
             '<section id="comparison"><h2>Comparison with the baseline</h2>'

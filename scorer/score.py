@@ -21,6 +21,7 @@ from lmeval.plans.records import TaskSummary, instance_id_for
 from lmeval.plans.results import plan_of, polars_schema, read_manifest
 from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows
 from lmeval.plans.scored import RESULTS_JSON, MissingInstance, ScoredRun, TaskPartial, write_scored
+from lmeval.plans.scoredclean import Contamination
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import metrics as met
@@ -108,12 +109,14 @@ def score_run(
         )
     rows = read_rows(results_dir)
     _check_rows(rows, plan)
-    drop: dict[str, list[int]] = {}
+    drop: dict[str, list[int]] | None = None
     if exclude is not None:
         from lmeval.scorer.contamination.report import excluded
 
         drop = excluded(exclude, plan.header.plan_hash)
-    outcome = _score(results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters, drop)
+    outcome = _score(
+        results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters, drop, str(exclude or "")
+    )
     if console:
         from lmeval.scorer.table import print_tables
 
@@ -159,30 +162,32 @@ def _score(
     trust: Trust | None,
     iters: int,
     drop: dict[str, list[int]] | None = None,
+    report: str = "",
 ) -> ScoreOutcome:
-    """``drop``: task -> doc ids left out of the score (``--exclude``)."""
+    """``drop``: task -> doc ids left out of the score (``--exclude`` of contamination report ``report``):
+    ``results`` is the clean subset's score, ``contamination.all`` the score on all documents."""
     _refuse_unknown_tasks(results_dir, plan, results)
     header = plan.header
     aliases: dict[str, str] = dict(header.extra.get("aliases") or {})  # compiler: task and group aliases
     empty = pl.DataFrame(schema={k: v for k, v in polars_schema().items() if k in ROW_COLUMNS})
     warnings: list[str] = []
-    scored = {
-        ts.name: _score_one(
-            results_dir,
-            plan,
-            ts,
-            results.get(ts.name, empty),
-            trust,
-            iters,
-            aliases,
-            warnings,
-            (drop or {}).get(ts.name),
-        )
-        for ts in header.tasks
-    }
+
+    def score_all(leave_out: dict[str, list[int]], notes: list[str]) -> dict[str, _TaskScored]:
+        return {
+            ts.name: _score_one(
+                results_dir, plan, ts, results.get(ts.name, empty), trust, iters, aliases, notes, leave_out.get(ts.name)
+            )
+            for ts in header.tasks
+        }
+
+    scored = score_all(drop or {}, warnings)
     run = _scored_run(plan, scored, manifest, iters, aliases)
-    if drop:  # --exclude: which documents the score leaves out (results.json's run.excluded)
-        run.run["excluded"] = {t: sorted(ids) for t, ids in drop.items() if ids}
+    if drop is not None:  # --exclude: which documents the score leaves out, and the score on all of them
+        excluded = {t: sorted(ids) for t, ids in drop.items() if ids}
+        if excluded:
+            run.run["excluded"] = excluded
+        every = _scored_run(plan, score_all({}, []), manifest, iters, aliases).results
+        run.contamination = Contamination(report, excluded, every)
     samples = samples_table([f for t in scored.values() for f in t.frames])
     write_scored(results_dir, run, samples)
     missing = {t: p.missing_instances for t, p in run.partial.items()}

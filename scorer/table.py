@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lmeval.plans.scored import RESULTS_JSON, ScoredRun
+from lmeval.plans.scoredclean import side_by_side
 
 _ARROW = {True: "↑", False: "↓"}
 
@@ -40,13 +43,57 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
     return out
 
 
-def print_tables(run: ScoredRun) -> None:
+CLEAN_HEADER = ("Tasks", "Filter", "Metric", "All", "Clean", "Excluded", "Δ clean−all")
+
+
+def _value(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else ("–" if v is None else str(v))
+
+
+def clean_rows(run: ScoredRun) -> list[list[str]]:
+    """The all-vs-clean table of a run scored with ``--exclude`` (empty otherwise), in lm-eval's order."""
+    if run.contamination is None:
+        return []
+    depth, order = run.depths()
+    out: list[list[str]] = []
+    last = ""
+    for r in side_by_side(run.results, run.contamination, order):
+        name = "" if r.task == last else " " * depth.get(r.task, 0) + r.task
+        last = r.task
+        n = f"{r.excluded} of {r.n_all}" if r.excluded is not None and r.n_all is not None else "–"
+        delta = "–" if r.delta is None else f"{r.delta:+.4f}"
+        out.append([name, r.filter, r.metric, _value(r.all), _value(r.clean), n, delta])
+    return out
+
+
+def _console() -> Any:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=200)  # piped: never truncate task names
+    return console
+
+
+def print_clean_table(run: ScoredRun, title: str = "") -> None:
+    """``--exclude``: per task and metric, the score on all documents, on the clean subset, and their Δ."""
+    from rich.table import Table
+
+    body = clean_rows(run)
+    if not body or run.contamination is None:
+        return
+    t = Table(show_edge=True, header_style="bold", title=title or f"Contamination: {run.contamination.report}")
+    for h in CLEAN_HEADER:
+        t.add_column(h, justify="left" if h in ("Tasks", "Filter", "Metric") else "right", no_wrap=True)
+    for r in body:
+        t.add_row(*r)
+    _console().print(t)
+
+
+def print_tables(run: ScoredRun) -> None:
+    from rich.table import Table
+
+    console = _console()
     for column, title in (("results", "Tasks"), ("groups", "Groups")):
         body = rows(run, column)
         if not body:
@@ -57,6 +104,7 @@ def print_tables(run: ScoredRun) -> None:
         for r in body:
             t.add_row(*r)
         console.print(t)
+    print_clean_table(run)
     if run.partial:
         parts = ", ".join(f"{k}: {v.missing_instances} missing" for k, v in run.partial.items())
         console.print(f"[bold red]PARTIAL RESULTS[/bold red] ({parts}); see 'partial' in {RESULTS_JSON}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lmeval.scorer.contamination.corpus import CorpusStats, Unit, units
+from lmeval.scorer.contamination.corpus import CorpusStats, Span, Unit, units
 from lmeval.scorer.contamination.ngrams import WordHasher, gram_hashes, word_bytes
 from lmeval.scorer.contamination.plantext import PlanIndex
 
@@ -48,13 +48,14 @@ class Matches:
             locs.append(Location(doc, unit.file, unit.offset, unit.row))
 
     def merge(self, other: Matches) -> None:
+        """Add ``other``'s matches; every location is kept (``in_corpus_order`` then keeps the first)."""
         for d, g in other.grams.items():
             self.grams.setdefault(d, set()).update(g)
         for d, locs in other.locations.items():
             mine = self.locations.setdefault(d, [])
             for loc in locs:
                 key = (d, loc.file, loc.offset, loc.row)
-                if key not in self.seen and len(mine) < MAX_LOCATIONS:
+                if key not in self.seen:
                     self.seen.add(key)
                     mine.append(loc)
 
@@ -103,6 +104,14 @@ def match_batch(
 
 def match_files(index: PlanIndex, n: int, files: list[str], text_field: str) -> tuple[Matches, CorpusStats]:
     """Stream ``files`` (already listed) against ``index``."""
+    matches, stats, _ = match_spans(index, n, [Span(f) for f in files], text_field)
+    return matches, stats
+
+
+def match_spans(
+    index: PlanIndex, n: int, spans: list[Span], text_field: str
+) -> tuple[Matches, CorpusStats, list[Span]]:
+    """Stream the ``spans`` of corpus files against ``index``; the spans come back with ``lines`` set."""
     from pathlib import Path
 
     stats = CorpusStats()
@@ -110,12 +119,12 @@ def match_files(index: PlanIndex, n: int, files: list[str], text_field: str) -> 
     hasher = WordHasher()
 
     def stream() -> Iterator[Unit]:
-        for f in files:
-            yield from units(Path(f), text_field, stats)
+        for s in spans:
+            yield from units(Path(s.file), text_field, stats, s)
 
     for batch, tokens, lens in _batches(stream(), hasher):
         match_batch(index, n, batch, tokens, lens, out)
-    return out, stats
+    return out, stats, spans
 
 
 def in_corpus_order(matches: Matches, files: list[str]) -> Matches:

@@ -35,6 +35,18 @@ class Unit:
 
 
 @dataclass
+class Span:
+    """A part of one corpus file (``ranges``): lines starting at byte offsets in ``[start, end)`` of a text or
+    JSONL file, or row groups ``[start, end)`` of a Parquet file; ``end`` -1: to the end. ``lines`` is set
+    when read: the lines the span held (the driver adds the lines of the spans before it to their rows)."""
+
+    file: str
+    start: int = 0
+    end: int = -1
+    lines: int = 0
+
+
+@dataclass
 class CorpusStats:
     files: int = 0
     bytes: int = 0
@@ -69,35 +81,45 @@ def kind_of(path: Path) -> str:
     return "text"
 
 
-def units(path: Path, text_field: str, stats: CorpusStats) -> Iterator[Unit]:
-    stats.files += 1
+def units(path: Path, text_field: str, stats: CorpusStats, span: Span | None = None) -> Iterator[Unit]:
+    """The units of ``path`` (of its ``span`` only, when given: the file is counted by its first span; rows
+    are then relative to the span's first line, ``span.lines`` set at its end)."""
+    span = span or Span(str(path))
+    first = span.start == 0
+    stats.files += first
     kind = kind_of(path)
     if kind == "parquet":
-        yield from _parquet(path, text_field, stats)
+        yield from _parquet(path, text_field, stats, span)
         return
     try:
         with open(path, "rb") as f:
             if b"\x00" in f.read(8192):
                 stats.skipped_files[str(path)] = "binary (a NUL byte in its first 8 KiB)"
                 return
-            f.seek(0)
-            stats.bytes += os.fstat(f.fileno()).st_size
-            yield from (_jsonl(f, str(path), text_field, stats) if kind == "jsonl" else _text(f, str(path), stats))
+            f.seek(span.start)
+            stats.bytes += os.fstat(f.fileno()).st_size if first else 0
+            read = _jsonl if kind == "jsonl" else _text
+            yield from read(f, str(path), text_field, stats, span)
     except OSError as e:
         stats.skipped_files[str(path)] = f"unreadable ({e.strerror or e})"
 
 
-def _pieces(f: object, file: str) -> Iterator[tuple[int, int, bytes, bool]]:
-    """(offset, line number, bytes, whole line) for each line, long lines in pieces cut at whitespace."""
-    pos = line = 0
+def _pieces(f: object, span: Span) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(offset, line number, bytes, whole line) for each line starting in ``span`` (``f`` at its start),
+    long lines in pieces cut at whitespace; ``span.lines`` counts the lines."""
+    pos = start = span.start
+    line = 0
     carry = b""
-    start = 0
     whole = True
     while True:
+        span.lines = line
+        if not carry and 0 <= span.end <= pos:
+            return
         chunk = f.readline(MAX_UNIT)  # type: ignore[attr-defined]
         if not chunk:
             if carry:
                 yield start, line, carry, whole
+                span.lines = line + 1
             return
         data = carry + chunk
         if data.endswith(b"\n"):
@@ -121,8 +143,8 @@ def _pieces(f: object, file: str) -> Iterator[tuple[int, int, bytes, bool]]:
         carry = data[back:]
 
 
-def _text(f: object, file: str, stats: CorpusStats) -> Iterator[Unit]:
-    for offset, line, raw, _ in _pieces(f, file):
+def _text(f: object, file: str, text_field: str, stats: CorpusStats, span: Span) -> Iterator[Unit]:
+    for offset, line, raw, _ in _pieces(f, span):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -132,9 +154,9 @@ def _text(f: object, file: str, stats: CorpusStats) -> Iterator[Unit]:
         yield Unit(file, offset, line, text)
 
 
-def _jsonl(f: object, file: str, text_field: str, stats: CorpusStats) -> Iterator[Unit]:
+def _jsonl(f: object, file: str, text_field: str, stats: CorpusStats, span: Span) -> Iterator[Unit]:
     long_line = -1
-    for offset, line, raw, whole in _pieces(f, file):
+    for offset, line, raw, whole in _pieces(f, span):
         if not whole:
             if line != long_line:
                 stats.skip(f"JSONL line over {MAX_UNIT} bytes")
@@ -155,17 +177,19 @@ def _jsonl(f: object, file: str, text_field: str, stats: CorpusStats) -> Iterato
         yield Unit(file, offset, line, text)
 
 
-def _parquet(path: Path, text_field: str, stats: CorpusStats) -> Iterator[Unit]:
+def _parquet(path: Path, text_field: str, stats: CorpusStats, span: Span) -> Iterator[Unit]:
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
-        stats.bytes += path.stat().st_size
+        stats.bytes += path.stat().st_size if span.start == 0 else 0
         if text_field not in pf.schema_arrow.names:
             stats.skipped_files[str(path)] = f"no column {text_field!r}"
             return
-        row = 0
-        for batch in pf.iter_batches(batch_size=4096, columns=[text_field]):
+        whole = span.start == 0 and span.end < 0
+        groups = None if whole else list(range(pf.num_row_groups))[span.start : None if span.end < 0 else span.end]
+        row = sum(pf.metadata.row_group(i).num_rows for i in range(span.start))  # rows are absolute
+        for batch in pf.iter_batches(batch_size=4096, columns=[text_field], row_groups=groups):
             for text in batch.column(0).to_pylist():
                 if isinstance(text, str):
                     stats.units += 1

@@ -1,8 +1,10 @@
-"""``lmeval contamination --workers N [--ray ADDR]``: the corpus files cut into N shards (file by file, round
-robin over the sorted file list), each matched by a Ray task against the same plan index (put once in Ray's
-object store), the matches merged on the driver. Ray Core only, imported here alone. The report equals one
-process's: matched n-grams are sets, and locations are put in corpus order (``check.in_corpus_order``) before
-the first ``MAX_LOCATIONS`` per document are kept. A single large file is one shard (no byte ranges yet).
+"""``lmeval contamination --workers N [--ray ADDR]``: the corpus cut into N shards, each matched by a Ray
+task against the same plan index (put once in Ray's object store), the matches merged on the driver. Ray
+Core only, imported here alone. A shard is every N-th span of the corpus (``ranges.plan_spans``: whole files,
+and large files cut into byte ranges at line starts or Parquet row groups), so one 100 GB file is N shards.
+The report equals one process's: matched n-grams are sets, rows are made absolute (``ranges.absolute_rows``),
+and locations are put in corpus order (``check.in_corpus_order``) before the first ``MAX_LOCATIONS`` per
+document are kept.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import logging
 import os
 from typing import Any
 
-from lmeval.scorer.contamination.check import Matches, match_files
-from lmeval.scorer.contamination.corpus import CorpusStats
+from lmeval.scorer.contamination.check import Matches, match_spans
+from lmeval.scorer.contamination.corpus import CorpusStats, Span
 from lmeval.scorer.contamination.plantext import PlanIndex
+from lmeval.scorer.contamination.ranges import absolute_rows, plan_spans
 from lmeval.scorer.errors import ScoreError
 
 
@@ -56,15 +59,25 @@ def match_on_ray(
             ) from None
         started = True
     try:
-        task = ray.remote(num_cpus=1)(match_files)
+        task = ray.remote(num_cpus=1)(match_spans)
         ref = ray.put(index)
-        shards = [files[i::workers] for i in range(workers)]
+        spans = plan_spans(files, workers)
+        shards = [spans[i::workers] for i in range(workers)]
         futures = [task.remote(ref, n, shard, text_field) for shard in shards if shard]
         results = ray.get(futures)
     finally:
         if started:
             ray.shutdown()
+    return merge_shards(results, files)
+
+
+def merge_shards(
+    results: list[tuple[Matches, CorpusStats, list[Span]]], files: list[str]
+) -> tuple[Matches, CorpusStats]:
+    """The shards' ``match_spans`` results as one: matches merged, rows absolute, stats summed."""
+    rank = {f: i for i, f in enumerate(files)}
+    read = sorted((s for _, _, ss in results for s in ss), key=lambda s: (rank[s.file], s.start))
     matches = Matches()
-    for m, _ in results:
+    for m, _, _ in results:
         matches.merge(m)
-    return matches, merge_stats([s for _, s in results])
+    return absolute_rows(matches, read), merge_stats([s for _, s, _ in results])
