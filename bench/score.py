@@ -204,6 +204,8 @@ def write_task(out: Path, name: str, kind: str, rows: int) -> Path:
     sealed = write_plan(plan, header, records)
     rdir = out / f"{name}-results"
     rdir.mkdir(parents=True, exist_ok=True)
+    n = len(result_cols["instance_id"])  # columns it does not set (the optional ones) are null
+    result_cols = {c: v if v else [None] * n for c, v in result_cols.items()}
     pl.DataFrame(result_cols, schema=polars_schema()).write_parquet(rdir / "part-00000.parquet")
     write_manifest(
         rdir, RunManifest(plan_hash=sealed.plan_hash, plan_path=str(plan), model={"name": "bench"}, backend="bench")

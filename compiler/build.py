@@ -363,7 +363,7 @@ class TaskBuilder:
             gk = dict(doc["generation_kwargs"])
         if self.run.gen_kwargs:
             gk.update(self.run.gen_kwargs)
-        return [Request("generate_until", ctx, None, budgeted(gk, self.run.thinking_budget), 0)]
+        return [Request("generate_until", ctx, None, budgeted(gk, self.run), 0)]
 
     def _mutual_info(self) -> bool:
         return any(m.get("metric") == "acc_mutual_info" for m in self.config.metric_list or [])

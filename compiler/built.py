@@ -29,18 +29,25 @@ class BuildOptions:
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
     data_dir: str | None = None
-    thinking_budget: int | None = None  # run.thinking_budget: tokens added to every generation's max_gen_toks
+    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
+    answer_budget: int | None = None  # run.answer_budget: tokens after the end marker (None: max_gen_toks)
+    budget_end: str | None = None  # the forced end marker (run.reasoning.end[0]) and its token ids
+    budget_end_ids: list[int] | None = None
 
 
-def budgeted(gk: dict[str, Any], thinking_budget: int | None) -> dict[str, Any]:
-    """A generation's kwargs with ``run.thinking_budget`` added to its ``max_gen_toks`` (lm-eval's default
-    256 when it has none), so the task's own budget is left for the answer; unchanged without a budget."""
-    if not thinking_budget:
+def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
+    """A generation's kwargs with the run's thinking budget (``plans/budgets.py``): ``reasoning_budget`` and
+    ``max_gen_toks`` = thinking + end marker + answer, the answer budget being ``run.answer_budget`` or the
+    task's own ``max_gen_toks`` (lm-eval's 256 when it has none); unchanged without a budget."""
+    if not opts.thinking_budget:
         return gk
     from lmeval.compiler.taskconfig import DEFAULT_MAX_GEN_TOKS
+    from lmeval.plans.budgets import KEY, ThinkingBudget
 
-    base = gk.get("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
-    return {**gk, "max_gen_toks": int(base) + thinking_budget}
+    assert opts.budget_end is not None and opts.budget_end_ids
+    answer = opts.answer_budget or int(gk.get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS)
+    b = ThinkingBudget(opts.thinking_budget, answer, opts.budget_end, tuple(opts.budget_end_ids))
+    return {**gk, "max_gen_toks": b.total, KEY: b.to_dict()}
 
 
 @dataclass

@@ -20,11 +20,11 @@ CONF_DIR = conf_dir()
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
-    "reasoning", "chat_template_kwargs", "thinking_budget",
+    "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget",
 )  # fmt: skip
 # Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
-OPTIONAL_RUN_KEYS = ("seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget")
+OPTIONAL_RUN_KEYS = ("seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget")
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
 
@@ -163,7 +163,7 @@ def compose(overrides: list[str]) -> dict[str, Any]:
     run = data.get("run")
     if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
-    for key in ("reasoning", "chat_template_kwargs", "thinking_budget"):
+    for key in ("reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget"):
         if isinstance(run, dict) and key in run and run[key] in (None, {}, 0):
             del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
     if isinstance(run, dict) and "reasoning" in run:
@@ -220,7 +220,8 @@ class RunConfig:
     seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/seeds.py)
     reasoning: Reasoning | None = None  # run.reasoning (plans/reasoning.py): scoring only
     chat_template_kwargs: dict[str, Any] | None = None  # run.chat_template_kwargs: into the chat template
-    thinking_budget: int | None = None  # run.thinking_budget: tokens added to each generation's max_gen_toks
+    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
+    answer_budget: int | None = None  # run.answer_budget: tokens after the end marker at most
 
     def options(self) -> BuildOptions:
         """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/seeds.py)."""
@@ -318,12 +319,26 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     if ctk and not r.apply_chat_template:
         raise fail("needs run.apply_chat_template=true", field="run.chat_template_kwargs")
     r.chat_template_kwargs = ctk or None
-    tb = raw.get("thinking_budget")
-    if tb is not None and (not _int(tb) or tb < 0):
-        raise _bad("thinking_budget", "a number of tokens (an integer >= 0)", tb)
-    r.thinking_budget = tb or None
+    r.thinking_budget, r.answer_budget = _budgets(raw, r.reasoning)
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
+
+
+def _budgets(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:
+    """``run.thinking_budget`` and ``run.answer_budget`` (plans/budgets.py); 0 or null is none."""
+    got: list[int | None] = []
+    for key in ("thinking_budget", "answer_budget"):
+        v = raw.get(key)
+        if v is not None and (not _int(v) or v < 0):
+            raise _bad(key, "a number of tokens (an integer >= 0)", v)
+        got.append(v or None)
+    thinking, answer = got
+    if answer and not thinking:
+        raise fail("needs run.thinking_budget (the answer budget counts from the end marker)",
+                   field="run.answer_budget")  # fmt: skip
+    if thinking and reasoning is None:
+        raise fail("needs run.reasoning (its first end marker is the one forced)", field="run.thinking_budget")
+    return thinking, answer
 
 
 def execute_model_overrides(overrides: list[str], config: dict[str, Any]) -> list[str]:

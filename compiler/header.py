@@ -75,7 +75,7 @@ def task_config_data(bt: BuiltTask, run: BuildOptions) -> dict[str, Any]:
     if s.output_type == "generate_until":
         gk = dict(s.generation_kwargs or {})
         gk.update(run.gen_kwargs or {})
-        cfg["generation_kwargs"] = budgeted(gk, run.thinking_budget)
+        cfg["generation_kwargs"] = budgeted(gk, run)
     return cfg
 
 

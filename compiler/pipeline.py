@@ -11,8 +11,9 @@ from typing import Any
 
 from lmeval.common.gcpause import gc_paused
 from lmeval.compiler.buildcache import CacheStats
-from lmeval.compiler.config import compose, expand_sweep, run_config
-from lmeval.compiler.errors import CompileError
+from lmeval.compiler.built import BuildOptions
+from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
+from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.functions import forget_loaded
 from lmeval.compiler.header import plan_header
 from lmeval.compiler.modelinfo import load_model_info
@@ -90,6 +91,22 @@ def compile_located(overrides: list[str], settings: BuildSettings | None = None)
         return _compile(overrides, settings or BuildSettings())
 
 
+def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOptions:
+    """``opts`` with the forced end marker of ``run.thinking_budget`` and its token ids (``plans/budgets.py``):
+    the first of ``run.reasoning.end``, encoded by the model's tokenizer without special tokens."""
+    if not run.thinking_budget or run.reasoning is None:
+        return opts
+    if tok is None:
+        raise fail("needs the model's tokenizer at compile time (the end marker's token ids go into the plan)",
+                   field="run.thinking_budget")  # fmt: skip
+    end = run.reasoning.end[0]
+    ids = tok.encode_many([end], special=False)[0]
+    if not ids:
+        raise fail(f"the end marker {end!r} encodes to no tokens", field="run.reasoning.end")
+    opts.budget_end, opts.budget_end_ids = end, [int(i) for i in ids]
+    return opts
+
+
 def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     forget_loaded()
     cfg = compose(overrides)
@@ -100,7 +117,7 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)
     check_groups(sel.groups, sel.tasks)
-    opts = run.options()
+    opts = with_budget_marker(run, run.options(), tok)
     if run.seed_mode == "lm_eval":  # one global stream over every task: built together, never cached
         parts, stats = lm_eval_order_parts(sel, opts, chat, tok), CacheStats(uncacheable=len(sel.tasks))
     else:

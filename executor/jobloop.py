@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lmeval.executor import budgets
 from lmeval.executor.backends.base import Backend
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import (
@@ -89,10 +90,10 @@ GENERATION = RequestKind(
     stat="generation_ms",
     request_types=frozenset({"generate_until"}),
     build=lambda inst, backend, spec, rule, where: gen_job(
-        inst, backend.tokenizer, rule, backend.max_length, spec.max_gen_toks, where
+        inst, backend.tokenizer, rule, backend.max_length, spec.max_gen_toks, where, spec.reasoning
     ),  # fmt: skip
     inputs=lambda job: [job.input],
-    run=lambda backend, inputs: backend.generate(inputs),
+    run=lambda backend, inputs: budgets.generate(backend, inputs),  # two phases under a thinking budget
     result=lambda job, outs, backend: gen_result(job, outs[0], backend.tokenizer),
 )
 KINDS = (SCORING, GENERATION)  # the order a run takes them in
@@ -113,6 +114,8 @@ def result_row(inst: InstanceRecord, res: JobResult) -> dict[str, Any]:
         "response": responses[0] if responses else None,
         "responses": responses,
         "finish_reason": res.finish_reason,
+        "reasoning_tokens": res.reasoning_tokens,
+        "thinking_forced": res.thinking_forced,
     }
 
 

@@ -23,6 +23,7 @@ from lmeval.common.modelref import ModelRef, config_hash, model_name, parse_hub_
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans.errors import UserError
+from lmeval.plans.reasoning import Reasoning, parse_reasoning
 from lmeval.plans.records import PlanHeader
 from lmeval.plans.tokenization import TokenRule
 
@@ -51,6 +52,7 @@ class ModelSpec:
     raw: dict[str, Any] = field(default_factory=dict)  # the whole resolved model config
     token_rule: TokenRule | None = None  # the rule the plan's token ids were made with (check_token_rule)
     seeded_sampling: bool = False  # the run samples (seeded per request): engines may need settings for it
+    reasoning: Reasoning | None = None  # the plan's run.reasoning: each response's reasoning tokens are counted
 
     def engine_args(self) -> dict[str, Any]:
         return dict(self.engine)
@@ -220,9 +222,20 @@ def check_tokenizer(header: PlanHeader, model_dir: Path | None, plan_path: str) 
     return have
 
 
+def with_plan_reasoning(header: PlanHeader, spec: ModelSpec) -> ModelSpec:
+    """``spec`` with the plan's ``run.reasoning`` (a bad one is the scorer's to refuse: then none)."""
+    run = header.config.get("run") if isinstance(header.config, dict) else None
+    try:
+        fmt = parse_reasoning(run.get("reasoning") if isinstance(run, dict) else None)
+    except ValueError:
+        fmt = None
+    return replace(spec, reasoning=fmt)
+
+
 def check_token_rule(header: PlanHeader, spec: ModelSpec, plan_path: str) -> ModelSpec:
     """``spec`` with the plan's recorded token rule; refuses ``model.add_bos_token`` or
     ``model.prefix_token_id`` overrides that contradict the rule the plan's token ids were made with."""
+    spec = with_plan_reasoning(header, spec)
     rule = header.model.token_rule
     if rule is None:
         return spec

@@ -13,7 +13,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from lmeval.executor.answers import cut_at_stop as cut_at_stop  # lm-eval's cut (re-exported)
+from lmeval.executor.answers import reasoning_tokens, sample_text
 from lmeval.executor.errors import ExecuteError
+from lmeval.plans.budgets import KEY as BUDGET_KEY
+from lmeval.plans.budgets import ThinkingBudget, read_budget
+from lmeval.plans.reasoning import Reasoning
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.tokenization import BatchEncode, TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
@@ -71,6 +76,7 @@ class GenInput:
     params: GenParams
     key: str
     text: str = ""  # the context string (for text-only backends and fakes)
+    budget: ThinkingBudget | None = None  # run.thinking_budget (plans/budgets.py): run in two phases
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,8 @@ class Sample:
     text: str | None  # the backend's text when it has no token ids to give
     token_ids: list[int] | None
     finish_reason: str
+    answer_from: int | None = None  # under a thinking budget: where the answer's ids start (executor/budgets.py)
+    forced: bool = False  # under a thinking budget: the end marker was appended, the budget ran out
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,7 @@ class GenJob:
     key: str
     input: GenInput
     until: list[str]
+    reasoning: Reasoning | None = None  # the plan's run.reasoning: the reasoning's tokens are counted by it
 
     @property
     def size(self) -> int:
@@ -121,6 +130,8 @@ class JobResult:
     responses: list[str] | None = None
     finish_reason: str | None = None
     tokens: int = 0  # tokens processed (progress accounting)
+    reasoning_tokens: int | None = None  # generated tokens before the reasoning's end (executor/answers.py)
+    thinking_forced: bool | None = None  # under a thinking budget: the end marker was forced (budgets.py)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -220,7 +231,7 @@ _SAMPLING_KEYS = {
     "frequency_penalty": float,
 }
 _MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
-_IGNORED_KEYS = {"do_sample", "temperature", "until", *_MAX_TOKEN_ALIASES}
+_IGNORED_KEYS = {"do_sample", "temperature", "until", BUDGET_KEY, *_MAX_TOKEN_ALIASES}
 
 
 def gen_params(
@@ -289,14 +300,6 @@ def truncate_for_generation(ids: list[int], max_tokens: int, max_length: int, wh
     return ids[-room:]
 
 
-def cut_at_stop(text: str, until: Sequence[str]) -> str:
-    """lm-eval's post-processing: cut at each non-empty stop string in turn."""
-    for term in until:
-        if term:
-            text = text.split(term)[0]
-    return text
-
-
 # --------------------------------------------------------------------------------- jobs
 
 
@@ -339,7 +342,12 @@ def gen_job(
     max_length: int,
     default_max: int,
     where: str,
+    reasoning: Reasoning | None = None,
 ) -> GenJob:
+    try:
+        budget = read_budget(inst.generation_kwargs)
+    except ValueError as e:
+        raise ExecuteError(f"{where}: {e}") from None
     eos = tok.token_text(tok.eos_token_id) if tok is not None and tok.eos_token_id is not None else None
     params, until = gen_params(inst.generation_kwargs, eos, default_max, inst.repeats, inst.request_hash, where)
     if inst.context_ids is not None:
@@ -351,7 +359,7 @@ def gen_job(
     if not ids and inst.context_ids is not None:
         raise ExecuteError(f"{where}: empty generation prompt (no context tokens)")
     ids = truncate_for_generation(ids, params.max_tokens, max_length, where)
-    return GenJob(inst.request_hash, GenInput(ids, params, inst.request_hash, inst.context), until)
+    return GenJob(inst.request_hash, GenInput(ids, params, inst.request_hash, inst.context, budget), until, reasoning)
 
 
 def score_result(job: ScoreJob, outs: Sequence[ScoreOutput]) -> JobResult:
@@ -366,13 +374,7 @@ def score_result(job: ScoreJob, outs: Sequence[ScoreOutput]) -> JobResult:
 
 
 def gen_result(job: GenJob, out: GenOutput, tok: Tokenizer | None) -> JobResult:
-    texts: list[str] = []
-    for s in out.samples:
-        if s.token_ids is not None and tok is not None:
-            text = tok.decode(s.token_ids)
-        else:
-            text = s.text or ""
-        texts.append(cut_at_stop(text, job.until))
+    texts = [sample_text(s, tok, job.until) for s in out.samples]
     n = job.input.params.n
     if len(texts) == 1 and n > 1:  # greedy repeats: one run, n identical answers
         texts = texts * n
@@ -384,6 +386,8 @@ def gen_result(job: GenJob, out: GenOutput, tok: Tokenizer | None) -> JobResult:
         finish_reason=first.finish_reason,
         n_continuation_tokens=n_gen,
         tokens=job.size + generated,
+        reasoning_tokens=reasoning_tokens(first, texts[0], job.reasoning, tok) if texts else None,
+        thinking_forced=first.forced if job.input.budget is not None else None,
     )
 
 

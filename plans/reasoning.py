@@ -113,3 +113,17 @@ def split_response(text: str, fmt: Reasoning) -> Split:
     reasoning = text[s + len(fmt.start) :]
     answer = "" if fmt.unclosed == "empty" else text[last + len(fmt.start) :]
     return Split(reasoning, text[:s] + answer, closed=False)
+
+
+def reasoning_end(text: str, fmt: Reasoning) -> int | None:
+    """Where in ``text`` the reasoning ends under ``fmt`` (the offset of the end marker that closes it, or
+    ``len(text)`` for a block that never closed); None when the response has no reasoning block. What the
+    executor counts a response's reasoning tokens up to (``reasoning_tokens``)."""
+    split = split_response(text, fmt)
+    if split.reasoning is None:
+        return None
+    if not split.closed:
+        return len(text)
+    end = _last_end(text, fmt.end)
+    assert end is not None
+    return end[0]

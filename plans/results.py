@@ -44,7 +44,13 @@ RESULT_COLUMNS: dict[str, str] = {
     "response": "String",  # generate_until: the (first) generated text
     "responses": "List(String)",  # generate_until: all repeats' texts, in order
     "finish_reason": "String",  # generate_until: stop | length | ...
+    # generate_until, optional (parts written before them read as null): the first response's generated tokens
+    # before its reasoning ends under the plan's run.reasoning (executor/answers.py); under a thinking budget
+    # (plans/budgets.py) whether the end marker was forced because the budget ran out
+    "reasoning_tokens": "Int64",
+    "thinking_forced": "Boolean",
 }
+OPTIONAL_COLUMNS = ("reasoning_tokens", "thinking_forced")
 
 
 def polars_schema() -> dict[str, Any]:
@@ -267,7 +273,12 @@ def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] =
         return pl.DataFrame(schema={**schema, PART: pl.Int32})
 
     def scan(i: int, p: str | os.PathLike[str]) -> pl.LazyFrame:
-        frame = pl.scan_parquet(os.fspath(p), glob=False).select(list(schema)).cast(schema)  # type: ignore[arg-type]
+        frame = pl.scan_parquet(os.fspath(p), glob=False)
+        if any(c in OPTIONAL_COLUMNS for c in schema):
+            have = set(frame.collect_schema().names())
+            missing = [c for c in schema if c in OPTIONAL_COLUMNS and c not in have]
+            frame = frame.with_columns([pl.lit(None, dtype=schema[c]).alias(c) for c in missing])
+        frame = frame.select(list(schema)).cast(schema)  # type: ignore[arg-type]
         return frame.with_columns(pl.lit(i, dtype=pl.Int32).alias(PART))
 
     try:

@@ -42,8 +42,10 @@ SAMPLE_COLUMNS: dict[str, str] = {
 }
 ITEMS = "items"  # samples.parquet: JSON of a document's non-numeric per-document metric values
 # optional columns (plans compiled with ``run.reasoning``, plans/reasoning.py): the first response's reasoning
-# part (null: none), its length in characters and its answer part; files without them are read as before
-REASONING_COLUMNS: dict[str, str] = {"reasoning": "String", "reasoning_chars": "Int64", "answer": "String"}
+# part (null: none), its length in characters, in tokens (the executor's count, plans/results.py; null where
+# the results have none) and its answer part; files without them are read as before
+REASONING_COLUMNS: dict[str, str] = {"reasoning": "String", "reasoning_chars": "Int64", "reasoning_tokens": "Int64",
+                                     "answer": "String"}  # fmt: skip
 
 
 @dataclass

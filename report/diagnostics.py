@@ -36,6 +36,7 @@ class Finding:
 LABELS = {
     "truncated": "contexts truncated to fit max_model_len",
     "max_gen_toks": "generations that hit max_gen_toks",
+    "thinking_forced": "thinking budget ran out (end marker forced, then answered)",
     "empty": "empty responses",
     "no_answer": "filtered responses with no answer ([invalid])",
     "missing": "instances missing from the results",
@@ -117,6 +118,11 @@ def _answer_findings(run: Run, task: str) -> list[Finding]:
         if length:
             detail = "finish_reason = length" + _cut_parts(run, resp, fin)
             out.append(Finding(run.index, task, "max_gen_toks", len(length), gen.height, _ids(length), detail=detail))
+        flags = gen["thinking_forced"].to_list() if "thinking_forced" in gen.columns else []
+        forced = [d for d, x in zip(docs, flags, strict=False) if x]
+        if forced:  # run.thinking_budget (plans/budgets.py)
+            out.append(Finding(run.index, task, "thinking_forced", len(forced), gen.height, _ids(forced),
+                               detail="thinking_forced = true"))  # fmt: skip
     return out
 
 

@@ -159,7 +159,7 @@ def _scores(f: pl.DataFrame, pos: dict[int, int], target: list[Any]) -> dict[str
             for p, v in zip(doc_pos, ff["filtered"].to_list(), strict=True):
                 col[p] = v
             entry["filtered"][filt] = col
-        for c in ("reasoning", "reasoning_chars", "answer"):  # run.reasoning (plans/reasoning.py)
+        for c in ("reasoning", "reasoning_chars", "reasoning_tokens", "answer"):  # run.reasoning
             if c in ff.columns and ff[c].null_count() < ff.height and c not in entry:
                 part: list[Any] = [None] * n
                 for p, v in zip(doc_pos, ff[c].to_list(), strict=True):

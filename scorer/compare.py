@@ -56,6 +56,8 @@ class Flip:
     b_answer: str | None = None
     a_reasoning_chars: int | None = None
     b_reasoning_chars: int | None = None
+    a_reasoning_tokens: int | None = None  # the executor's count (plans/results.py); None where it has none
+    b_reasoning_tokens: int | None = None
 
 
 @dataclass
@@ -155,16 +157,20 @@ def _paired(md: MetricDelta, sa: pl.DataFrame, sb: pl.DataFrame, flips: list[Fli
         flipped = j.filter(pl.col("a") != pl.col("b")).select("doc_id", "a", "b")
         parts = {"a": _reasoning_parts(sa, md), "b": _reasoning_parts(sb, md)}
         for doc_id, x, y in flipped.iter_rows():
-            (aa, ac), (ba, bc) = (parts[k].get(doc_id, (None, None)) for k in ("a", "b"))
-            flips.append(Flip(md.task, md.filter, md.metric, doc_id, x, y, aa, ba, ac, bc))
+            (aa, ac, at), (ba, bc, bt) = (parts[k].get(doc_id, (None, None, None)) for k in ("a", "b"))
+            flips.append(Flip(md.task, md.filter, md.metric, doc_id, x, y, aa, ba, ac, bc, at, bt))
 
 
-def _reasoning_parts(s: pl.DataFrame, md: MetricDelta) -> dict[int, tuple[str | None, int | None]]:
-    """doc_id -> (answer, reasoning chars) of a run scored with ``run.reasoning`` (empty without)."""
+def _reasoning_parts(s: pl.DataFrame, md: MetricDelta) -> dict[int, tuple[str | None, int | None, int | None]]:
+    """doc_id -> (answer, reasoning chars, reasoning tokens) of a run scored with ``run.reasoning`` (empty
+    without; tokens None in files without them)."""
     if "answer" not in s.columns or "reasoning_chars" not in s.columns:
         return {}
     f = s.filter((pl.col("task") == md.task) & (pl.col("filter") == md.filter))
-    return {d: (a, c) for d, a, c in f.select("doc_id", "answer", "reasoning_chars").iter_rows()}
+    if "reasoning_tokens" not in f.columns:
+        f = f.with_columns(reasoning_tokens=pl.lit(None, dtype=pl.Int64))
+    cols = f.select("doc_id", "answer", "reasoning_chars", "reasoning_tokens")
+    return {d: (a, c, t) for d, a, c, t in cols.iter_rows()}
 
 
 def print_comparison(c: Comparison, max_flips: int = 20) -> None:
@@ -216,14 +222,18 @@ def print_comparison(c: Comparison, max_flips: int = 20) -> None:
         )
         for x in [x for x in fls if x.a_answer is not None or x.b_answer is not None][:3]:
             pad = " " * len(str(x.doc_id))
-            console.print(f"  doc {x.doc_id}: A {_split_line(x.a_answer, x.a_reasoning_chars)}", markup=False)
-            console.print(f"  {pad}    B {_split_line(x.b_answer, x.b_reasoning_chars)}", markup=False)
+            a_line = _split_line(x.a_answer, x.a_reasoning_chars, x.a_reasoning_tokens)
+            b_line = _split_line(x.b_answer, x.b_reasoning_chars, x.b_reasoning_tokens)
+            console.print(f"  doc {x.doc_id}: A {a_line}", markup=False)
+            console.print(f"  {pad}    B {b_line}", markup=False)
 
 
-def _split_line(answer: str | None, chars: int | None) -> str:
-    """One side of a flipped document of a reasoning model: its reasoning length and its answer, shortened."""
+def _split_line(answer: str | None, chars: int | None, tokens: int | None = None) -> str:
+    """One side of a flipped document of a reasoning model: its reasoning length (chars, and tokens where the
+    results have them) and its answer, shortened."""
     if answer is None:
         return "(whole response scored: no run.reasoning)"
     a = " ".join(answer.split())
     a = a if len(a) <= 80 else a[:79] + "…"
-    return f"reasoning {'none' if chars is None else f'{chars} chars'}; answer {a!r}"
+    length = "none" if chars is None else f"{chars} chars" + ("" if tokens is None else f", {tokens} tokens")
+    return f"reasoning {length}; answer {a!r}"

@@ -18,7 +18,8 @@ from lmeval.plans.results import PART, RESULT_COLUMNS, part_files, read_parts
 from lmeval.plans.rowcheck import KEY_COLUMNS
 from lmeval.scorer.errors import ScoreError
 
-COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses", "finish_reason")
+COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses", "finish_reason",
+           "reasoning_tokens", "thinking_forced")  # fmt: skip
 
 
 @dataclass

@@ -240,7 +240,7 @@
       out.push('<div class="resp"><span class="tag run' + (r % 8) + '">' + esc(runLabel(r)) + "</span> " +
         (fin ? '<span class="dim">finish: ' + esc(fin) + "</span>" : "") +
         (resp === null || resp === undefined ? ' <span class="warn">no response</span>' : split ?
-          '<details class="reasoning"><summary>reasoning (' + (rsn === null || rsn === undefined ? "none" : (e.reasoning_chars[k] + " chars")) + ')</summary><pre class="response">' + showText(rsn || "") + "</pre></details>" +
+          '<details class="reasoning"><summary>reasoning (' + (rsn === null || rsn === undefined ? "none" : (e.reasoning_chars[k] + " chars" + (e.reasoning_tokens && e.reasoning_tokens[k] !== null && e.reasoning_tokens[k] !== undefined ? ", " + e.reasoning_tokens[k] + " tokens" : ""))) + ')</summary><pre class="response">' + showText(rsn || "") + "</pre></details>" +
           '<div>answer:</div><pre class="response answer">' + showText(ans || "") + "</pre>" +
           "<details><summary>whole response</summary><pre class=\"response\">" + showText(resp) + "</pre></details>" :
           '<pre class="response">' + showText(resp) + "</pre>") +

@@ -258,4 +258,6 @@ def _row(task: str, inst: dict[str, Any], iid: str, rh: str) -> tuple[Any, ...]:
         response,
         responses,
         "stop" if response is not None else None,
+        None,  # reasoning_tokens
+        None,  # thinking_forced
     )

@@ -248,17 +248,33 @@ def test_compare_shows_reasoning_and_answer_of_flipped_docs(
 
 
 def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path) -> None:
-    """``run.thinking_budget=N`` adds N tokens to each generation's max_gen_toks (the task's own budget is
-    left for the answer): requests change, so hashes do; responses cut by the budget are counted per part."""
+    """``run.thinking_budget=N`` (plans/budgets.py): each generation carries its budgets and the end marker's
+    token ids, compiled in (the tiny tokenizer spells ``</think>`` in 5 tokens), and ``max_gen_toks`` is
+    thinking + marker + answer (the answer budget: the task's own, lm-eval's 256 for gsm8k, or
+    ``run.answer_budget``); requests change, so hashes do; responses cut are counted per part."""
     budget = _compile(tmp_path, "budget", THINK, "run.thinking_budget=1000")
     plain, b = read_plan(plans["think"]), read_plan(budget)
-    assert [i.generation_kwargs["max_gen_toks"] for i in b.instances] == [256 + 1000] * N  # gsm8k: lm-eval's 256
+    want = {"thinking": 1000, "answer": 256, "end": "</think>", "end_ids": [32, 19, 501, 990, 34]}
+    assert [i.generation_kwargs["reasoning_budget"] for i in b.instances] == [want] * N
+    assert [i.generation_kwargs["max_gen_toks"] for i in b.instances] == [1000 + 5 + 256] * N
     assert all("max_gen_toks" not in (i.generation_kwargs or {}) for i in plain.instances)
     assert {i.request_hash for i in b.instances}.isdisjoint(i.request_hash for i in plain.instances)
     assert b.header.config["run"]["thinking_budget"] == 1000
+    assert b.header.tasks[0].config["generation_kwargs"]["reasoning_budget"] == want  # diff and the task hash see it
     r = diff_plans(plans["think"], budget, show=1)
     assert {c.cause for t in r.tasks for c in t.causes} == {"generation_kwargs"}, render_text(r)
     assert _compile(tmp_path, "zero", THINK, "run.thinking_budget=0").read_bytes() == plans["think"].read_bytes()
+    ans = read_plan(_compile(tmp_path, "ans", THINK, "run.thinking_budget=1000", "run.answer_budget=32"))
+    assert [i.generation_kwargs["reasoning_budget"]["answer"] for i in ans.instances] == [32] * N
+    assert [i.generation_kwargs["max_gen_toks"] for i in ans.instances] == [1000 + 5 + 32] * N
+    assert {i.request_hash for i in ans.instances}.isdisjoint(i.request_hash for i in b.instances)
+    for bad, field in (
+        (["run.thinking_budget=10"], "run.thinking_budget"),  # no end marker to force
+        ([THINK, "run.answer_budget=10"], "run.answer_budget"),  # no thinking budget to count from
+        ([THINK, "run.thinking_budget=-1"], "run.thinking_budget"),
+    ):
+        with pytest.raises(CompileError, match=field):
+            _compile(tmp_path, "bad", *bad)
     # what was cut: two responses ran out while thinking, one in its answer
     rdir = _results(plans["think"], tmp_path / "cut", thinking)
     parts = sorted(rdir.glob("part-*.parquet"))
@@ -272,7 +288,7 @@ def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path
     out = score_run(str(rdir), console=False)
     assert out.warnings == [
         "task gsm8k: 3 of 5 responses hit max_gen_toks, 2 inside the reasoning block (run.reasoning.unclosed=empty) "
-        "and 1 in the answer; run.thinking_budget=N adds N tokens to every generation's max_gen_toks"
+        "and 1 in the answer; run.thinking_budget=N gives thinking N tokens of its own and the answer max_gen_toks"
     ]
     assert out.run.results["gsm8k"]["exact_match,strict-match"] == 3 / 5
     # and the report's diagnostics say the same
