@@ -1,0 +1,62 @@
+"""``lmeval score --log-to wandb``: an offline W&B run (WANDB_MODE unset: offline, under RESULTS/trackers/wandb)
+read back from its ``.wandb`` file through wandb's own protobuf records: the summary holds results.json's
+metrics, the config the provenance, the Tables the results table and one row per sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.report.trackers_support import (
+    check_config,
+    check_samples,
+    expected_metrics,
+    expected_results_rows,
+    score_and_log,
+)
+from tests.report.wandb_reader import read_offline_run
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    mp = pytest.MonkeyPatch()
+    mp.delenv("WANDB_MODE", raising=False)
+    mp.setenv("WANDB_SILENT", "true")
+    try:
+        run = score_and_log(tmp_path_factory.mktemp("wandb"), "wandb")
+    finally:
+        mp.undo()
+    (run_dir,) = (run["rdir"] / "trackers" / "wandb").glob("offline-run-*")
+    run["wandb"] = read_offline_run(run_dir)
+    return run
+
+
+def test_the_run_is_offline_and_named(logged: dict[str, Any]) -> None:
+    w = logged["wandb"]
+    assert w.project == "lmeval" and w.name == f"results-{logged['results']['plan_hash'][:12]}"
+    assert w.exit_code == 0
+    assert logged["out"].splitlines()[-1] == f"wandb: {w.run_dir} (upload: wandb sync {w.run_dir})"
+
+
+def test_summary_holds_the_metrics(logged: dict[str, Any]) -> None:
+    want = expected_metrics(logged["results"])
+    got = {k: v for k, v in logged["wandb"].summary.items() if "/" in k}
+    assert got == want
+
+
+def test_config_is_the_provenance(logged: dict[str, Any]) -> None:
+    check_config(logged["wandb"].config, logged["results"])
+
+
+def test_results_table(logged: dict[str, Any]) -> None:
+    table = logged["wandb"].table("results")
+    assert table["columns"] == ["task", "filter", "metric", "value", "stderr"]
+    assert {tuple(r) for r in table["data"]} == expected_results_rows(logged["results"])
+    assert len(table["data"]) == len(expected_results_rows(logged["results"]))
+
+
+def test_samples_table(logged: dict[str, Any]) -> None:
+    table = logged["wandb"].table("samples")
+    check_samples(table["columns"], table["data"], logged["samples"])
