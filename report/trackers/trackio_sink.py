@@ -31,9 +31,7 @@ def _import_trackio(store: Path) -> Any:
 def log_trackio(p: Payload, store: Path, project: str, name: str) -> str:
     """Log ``p`` as a Trackio run; where it went."""
     trackio = _import_trackio(store)
-    run = trackio.init(
-        project=project, name=name, config=p.config, auto_log_gpu=False, auto_log_cpu=False, embed=False
-    )
+    run = trackio.init(project=project, name=name, config=p.config, auto_log_gpu=False, auto_log_cpu=False, embed=False)
     try:
         run.log(
             {

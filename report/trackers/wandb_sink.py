@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from lmeval.report.trackers.payload import RESULT_COLUMNS, Payload
 
@@ -15,17 +16,23 @@ def log_wandb(p: Payload, store: Path, project: str, name: str) -> str:
     import wandb
 
     store.parent.mkdir(parents=True, exist_ok=True)
-    mode = os.environ.get("WANDB_MODE") or "offline"
+    mode: Any = os.environ.get("WANDB_MODE") or "offline"  # wandb checks it
     settings = wandb.Settings(silent=True, console="off", x_disable_stats=True, disable_git=True, save_code=False)
     run = wandb.init(
-        project=project, name=name, dir=str(store.parent), mode=mode, config=p.config, settings=settings, reinit="create_new"
+        project=project,
+        name=name,
+        dir=str(store.parent),
+        mode=mode,
+        config=p.config,
+        settings=settings,
+        reinit="create_new",
     )
     ok = False
     try:
         run.log(
             {
-                "results": wandb.Table(columns=list(RESULT_COLUMNS), data=p.results),
-                "samples": wandb.Table(columns=p.sample_columns, data=p.samples),
+                "results": wandb.Table(columns=[*RESULT_COLUMNS], data=p.results),
+                "samples": wandb.Table(columns=[*p.sample_columns], data=p.samples),
             }
         )
         run.summary.update(p.metrics)

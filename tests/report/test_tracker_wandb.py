@@ -12,6 +12,7 @@ import pytest
 from tests.report.trackers_support import (
     check_config,
     check_samples,
+    cli,
     expected_metrics,
     expected_results_rows,
     score_and_log,
@@ -60,3 +61,18 @@ def test_results_table(logged: dict[str, Any]) -> None:
 def test_samples_table(logged: dict[str, Any]) -> None:
     table = logged["wandb"].table("samples")
     check_samples(table["columns"], table["data"], logged["samples"])
+
+
+def test_lmeval_log_an_existing_run(logged: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run logged again later (``lmeval log``), into another folder, project and name."""
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    before = (logged["rdir"] / "results.json").read_bytes()
+    rc, out, err = cli("log", str(logged["rdir"]), "--to", "wandb", "--dir", str(tmp_path), "--project", "p2",
+                       "--name", "again")  # fmt: skip
+    assert rc == 0, err
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*")
+    w = read_offline_run(run_dir)
+    assert (w.project, w.name, w.exit_code) == ("p2", "again", 0)
+    assert {k: v for k, v in w.summary.items() if "/" in k} == expected_metrics(logged["results"])
+    assert out == f"wandb: {run_dir} (upload: wandb sync {run_dir})\n"
+    assert (logged["rdir"] / "results.json").read_bytes() == before

@@ -63,7 +63,7 @@ def read_offline_run(run_dir: Path) -> OfflineRun:
     (path,) = run_dir.glob("run-*.wandb")
     out = OfflineRun(run_dir)
     for raw in raw_records(path):
-        rec = pb.Record()
+        rec = pb.Record()  # type: ignore[attr-defined]  # generated protobuf module, no stubs
         rec.ParseFromString(raw)
         kind = rec.WhichOneof("record_type")
         if kind == "run":
