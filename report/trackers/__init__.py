@@ -49,9 +49,7 @@ def require(names: Iterable[str]) -> None:
         except (ImportError, ValueError):
             found = False
         if not found:
-            raise ReportError(
-                f"--log-to {name}: the {name} library is not installed (pip install 'lmeval[{name}]')"
-            ) from None
+            raise ReportError(f"{name}: the {name} library is not installed (pip install 'lmeval[{name}]')") from None
 
 
 @dataclass

@@ -32,8 +32,7 @@ def test_a_missing_library_is_one_line_before_scoring(
     rc, out, err = cli("score", str(rdir), "--quiet", "--log-to", f"{tracker}")
     assert (rc, out) == (2, "")
     assert err == (
-        f"lmeval score: error: --log-to {tracker}: the {tracker} library is not installed "
-        f"(pip install 'lmeval[{tracker}]')\n"
+        f"lmeval score: error: {tracker}: the {tracker} library is not installed (pip install 'lmeval[{tracker}]')\n"
     )
     assert not (rdir / "results.json").exists()  # refused before scoring: nothing half done
     rc, _, err = cli("log", str(rdir), "--to", tracker)
