@@ -14,7 +14,11 @@ def log_wandb(p: Payload, store: Path, project: str, name: str) -> str:
     """Log ``p`` as a W&B run in ``store`` (``store/offline-run-*``: wandb adds the last folder, ``wandb``, itself);
     where it went."""
     import wandb
+    from wandb.sdk import wandb_setup
 
+    # run.finish() can return before wandb-core has written the run's file; teardown waits for it. Only when
+    # this call started wandb: a caller's own runs in the same process are left running.
+    owned = getattr(wandb_setup, "_singleton", None) is None
     store.parent.mkdir(parents=True, exist_ok=True)
     mode: Any = os.environ.get("WANDB_MODE") or "offline"  # wandb checks it
     settings = wandb.Settings(silent=True, console="off", x_disable_stats=True, disable_git=True, save_code=False)
@@ -39,5 +43,7 @@ def log_wandb(p: Payload, store: Path, project: str, name: str) -> str:
         ok = True
     finally:
         run.finish(exit_code=0 if ok else 1)
+        if owned:
+            wandb.teardown()
     where = Path(run.dir).parent
     return f"{where}" + (f" (upload: wandb sync {where})" if mode == "offline" else "")
