@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_validate",
     "lmeval.cmd_report",
     "lmeval.cmd_export",
+    "lmeval.cmd_log",
     "lmeval.cmd_ls",
     "lmeval.cmd_contamination",
 )

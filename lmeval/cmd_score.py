@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lmeval.cmd_log import TRACKER_NAMES, add_tracker_args, log_to
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -40,6 +42,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--allow-partial", action="store_true", help="exit 0 when instances are missing")
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="bootstrap resamples (lm-eval's default)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument(
+        "--log-to",
+        action="append",
+        default=[],
+        metavar="TRACKER",
+        help=f"then log the scored run to {'|'.join(TRACKER_NAMES)} (repeatable, or a comma list; as `lmeval "
+        "log`): results table, per-task metrics, provenance, samples; offline by default",
+    )
+    add_tracker_args(p, "log-")
     p.set_defaults(func=run)
 
     c = subparsers.add_parser(
@@ -55,6 +66,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from lmeval.scorer.score import score_run
 
+    if args.log_to:  # an unknown tracker or a missing library: said before anything is scored
+        from lmeval.report.trackers import parse_trackers, require
+
+        require(parse_trackers(args.log_to))
     trust = bool(args.trust_code)
     out = score_run(
         args.results,
@@ -68,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     print(out.path)
     if out.partial and not args.allow_partial:
         raise out.partial_error()
+    if args.log_to:  # results.json and samples.parquet are written: a tracker failing now leaves them as they are
+        log_to(str(out.path), args.log_to, args.log_project, args.log_name, args.log_dir)
     return 0
 
 
