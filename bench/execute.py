@@ -324,6 +324,9 @@ def main() -> None:
                 wall, _ = run(lm_cmd, scratch, lenv, scratch / "lm_eval.log")
                 lms.append({"wall": wall})
                 print(f"[{rep}] lm-eval --model vllm: wall {wall:.1f}s", flush=True)
+        rows["scores"] = {"lmeval execute": executor_scores(scratch / "res0", plan)}
+        if lms:
+            rows["scores"]["lm-eval --model vllm"] = lm_eval_scores(scratch / "lm_eval_out")
         rows["raw"] = _median(raws)
         rows["exec"] = _median(execs)
         rows["all_raw"] = {"runs": raws}
@@ -338,6 +341,36 @@ def main() -> None:
         Path(a.out).write_text(report)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+SANITY = {
+    "arc_easy": ("acc,none", "acc_norm,none"),
+    "gsm8k": ("exact_match,strict-match", "exact_match,flexible-extract"),
+}
+
+
+def _pick(results: dict[str, Any]) -> dict[str, float]:
+    """acc/acc_norm of arc_easy, strict/flexible exact_match of gsm8k (lm-eval's ``*_local`` names folded)."""
+    out = {}
+    for task, keys in SANITY.items():
+        got = results.get(task) or results.get(f"{task}_local") or {}
+        for k in keys:
+            if k in got:
+                out[f"{task} {k}"] = float(got[k])
+    return out
+
+
+def executor_scores(res: Path, plan: Path) -> dict[str, float]:
+    """The executor's answers scored (so the bench shows it measured real work, not noise)."""
+    from lmeval.scorer import score
+
+    score(str(res), plan_path=str(plan), console=False)
+    return _pick(json.loads((res / "results.json").read_text())["results"])
+
+
+def lm_eval_scores(out: Path) -> dict[str, float]:
+    files = sorted(out.rglob("results_*.json"))
+    return _pick(json.loads(files[-1].read_text())["results"]) if files else {}
 
 
 def lmeval_command(
@@ -421,6 +454,13 @@ def render(
             f"| lm-eval / executor, process wall, run by run (median; min-max) | {statistics.median(paired):.2f}x "
             f"({min(paired):.2f}-{max(paired):.2f}) | >= 2x |"
         )
+    scores = rows.get("scores", {})
+    if scores:
+        keys = sorted({k for v in scores.values() for k in v})
+        lines += ["", "Scores of the same runs (first round; a check that the bench measured real answers):", "",
+                  "| metric | " + " | ".join(scores) + " |", "|---|" + "---:|" * len(scores)]  # fmt: skip
+        for k in keys:
+            lines.append(f"| {k} | " + " | ".join(f"{v[k]:.4f}" if k in v else "" for v in scores.values()) + " |")
     lines += ["", "Run by run (process wall, s; each round runs the three one after the other):", "",
               "| round | raw vLLM | lmeval execute | lm-eval --model vllm |", "|---:|---:|---:|---:|"]  # fmt: skip
     lm_runs = rows.get("all_lmeval", {}).get("runs", [])
