@@ -3,7 +3,8 @@ converted once into the lmeval cache (shared by every test of the session, and b
 
 - vLLM (``lmeval run ... model=smollm2``, one engine start): arith scores a non-zero exact_match with its
   stderr, and "The capital of France is" (a JSONL spec task) greedily continues with " Paris".
-- the hf backend, on a plan compiled with ``model.path=DIR model.gguf_file=NAME``: the same Paris answer.
+- ``model.path=FILE.gguf`` and ``model.path=DIR model.gguf_file=NAME`` on the hf backend, and the file form on
+  vLLM: the same Paris answer, scored.
 """
 
 from __future__ import annotations
@@ -66,10 +67,28 @@ def test_vllm_scores_smollm2(spec: Path, tmp_path: Path) -> None:
     assert "exact_match" in stdout and "arith" in stdout
 
 
-def test_hf_backend_runs_a_gguf_plan(spec: Path, tmp_path: Path) -> None:
+def _model_source(form: str) -> list[str]:
+    """The two ways a user names a GGUF file (#24): the file itself, or a folder and the file's name in it."""
     gguf = smollm2_gguf()
-    model = [f"model.path={gguf.parent}", f"model.gguf_file={gguf.name}", "model.backend=hf"]
-    out = tmp_path / "results"
+    return [f"model.path={gguf}"] if form == "file" else [f"model.path={gguf.parent}", f"model.gguf_file={gguf.name}"]
+
+
+def _capital_run(spec: Path, out: Path, model: list[str]) -> float:
+    """Compile, execute and score the capital task on ``model``: its exact_match."""
     rc, _, err = cli("run", "+task=jsonl", f"task.path={spec}", *model, "--out", str(out), "--no-progress")
     assert rc == 0, err
     assert _response(out, "jsonl").startswith(" Paris")
+    capital = _results(out)["results"]["jsonl"]
+    return float(capital[next(k for k in capital if k.startswith("exact_match,"))])
+
+
+@pytest.mark.parametrize("form", ["file", "dir+name"])
+def test_hf_backend_runs_a_gguf_plan(spec: Path, tmp_path: Path, form: str) -> None:
+    assert _capital_run(spec, tmp_path / "results", [*_model_source(form), "model.backend=hf"]) == 1.0
+
+
+@pytest.mark.vllm
+def test_vllm_runs_a_gguf_file_path(spec: Path, tmp_path: Path) -> None:
+    """``model.path=FILE.gguf`` on vLLM (the preset above is the folder-and-name form, found in the package;
+    one plan hash for both forms: tests/compiler/test_gguf_identity.py)."""
+    assert _capital_run(spec, tmp_path / "vllm", _model_source("file")) == 1.0
