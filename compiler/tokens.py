@@ -29,20 +29,26 @@ def _last_piece(text: str) -> str:
     return text
 
 
-def _pieces(text: str) -> list[str]:
-    """``text`` cut before every newline that follows a non-whitespace character (a plain loop over the lines
-    is faster here than a regex split or a search from newline to newline)."""
-    lines = text.split("\n")
+def _pieces(text: str, sep: str = "\n") -> list[str]:
+    """``text`` cut before every ``sep`` (a newline, or a space: ``_words``) that follows a non-whitespace
+    character (a plain loop over the lines is faster here than a regex split or a search from one to the next)."""
+    lines = text.split(sep)
     out: list[str] = []
     cur = lines[0]
     for ln in lines[1:]:
         if cur and not cur[-1].isspace():
             out.append(cur)
-            cur = "\n" + ln
+            cur = sep + ln
         else:
-            cur += "\n" + ln
+            cur += sep + ln
     out.append(cur)
     return out
+
+
+def _words(line: str) -> list[str]:
+    """``line`` cut before every space that follows a non-whitespace character: the same boundary as a
+    newline's (see ``ModelTokenizer._splittable``), so a line's ids are its words' ids joined."""
+    return _pieces(line, " ")
 
 
 def _token_text(value: Any) -> str | None:
@@ -117,6 +123,7 @@ class ModelTokenizer:
         )
         self.default_special = True if add_bos_token is None else bool(add_bos_token)
         self._seg_cache: dict[str, list[int]] = {}
+        self._word_cache: dict[str, list[int]] = {}
         self._checked = 0
         self.fast = self._splittable()
         self._affix = {flag: self._specials(flag) for flag in (True, False)}
@@ -131,10 +138,14 @@ class ModelTokenizer:
             special_suffix=list(post),
         )
 
-    # -- fast path: split texts before each newline that follows a non-whitespace character, encode each distinct
-    # piece once, concatenate. Exact for byte-level BPE with GPT-2 regex pre-tokenization (no prefix space,
-    # no normalizer): no pre-token spans such a boundary and none of the regex's lookaheads reaches across
-    # it, so encode(a + b) == encode(a) + encode(b).
+    # -- fast path: split texts before each newline that follows a non-whitespace character (pieces, ~lines),
+    # and each distinct piece before each space that follows one (words); encode each distinct word once,
+    # concatenate. Exact for byte-level BPE with GPT-2 regex pre-tokenization (no prefix space, no
+    # normalizer): a pre-token holds whitespace only as a whole run of it or as its one leading space, so
+    # none spans a whitespace character that follows a non-whitespace one, and none of the regex's
+    # lookaheads (``\s+(?!\S)``) reaches back across it: encode(a + b) == encode(a) + encode(b). Encoding
+    # distinct words instead of whole texts skips the pre-tokenizer's regex over repeated text, most of the
+    # tokenizer's time.
     # The first encodings of every compile are checked against the plain encoding; any difference turns
     # the fast path off.
     def _splittable(self) -> bool:
@@ -170,6 +181,17 @@ class ModelTokenizer:
                 return full[:i], full[i + len(plain) :]
         return None
 
+    def _encode_pieces(self, pieces: list[str]) -> None:
+        """Every piece's ids into the piece cache: its words (``_words``) encoded, each distinct one once."""
+        words = self._word_cache
+        split = [_words(p) for p in pieces]
+        todo = list({w: None for ws in split for w in ws if w not in words})
+        if todo:
+            words.update(zip(todo, self._batch(todo, False), strict=True))
+        get = words.__getitem__
+        flat = chain.from_iterable
+        self._seg_cache.update((p, list(flat(map(get, ws)))) for p, ws in zip(pieces, split, strict=True))
+
     def _encode_fast(self, texts: list[str], flag: bool) -> list[list[int]] | None:
         affix = self._affix[flag]
         if affix is None:
@@ -180,9 +202,7 @@ class ModelTokenizer:
         pieces = [split(t) for t in texts]
         missing = {p: None for p in chain.from_iterable(pieces) if p not in cache}
         if missing:
-            todo = list(missing)
-            for seg, ids in zip(todo, self._batch(todo, False), strict=True):
-                cache[seg] = ids
+            self._encode_pieces(list(missing))
         get = cache.__getitem__
         flat = chain.from_iterable
         out = [[*pre, *flat(map(get, ps)), *post] for ps in pieces]
@@ -250,8 +270,7 @@ class ModelTokenizer:
         cache = self._seg_cache
         missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
         if missing:
-            for seg, ids in zip(missing, self._batch(missing, False), strict=True):
-                cache[seg] = ids
+            self._encode_pieces(missing)
         out: list[list[int]] = []
         for ctx, ps in zip(ctxs, tail_pieces, strict=True):
             last_ids = cache[lasts[ctx]]
