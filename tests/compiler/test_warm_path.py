@@ -99,7 +99,7 @@ def test_word_level_fast_path_equals_plain_encoding() -> None:
     once) against the tokenizer's own encoding of the whole text, on texts made of the characters where the
     GPT-2 pre-tokenizer's rules differ (contractions, digits, punctuation, Unicode spaces and letters)."""
     from lmeval.common.tinymodel import ensure_tiny_model
-    from lmeval.compiler.tokens import ModelTokenizer, _words
+    from lmeval.compiler.tokens import ModelTokenizer, _pieces, _words
     from lmeval.plans.tokenization import encode_pairs
 
     tok = ModelTokenizer(ensure_tiny_model(), None, "tiny")
@@ -112,9 +112,29 @@ def test_word_level_fast_path_equals_plain_encoding() -> None:
     for t in texts:
         cuts = [i for i in range(1, len(t)) if t[i] == " " and not t[i - 1].isspace()]
         assert _words(t) == [t[a:b] for a, b in zip([0, *cuts], [*cuts, len(t)], strict=True)], repr(t)
+        assert _words(t) == _pieces(t, " "), repr(t)
     for flag in (True, False):
         plain = [e.ids for e in tok.backend.encode_batch(texts, add_special_tokens=flag)]
         tok._checked = 10**9  # no self-check: compare every text here
         assert tok._encode_fast(texts, flag) == plain
     pairs = [(t, c) for t, c in zip(texts[::2], texts[1::2], strict=False) if c.strip()]
     assert tok.encode_pairs(pairs) == encode_pairs(pairs, tok.rule, tok._batch)  # the joint-encoding split
+
+
+def test_shared_starts_give_each_texts_own_pieces() -> None:
+    """``_shared_pieces`` (texts in a row compared, not cut again) and ``_join_shared`` give what cutting and
+    joining every text alone gives, whatever the texts share."""
+    from lmeval.compiler.tokens import _join_shared, _pieces, _shared_pieces
+
+    rnd = random.Random(7)
+    blocks = ["Q: a\n", "b\n\n", "\n", " c \n", "d", "\nA:", "x\ny", "  \n", "e\t\n", ""]
+    heads = ["".join(rnd.choice(blocks) for _ in range(rnd.randint(0, 6))) for _ in range(8)]
+    texts = [rnd.choice(heads) + "".join(rnd.choice(blocks) for _ in range(rnd.randint(0, 4))) for _ in range(3000)]
+    plan = _shared_pieces(texts)
+    prev: list[str] = []
+    for t, (j, rest) in zip(texts, plan, strict=True):
+        prev = prev[:j] + rest
+        assert prev == _pieces(t), repr(t)
+    cache = {p: [ord(c) for c in p] for _, rest in plan for p in rest}
+    got = _join_shared(plan, cache, [1], [2, 3])
+    assert got == [[1, *(ord(c) for c in t), 2, 3] for t in texts]
