@@ -6,9 +6,9 @@ The key (``compose_key``) is a sha256 over everything the composition reads: the
 (a location's path left out: ``SLOTS``), the path and the bytes of every file under the config folder, the
 compiler's version (``cachekey``: lmeval's sources, Hydra's, OmegaConf's and PyYAML's versions among the rest)
 and the installed Hydra plugins. There is no key (no memo) when an override holds an interpolation (``${...}``:
-a resolver may read the environment) or a config file does. An entry is a sha256 and the msgpack of the
-composed config (plain data: msgpack keeps int, float, bool, str and None apart, and key order); one failing its
-check is removed and ignored.
+a resolver may read the environment) or sets ``hydra.*`` (a search path), or a config file holds one. An entry
+is a sha256 and the msgpack of the composed config (plain data: msgpack keeps int, float, bool, str and None
+apart, and key order); one failing its check is removed and ignored.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def compose_key(overrides: list[str], conf: Path) -> str | None:
     """The memo key of composing ``conf`` with ``overrides`` (None: not to be memoized)."""
     from lmeval.compiler.cachekey import compiler_version
 
-    if any("${" in o for o in overrides):
-        return None
+    if any("${" in o or o.lstrip("+~").startswith("hydra") for o in overrides):
+        return None  # a resolver may read the environment; hydra.searchpath may add config folders
     h = hashlib.sha256(_MAGIC + compiler_version().encode())
     h.update(repr(overrides).encode())
     h.update(f"\0{conf.resolve()}\0{_plugins()}\0".encode())

@@ -58,6 +58,7 @@ def test_composition_memo_equals_hydra(tmp_path: Path, data: Path) -> None:
         assert compose(other, memo) == compose(other)  # the same memo, other locations
     assert len(list(memo.glob("*/*.lcc"))) == len(sets)
     assert composecache.compose_key(["run.system_instruction=${oc.env:HOME}"], CONF_DIR) is None
+    assert composecache.compose_key(["hydra.searchpath=[file:///elsewhere]"], CONF_DIR) is None
     for p in memo.glob("*/*.lcc"):
         p.write_bytes(p.read_bytes()[:-1] + b"\x00")
     for ov in sets:
