@@ -2,7 +2,7 @@
 
 The compile pipeline's own steps run one after another here (tokenizing is not overlapped with encoding as in
 ``compiler.task_records``), so each phase is measured alone; the total is what a serial cold ``lmeval compile
---no-cache -j 1`` spends, less the overlap.
+--no-cache -j 1`` spends, less the overlap. The cyclic garbage collector is off, as in a compile.
 
     .venv/bin/python bench/compile_phases.py [--data-dir DIR] [OVERRIDES...]
     (default: run.tasks=[mmlu] run.num_fewshot=5)
@@ -11,6 +11,7 @@ The compile pipeline's own steps run one after another here (tokenizing is not o
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import tempfile
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("overrides", nargs="*", default=["run.tasks=[mmlu]", "run.num_fewshot=5"])
     args = ap.parse_args(argv)
+    gc.disable()  # as compile_located runs a compile (common/gcpause.py); with the collector on, tokenizing doubles
     wall: dict[str, float] = defaultdict(float)
     cpu: dict[str, float] = defaultdict(float)
 

@@ -9,11 +9,16 @@ under ``$LMEVAL_CACHE/build`` (default ``~/.cache/lmeval/build``; ``LMEVAL_BUILD
   is least-recently used) are removed until the total is under ``LMEVAL_BUILD_CACHE_MB`` megabytes (default
   ``DEFAULT_MAX_MB``).
 - ``lmeval compile --no-cache`` (or ``LMEVAL_BUILD_CACHE=0``) compiles without reading or writing it.
+- Plan hashes: a compile whose tasks all went through entries remembers its plan hash under a key of the
+  header bytes the hash starts from and every task's entry sha256 (which fixes the task's bytes: its frames),
+  so the next such compile need not decompress and hash every task's records again (``plan_hash_key``). A
+  memo is checked when read (its own sha256) and is evicted like an entry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +30,8 @@ from lmeval.compiler.taskpart import CorruptEntry, TaskPart, unpack_part
 
 DEFAULT_MAX_MB = 2048  # a full MMLU 5-shot compile stores about 10 MB
 _SUFFIX = ".lbc"
+_MEMO = ".lph"  # a plan-hash memo
+_EVICTABLE = (_SUFFIX, _MEMO, ".lcc")  # and compiler.composecache's memos
 
 
 def default_dir() -> Path:
@@ -79,7 +86,7 @@ class BuildCache:
             self.stats.misses += 1
             return None
         try:
-            part = unpack_part(blob, key)
+            part = unpack_part(blob, key, lazy=True)
         except CorruptEntry:
             self.stats.corrupt += 1
             self.stats.misses += 1
@@ -103,6 +110,30 @@ class BuildCache:
             return
         self.stats.stored += 1
 
+    def plan_hash(self, key: str) -> str | None:
+        """The plan hash remembered under ``key`` (``plan_hash_key``), or None (missing or failing its check)."""
+        p = self.root / key[:2] / f"{key}{_MEMO}"
+        try:
+            value, check = p.read_text(encoding="ascii").split()
+        except (OSError, ValueError):
+            return None
+        if len(value) != 64 or check != _memo_check(key, value):
+            with contextlib.suppress(OSError):
+                p.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(p)
+        return value
+
+    def store_plan_hash(self, key: str, value: str) -> None:
+        text = f"{value} {_memo_check(key, value)}\n".encode("ascii")
+
+        def write(f: IO[bytes]) -> None:
+            f.write(text)
+
+        with contextlib.suppress(InputError, OSError):
+            write_atomic(self.root / key[:2] / f"{key}{_MEMO}", write)
+
     def evict(self) -> None:
         """Remove the least recently used entries until the cache holds at most ``max_bytes``."""
         entries: list[tuple[int, int, Path]] = []
@@ -116,7 +147,7 @@ class BuildCache:
                 continue
             try:
                 for e in os.scandir(sub.path):
-                    if e.name.endswith(_SUFFIX) and e.is_file(follow_symlinks=False):
+                    if e.name.endswith(_EVICTABLE) and e.is_file(follow_symlinks=False):
                         st = e.stat(follow_symlinks=False)
                         entries.append((st.st_mtime_ns, st.st_size, Path(e.path)))
                         total += st.st_size
@@ -131,3 +162,17 @@ class BuildCache:
                 p.unlink()
                 total -= size
                 self.stats.evicted += 1
+
+
+def plan_hash_key(header_bytes: bytes, digests: list[str]) -> str:
+    """The memo key of a plan hash: sha256 of the header bytes it starts from (``integrity.header_hash_bytes``)
+    and each task's entry sha256 in plan order (``TaskPart.digest``)."""
+    h = hashlib.sha256(b"lmeval-plan-hash 1\n")
+    h.update(len(header_bytes).to_bytes(8, "big") + header_bytes)
+    for d in digests:
+        h.update(bytes.fromhex(d))
+    return h.hexdigest()
+
+
+def _memo_check(key: str, value: str) -> str:
+    return hashlib.sha256(f"{key} {value}".encode("ascii")).hexdigest()[:16]

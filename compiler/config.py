@@ -138,9 +138,29 @@ def check_conf_files(root: Path) -> None:
             _CHECKED[path] = (st.st_mtime_ns, st.st_size)
 
 
-def compose(overrides: list[str]) -> dict[str, Any]:
-    """The fully composed config (resolved, as plain data) for ``overrides``."""
+def compose(overrides: list[str], memo: Path | None = None) -> dict[str, Any]:
+    """The fully composed config (resolved, as plain data) for ``overrides``. ``memo``: the build cache's
+    folder, where the composition is remembered (``compiler.composecache``; None: composed by Hydra)."""
     overrides = optional_run_keys(catalog_names(shorthand(overrides)))
+    if memo is None:
+        return _compose(overrides)
+    from lmeval.compiler import composecache as cc
+
+    split = cc.split_slots(overrides)
+    key = cc.compose_key(split[0], CONF_DIR) if split is not None else None
+    if split is None or key is None:
+        return _compose(overrides)
+    memo_data = cc.load_composed(memo, key)
+    data = cc.fill_slots(memo_data, split[1]) if memo_data is not None else None
+    if data is None:
+        data = _compose(overrides)
+        blanked = cc.blank_slots(data, split[1])
+        if blanked is not None:
+            cc.store_composed(memo, key, blanked)
+    return data
+
+
+def _compose(overrides: list[str]) -> dict[str, Any]:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

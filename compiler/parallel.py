@@ -17,7 +17,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lmeval.compiler.build import TaskBuilder
@@ -27,7 +27,7 @@ from lmeval.compiler.cachekey import task_key, tokenizer_key, workers_from_env
 from lmeval.compiler.seeds import has_python, seeded_globals
 from lmeval.compiler.task_tree import Selection
 from lmeval.compiler.taskconfig import TaskConfig
-from lmeval.compiler.taskpart import TaskPart, pack_part, part_of, unpack_part
+from lmeval.compiler.taskpart import TaskPart, entry_digest, pack_part, part_of, unpack_part
 from lmeval.compiler.tokens import ModelTokenizer
 
 
@@ -86,8 +86,8 @@ def build_parts(
     chat: ChatFn | None,
     tok: ModelTokenizer | None,
     settings: BuildSettings,
-) -> tuple[list[TaskPart], CacheStats]:
-    """Every task's part, in order (see the module docstring)."""
+) -> tuple[list[TaskPart], CacheStats, BuildCache | None]:
+    """Every task's part, in order (see the module docstring), and the build cache (None when off)."""
     global _JOB
     cache = BuildCache(settings.cache_dir or default_dir(), max_bytes_from_env()) if settings.cache else None
     keys: list[str | None] = [None] * len(specs)
@@ -110,7 +110,9 @@ def build_parts(
             parts[i] = part = _build(job, i)
             key = keys[i]
             if cache is not None and key is not None:
-                cache.store(key, pack_part(key, part))
+                blob = pack_part(key, part)
+                cache.store(key, blob)
+                parts[i] = replace(part, digest=entry_digest(blob))
     else:
         _JOB = job
         try:
@@ -135,7 +137,7 @@ def build_parts(
         cache.evict()
     done = [p for p in parts if p is not None]
     assert len(done) == len(specs)
-    return done, cache.stats if cache is not None else CacheStats(uncacheable=len(specs))
+    return done, cache.stats if cache is not None else CacheStats(uncacheable=len(specs)), cache
 
 
 def lm_eval_order_parts(

@@ -4,13 +4,13 @@ it is written to. The public entry points are re-exported by ``lmeval.compiler``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from lmeval.common.gcpause import gc_paused
-from lmeval.compiler.buildcache import CacheStats
+from lmeval.compiler.buildcache import BuildCache, CacheStats, default_dir, plan_hash_key
 from lmeval.compiler.built import BuildOptions
 from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
 from lmeval.compiler.errors import CompileError, fail
@@ -24,8 +24,9 @@ from lmeval.compiler.task_records import Record
 from lmeval.compiler.task_selection import select_tasks
 from lmeval.compiler.taskpart import TaskPart, records_of
 from lmeval.plans.identity import split_locations
+from lmeval.plans.integrity import header_hash_bytes
 from lmeval.plans.records import PlanHeader
-from lmeval.plans.sealparts import seal_tasks, write_tasks
+from lmeval.plans.sealparts import plan_digest, seal_header, write_tasks
 from lmeval.plans.storage import DEFAULT_CODEC
 
 
@@ -109,7 +110,7 @@ def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOpt
 
 def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     forget_loaded()
-    cfg = compose(overrides)
+    cfg = compose(overrides, (settings.cache_dir or default_dir()) if settings.cache else None)
     portable, locations = split_locations(cfg)
     run = run_config(cfg.get("run") or {})
     tok, model, chat = load_model_info(cfg.get("model"), run.apply_chat_template, run.chat_template_kwargs)
@@ -118,14 +119,31 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
         check_task(spec)
     check_groups(sel.groups, sel.tasks)
     opts = with_budget_marker(run, run.options(), tok)
+    cache: BuildCache | None = None
     if run.seed_mode == "lm_eval":  # one global stream over every task: built together, never cached
         parts, stats = lm_eval_order_parts(sel, opts, chat, tok), CacheStats(uncacheable=len(sel.tasks))
     else:
-        parts, stats = build_parts(sel.tasks, opts, chat, tok, settings)
+        parts, stats, cache = build_parts(sel.tasks, opts, chat, tok, settings)
     notes = [n for p in parts for n in p.notes]
     header = plan_header(portable, model, sel, [p.summary for p in parts], notes)
     try:
-        sealed = seal_tasks(header, [p.encoded for p in parts])
+        sealed = _seal(header, parts, cache)
     except TypeError as e:
         raise CompileError(f"the plan cannot be encoded canonically: {e}") from None
     return Compiled(sealed, parts, locations, stats)
+
+
+def _seal(header: PlanHeader, parts: list[TaskPart], cache: BuildCache | None) -> PlanHeader:
+    """``seal_tasks``; the plan hash from the build cache's memo when every task came through an entry
+    (``buildcache.plan_hash_key``): a warm compile then decompresses and hashes no records."""
+    encoded = [p.encoded for p in parts]
+    unsealed = seal_header(header, encoded)
+    if cache is None or not all(p.digest for p in parts):
+        return replace(unsealed, plan_hash=plan_digest(unsealed, encoded))
+    head = header_hash_bytes(unsealed.to_dict())
+    key = plan_hash_key(head, [p.digest for p in parts])
+    plan_hash = cache.plan_hash(key)
+    if plan_hash is None:
+        plan_hash = plan_digest(unsealed, encoded, head)
+        cache.store_plan_hash(key, plan_hash)
+    return replace(unsealed, plan_hash=plan_hash)

@@ -39,6 +39,12 @@ class TaskPart:
     summary: TaskSummary  # unsealed (no task_hash yet)
     notes: list[str]
     encoded: EncodedTask
+    digest: str = ""  # the sha256 of its entry's payload (hex) when it went through one: what its bytes are
+
+
+def entry_digest(entry: bytes) -> str:
+    """The payload sha256 an entry (``pack_part``'s bytes) carries in its header."""
+    return entry[len(MAGIC) : len(MAGIC) + 32].hex()
 
 
 def part_of(bt: BuiltTask, opts: BuildOptions, tok: ModelTokenizer | None) -> TaskPart:
@@ -73,8 +79,10 @@ def pack_part(key: str, part: TaskPart) -> bytes:
     return MAGIC + hashlib.sha256(payload).digest() + len(payload).to_bytes(8, "big") + payload
 
 
-def unpack_part(blob: bytes, key: str) -> TaskPart:
-    """The task part an entry holds, every check passed; ``CorruptEntry`` otherwise."""
+def unpack_part(blob: bytes, key: str, lazy: bool = False) -> TaskPart:
+    """The task part an entry holds, every check passed; ``CorruptEntry`` otherwise. ``lazy``: the frames are
+    decompressed when the records are first asked for (``EncodedTask.data``), not here; the payload's sha256
+    covers them, and every frame's declared size is checked here all the same."""
     if len(blob) < _HEAD or not blob.startswith(MAGIC):
         raise CorruptEntry("not a build-cache entry (no header)")
     digest = blob[len(MAGIC) : len(MAGIC) + 32]
@@ -98,21 +106,35 @@ def unpack_part(blob: bytes, key: str) -> TaskPart:
         raise
     except Exception as e:  # noqa: BLE001 - anything malformed in a payload whose hash matched: a format bug
         raise CorruptEntry(f"malformed payload ({type(e).__name__}: {e})") from None
-    data = b"".join(_decompress(n, b) for n, b in frames)
-    if not all(type(x) is int and x > 0 for x in lengths) or sum(lengths) != len(data):
+    if lazy:
+        data = None
+        size = sum(_declared(n, b) for n, b in frames)
+    else:
+        data = b"".join(_decompress(n, b) for n, b in frames)
+        size = len(data)
+    if not all(type(x) is int and x > 0 for x in lengths) or sum(lengths) != size:
         raise CorruptEntry("record lengths do not add up to the task's bytes")
     if (summary.n_docs, summary.n_instances) != (n_docs, n_inst):
         raise CorruptEntry("record counts disagree with the summary")
-    return TaskPart(summary, notes, EncodedTask(summary.name, data, lengths, n_docs, n_inst, frames, th))
+    enc = EncodedTask(summary.name, data, lengths, n_docs, n_inst, frames, th)
+    return TaskPart(summary, notes, enc, digest.hex())
 
 
-def _decompress(n: int, stored: bytes) -> bytes:
+def _declared(n: int, stored: bytes) -> int:
     if not 0 < n <= FRAME_MAX:
         raise CorruptEntry(f"frame of {n} bytes")
     try:
         declared = zstandard.get_frame_parameters(stored).content_size
-        if declared != n:
-            raise CorruptEntry(f"frame declares {declared} bytes, entry says {n}")
+    except zstandard.ZstdError as e:
+        raise CorruptEntry(f"corrupt frame (zstd: {e})") from None
+    if declared != n:
+        raise CorruptEntry(f"frame declares {declared} bytes, entry says {n}")
+    return n
+
+
+def _decompress(n: int, stored: bytes) -> bytes:
+    _declared(n, stored)
+    try:
         out = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW).decompress(
             stored, max_output_size=n, allow_extra_data=False
         )

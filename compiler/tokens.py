@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -29,19 +30,87 @@ def _last_piece(text: str) -> str:
     return text
 
 
-def _pieces(text: str) -> list[str]:
-    """``text`` cut before every newline that follows a non-whitespace character (a plain loop over the lines
-    is faster here than a regex split or a search from newline to newline)."""
-    lines = text.split("\n")
+def _pieces(text: str, sep: str = "\n") -> list[str]:
+    """``text`` cut before every ``sep`` (a newline, or a space: ``_words``) that follows a non-whitespace
+    character (a plain loop over the lines is faster here than a regex split or a search from one to the next)."""
+    lines = text.split(sep)
     out: list[str] = []
     cur = lines[0]
     for ln in lines[1:]:
         if cur and not cur[-1].isspace():
             out.append(cur)
-            cur = "\n" + ln
+            cur = sep + ln
         else:
-            cur += "\n" + ln
+            cur += sep + ln
     out.append(cur)
+    return out
+
+
+# before every space that follows a non-whitespace character (``re``'s \S is ``not str.isspace()``)
+_WORD_CUT = re.compile(r"(?<=\S)(?= )")
+
+
+def _words(line: str) -> list[str]:
+    """``line`` cut before every space that follows a non-whitespace character (``_pieces(line, " ")``; a
+    regex split is faster on short words): the same boundary as a newline's (see
+    ``ModelTokenizer._splittable``), so a line's ids are its words' ids joined."""
+    return _WORD_CUT.split(line)
+
+
+def _shared_pieces(texts: list[str]) -> list[tuple[int, list[str]]]:
+    """Each text's pieces (``_pieces``) as (j, rest): the previous text's first j pieces, then ``rest`` (the
+    pieces of what follows them). Texts in a row often share a long start (a task's description and few-shot
+    examples): it is compared, not cut again (``str.startswith`` at an offset copies nothing)."""
+    out: list[tuple[int, list[str]]] = []
+    prev: list[str] = []
+    run, run_j = "", 0  # the previous text's first run_j pieces, joined
+    for t in texts:
+        j = pos = 0
+        if run_j and t.startswith(run):
+            j, pos = run_j, len(run)
+        for p in prev[j:]:
+            if not t.startswith(p, pos):
+                break
+            pos += len(p)
+            j += 1
+        if j and not (pos and t.startswith("\n", pos) and not t[pos - 1].isspace()):
+            j -= 1  # not a cut in this text: the previous piece's start is (a newline after a non-space)
+            pos -= len(prev[j])
+        rest = _pieces(t[pos:]) if j else _pieces(t)
+        if j != run_j:
+            run, run_j = t[:pos], j
+        prev = prev[:j] + rest
+        out.append((j, rest))
+    return out
+
+
+def _join_shared(
+    plan: list[tuple[int, list[str]]], cache: dict[str, list[int]], pre: list[int], post: list[int]
+) -> list[list[int]]:
+    """The texts' ids from ``_shared_pieces``: the previous text's ids up to its j-th piece (a slice), then the
+    ids of the rest's pieces, with the special tokens ``pre`` and ``post`` around."""
+    get = cache.__getitem__
+    flat = chain.from_iterable
+    out: list[list[int]] = []
+    prev: list[int] = []
+    starts: list[int] = [0]  # the previous text's token offset (after pre) of each piece, and its end
+    n_pre, n_post = len(pre), len(post)
+    for j, rest in plan:
+        if j:
+            ids = prev[: n_pre + starts[j]]
+            starts = starts[: j + 1]
+        else:
+            ids = list(pre)
+            starts = [0]
+        pos = starts[-1]
+        for p in rest:
+            pos += len(get(p))
+            starts.append(pos)
+        ids.extend(flat(map(get, rest)))
+        ids += post
+        out.append(ids)
+        prev = ids
+        assert len(ids) == n_pre + pos + n_post
     return out
 
 
@@ -117,6 +186,7 @@ class ModelTokenizer:
         )
         self.default_special = True if add_bos_token is None else bool(add_bos_token)
         self._seg_cache: dict[str, list[int]] = {}
+        self._word_cache: dict[str, list[int]] = {}
         self._checked = 0
         self.fast = self._splittable()
         self._affix = {flag: self._specials(flag) for flag in (True, False)}
@@ -131,10 +201,14 @@ class ModelTokenizer:
             special_suffix=list(post),
         )
 
-    # -- fast path: split texts before each newline that follows a non-whitespace character, encode each distinct
-    # piece once, concatenate. Exact for byte-level BPE with GPT-2 regex pre-tokenization (no prefix space,
-    # no normalizer): no pre-token spans such a boundary and none of the regex's lookaheads reaches across
-    # it, so encode(a + b) == encode(a) + encode(b).
+    # -- fast path: split texts before each newline that follows a non-whitespace character (pieces, ~lines),
+    # and each distinct piece before each space that follows one (words); encode each distinct word once,
+    # concatenate. Exact for byte-level BPE with GPT-2 regex pre-tokenization (no prefix space, no
+    # normalizer): a pre-token holds whitespace only as a whole run of it or as its one leading space, so
+    # none spans a whitespace character that follows a non-whitespace one, and none of the regex's
+    # lookaheads (``\s+(?!\S)``) reaches back across it: encode(a + b) == encode(a) + encode(b). Encoding
+    # distinct words instead of whole texts skips the pre-tokenizer's regex over repeated text, most of the
+    # tokenizer's time.
     # The first encodings of every compile are checked against the plain encoding; any difference turns
     # the fast path off.
     def _splittable(self) -> bool:
@@ -170,22 +244,28 @@ class ModelTokenizer:
                 return full[:i], full[i + len(plain) :]
         return None
 
+    def _encode_pieces(self, pieces: list[str]) -> None:
+        """Every piece's ids into the piece cache: its words (``_words``) encoded, each distinct one once."""
+        words = self._word_cache
+        split = [_words(p) for p in pieces]
+        todo = list({w: None for ws in split for w in ws if w not in words})
+        if todo:
+            words.update(zip(todo, self._batch(todo, False), strict=True))
+        get = words.__getitem__
+        flat = chain.from_iterable
+        self._seg_cache.update((p, list(flat(map(get, ws)))) for p, ws in zip(pieces, split, strict=True))
+
     def _encode_fast(self, texts: list[str], flag: bool) -> list[list[int]] | None:
         affix = self._affix[flag]
         if affix is None:
             return None
         pre, post = affix
-        split = _pieces
         cache = self._seg_cache
-        pieces = [split(t) for t in texts]
-        missing = {p: None for p in chain.from_iterable(pieces) if p not in cache}
+        plan = _shared_pieces(texts)
+        missing = {p: None for _, ps in plan for p in ps if p not in cache}
         if missing:
-            todo = list(missing)
-            for seg, ids in zip(todo, self._batch(todo, False), strict=True):
-                cache[seg] = ids
-        get = cache.__getitem__
-        flat = chain.from_iterable
-        out = [[*pre, *flat(map(get, ps)), *post] for ps in pieces]
+            self._encode_pieces(list(missing))
+        out = _join_shared(plan, cache, pre, post)
         if self._checked < 64:
             n = min(len(texts), 64 - self._checked)
             slow = self.backend.encode_batch(texts[:n], add_special_tokens=flag)
@@ -250,8 +330,7 @@ class ModelTokenizer:
         cache = self._seg_cache
         missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
         if missing:
-            for seg, ids in zip(missing, self._batch(missing, False), strict=True):
-                cache[seg] = ids
+            self._encode_pieces(missing)
         out: list[list[int]] = []
         for ctx, ps in zip(ctxs, tail_pieces, strict=True):
             last_ids = cache[lasts[ctx]]

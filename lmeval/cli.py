@@ -33,14 +33,29 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# the module registering each command (tests/cli check it against build_parser): a command line naming one
+# imports that module alone, not every command's dependencies (Hydra, the lock builder, the executor, ...)
+MODULE_OF = {
+    "compile": "lmeval.cmd_compile", "show": "lmeval.cmd_show", "execute": "lmeval.cmd_execute",
+    "merge": "lmeval.cmd_execute", "score": "lmeval.cmd_score", "compare": "lmeval.cmd_score",
+    "run": "lmeval.cmd_run", "diff": "lmeval.cmd_diff", "lock": "lmeval.cmd_lock",
+    "validate": "lmeval.cmd_validate", "report": "lmeval.cmd_report", "export": "lmeval.cmd_export",
+    "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination",
+}  # fmt: skip
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given a command line whose first word is a command (``MODULE_OF``), the
+    parser of that command's module only (same parsing of that line)."""
     parser = argparse.ArgumentParser(
         prog="lmeval",
         description="Compile evaluations to hashed plans, execute them, score them, diff them.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    first = argv[0] if argv else None
+    modules = (MODULE_OF[first],) if first in MODULE_OF else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(sub)
     return parser
 
@@ -50,8 +65,9 @@ def _is_override(arg: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(list(argv) if argv is not None else None)
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    parser = build_parser(argv)
+    args, extra = parser.parse_known_args(argv)
     # KEY=VALUE overrides may also follow the options (`lmeval execute PLAN --out DIR model.path=M`)
     if extra and isinstance(getattr(args, "overrides", None), list) and all(_is_override(x) for x in extra):
         args.overrides = [*args.overrides, *extra]

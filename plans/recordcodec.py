@@ -225,7 +225,7 @@ def encode_doc_instances(
             and (gk is None or type(gk) is dict)
         ):
             return None
-        shared = h0 is not None and ctx == prev_ctx and c_ids == prev_ids
+        shared = h0 is not None and ctx == prev_ctx and (c_ids is prev_ids or c_ids == prev_ids)
         if not shared:
             if not (plain_ids and (c_ids is None or type(c_ids) is list)) and not _plain_ids(c_ids):
                 return None

@@ -78,6 +78,8 @@ def choose_prefix_token(override: int | None, bos: int | None, eos: int | None) 
 
 def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
     """lm-eval's ``_encode_pair``: trailing whitespace of the context belongs to the continuation."""
+    if not context[-1:].isspace():
+        return context, continuation  # (no copy of a long context made by rstrip)
     n = len(context) - len(context.rstrip())
     if n:
         return context[:-n], context[-n:] + continuation
