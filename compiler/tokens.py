@@ -48,6 +48,8 @@ def _pieces(text: str, sep: str = "\n") -> list[str]:
 
 # before every space that follows a non-whitespace character (``re``'s \S is ``not str.isspace()``)
 _WORD_CUT = re.compile(r"(?<=\S)(?= )")
+# where a cut (``_pieces``, ``_words``) can fall inside an added token's text
+_CUT_INSIDE = re.compile(r"\S\s")
 
 
 def _words(line: str) -> list[str]:
@@ -228,6 +230,14 @@ class ModelTokenizer:
                     return False
                 ok = ok or bool(part.get("use_regex", True))
             else:
+                return False
+        # an added token is matched in the whole text before pre-tokenizing: one that a cut could fall inside
+        # (whitespace after a non-whitespace character) or that takes its neighbours' whitespace or word
+        # boundaries into account (lstrip, rstrip, single_word) could match differently in a word alone
+        for added in spec.get("added_tokens") or []:
+            if any(added.get(k) for k in ("lstrip", "rstrip", "single_word")):
+                return False
+            if _CUT_INSIDE.search(str(added.get("content") or "")):
                 return False
         return ok and (spec.get("model") or {}).get("type") == "BPE"
 

@@ -4,11 +4,15 @@ memo of Hydra's composition (compiler/composecache.py) and the tokenizer's word-
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from lmeval.compiler import composecache
 from lmeval.compiler.config import CONF_DIR, compose
@@ -120,6 +124,39 @@ def test_word_level_fast_path_equals_plain_encoding() -> None:
         assert tok._encode_fast(texts, flag) == plain
     pairs = [(t, c) for t, c in zip(texts[::2], texts[1::2], strict=False) if c.strip()]
     assert tok.encode_pairs(pairs) == encode_pairs(pairs, tok.rule, tok._batch)  # the joint-encoding split
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        {"content": "New York", "lstrip": False, "rstrip": False, "single_word": False},
+        {"content": "<mask>", "lstrip": False, "rstrip": True, "single_word": False},
+        {"content": "<mask>", "lstrip": True, "rstrip": False, "single_word": False},
+        {"content": "<w>", "lstrip": False, "rstrip": False, "single_word": True},
+    ],
+)
+def test_fast_path_is_off_for_added_tokens_a_cut_could_change(tmp_path: Path, added: dict[str, Any]) -> None:
+    """An added token is matched before pre-tokenizing: one with a space inside ("New York" in "in New York" is one
+    token, but "New" | " York" are two words), or one that takes its neighbours' whitespace (rstrip: "<mask> b"
+    is "<mask>" + "b", the word " b" alone is "Ġb"), turns the word-level fast path off, and the ids stay the
+    tokenizer's own."""
+    from lmeval.common.tinymodel import ensure_tiny_model
+    from lmeval.compiler.tokens import ModelTokenizer
+
+    src = ensure_tiny_model()
+    model = tmp_path / "model"
+    shutil.copytree(src, model)
+    spec = json.loads((model / "tokenizer.json").read_text())
+    new_id = max(t["id"] for t in spec["added_tokens"]) + 1
+    new_id = max(new_id, len(spec["model"]["vocab"]))
+    spec["added_tokens"].append({"id": new_id, "normalized": False, "special": False, **added})
+    (model / "tokenizer.json").write_text(json.dumps(spec))
+    tok = ModelTokenizer(model, None, "tiny-added")
+    assert not tok.fast
+    text = f"in {added['content']} b and {added['content']}"
+    assert tok.encode_many([text]) == [tok.backend.encode(text, add_special_tokens=tok.default_special).ids]
+    plain = ModelTokenizer(src, None, "tiny")
+    assert plain.fast  # the same tokenizer without the added token keeps it
 
 
 def test_shared_starts_give_each_texts_own_pieces() -> None:
