@@ -40,7 +40,7 @@ MODULE_OF = {
     "merge": "lmeval.cmd_execute", "score": "lmeval.cmd_score", "compare": "lmeval.cmd_score",
     "run": "lmeval.cmd_run", "diff": "lmeval.cmd_diff", "lock": "lmeval.cmd_lock",
     "validate": "lmeval.cmd_validate", "report": "lmeval.cmd_report", "export": "lmeval.cmd_export",
-    "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination",
+    "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination", "log": "lmeval.cmd_log",
 }  # fmt: skip
 
 
