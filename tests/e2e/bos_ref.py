@@ -171,7 +171,7 @@ def child(spec_path: str, out_path: str) -> None:
     from lm_eval.tasks import TaskManager
 
     spec = json.loads(Path(spec_path).read_text())
-    tm = TaskManager(include_path=spec["tasks_dir"])
+    tm = TaskManager(include_path=spec["tasks_dir"], include_defaults=False)  # self-contained YAMLs: no built-in index
     out: dict[str, Any] = {}
     for name, add_bos in spec["settings"].items():
         kw = {} if add_bos is None else {"add_bos_token": add_bos}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import real_ref, realmodel
+from tests.e2e.background import in_background
 from tests.e2e.real_tasks import write_real_tasks
 from tests.support import data_dir
 
@@ -26,7 +27,9 @@ def real_runs(smollm2_dir, tmp_path_factory: pytest.TempPathFactory) -> realmode
     work = Path(keep) if keep else tmp_path_factory.mktemp("real-model")
     tasks = work / "tasks"
     write_real_tasks(tasks, data_dir(), realmodel.SIZES)
-    ref = real_ref.reference(smollm2_dir, tasks, realmodel.RUNS)
+    # lm-eval's side runs beside ours (tests/e2e/background.py): the same results, one wait instead of two
+    ref_job = in_background(real_ref.reference, smollm2_dir, tasks, realmodel.RUNS)
     ours = {b: realmodel.lmeval_side(smollm2_dir, tasks, b, work, reuse=bool(keep)) for b in realmodel.BACKENDS}
+    ref = ref_job.result()
     comps = {b: realmodel.compare_all(ours[b], ref) for b in realmodel.BACKENDS}
     return realmodel.Runs(smollm2_dir, tasks, ref, ours, comps)

@@ -83,7 +83,7 @@ def child(spec_path: str, out_path: str) -> None:
     from lm_eval.tasks import TaskManager
 
     spec = json.loads(Path(spec_path).read_text())
-    tm = TaskManager(include_path=spec["tasks_dir"])
+    tm = TaskManager(include_path=spec["tasks_dir"], include_defaults=False)  # self-contained YAMLs: no built-in index
     lm = HFLM(pretrained=spec["model"], dtype="float32", device="cpu", batch_size=1)
     out: dict[str, Any] = {"lm_eval_version": _lm_eval_version(), "runs": {}}
     for name, run in spec["runs"].items():

@@ -14,6 +14,7 @@ run measured, and its metric then differs by exactly (flips)/n.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 
 from tests.e2e import compare as cmp
 from tests.e2e import lmeval_ref
+from tests.e2e.background import in_background
 from tests.e2e.ours import OurRun, lmeval_run
 
 pytestmark = [pytest.mark.vllm, pytest.mark.lmeval_parity]
@@ -34,17 +36,25 @@ LL_REL_TOL = {"hf": 1e-5, "vllm": 1e-4}
 
 
 @pytest.fixture(scope="module")
-def ref() -> dict[str, Any]:
+def ref_job() -> Future[dict[str, Any]]:
+    """lm-eval's run, started before our first run and computed beside it (tests/e2e/background.py)."""
     spec = lmeval_ref.make_spec(
         {t: {"limit": LIMIT, "num_fewshot": n} for t, n in FEWSHOT.items()},
         gen_kwargs={"max_gen_toks": MAX_GEN_TOKS},
         batch_size=1,
     )
-    return lmeval_ref.reference(spec)
+    return in_background(lmeval_ref.reference, spec)
+
+
+@pytest.fixture(scope="module")
+def ref(ref_job: Future[dict[str, Any]]) -> dict[str, Any]:
+    return ref_job.result()
 
 
 @pytest.fixture(scope="module", params=["hf", "vllm"])
-def ours(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> OurRun:
+def ours(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, ref_job: Future[dict[str, Any]]
+) -> OurRun:
     work = tmp_path_factory.mktemp(f"e2e-{request.param}")
     return lmeval_run(list(FEWSHOT), LIMIT, request.param, work, str(lmeval_ref.data_dir()), max_gen_toks=MAX_GEN_TOKS)
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -34,7 +34,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], str]]:
+    """``vllm serve`` started now; the fixture gives ``ready()``, which waits until it answers and returns its URL
+    (the test runs its hf side meanwhile: the server's start-up is mostly one core's work, CI has two)."""
     port = _free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TORCHDYNAMO_DISABLE": "1", "HF_HUB_OFFLINE": "1"}
@@ -62,21 +64,27 @@ def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}/v1"
-    try:
+    up = False
+
+    def ready() -> str:
+        nonlocal up
         deadline = time.monotonic() + 240
-        while True:
+        while not up:
             if proc.poll() is not None:
                 pytest.fail(f"vllm serve exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(url + "/models", timeout=2) as r:
-                    if json.loads(r.read())["data"]:
-                        break
+                    up = bool(json.loads(r.read())["data"])
             except OSError:
                 pass
-            if time.monotonic() > deadline:
+            if not up and time.monotonic() > deadline:
                 pytest.fail(f"vllm serve did not come up:\n{log.read_text()[-3000:]}")
-            time.sleep(1)
-        yield url
+            if not up:
+                time.sleep(1)
+        return url
+
+    try:
+        yield ready
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -93,26 +101,27 @@ def plan(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
     return path
 
 
-def test_openai_backend_matches_hf(server: str, plan: Path, tmp_path: Path) -> None:
-    oa = execute(
-        str(plan),
-        out=str(tmp_path / "oa"),
-        progress=False,
-        overrides=[
-            "model.backend=openai",
-            f"model.engine.base_url={server}",
-            f"model.max_model_len={MAX_LEN}",
-            "model.engine.score_batch=8",
-        ],
-    )
+def test_openai_backend_matches_hf(server: Callable[[], str], plan: Path, tmp_path: Path) -> None:
     hf = execute(
         str(plan),
         out=str(tmp_path / "hf"),
         progress=False,
         overrides=["model.backend=hf", f"model.max_model_len={MAX_LEN}"],
     )
+    url = server()
+    oa = execute(
+        str(plan),
+        out=str(tmp_path / "oa"),
+        progress=False,
+        overrides=[
+            "model.backend=openai",
+            f"model.engine.base_url={url}",
+            f"model.max_model_len={MAX_LEN}",
+            "model.engine.score_batch=8",
+        ],
+    )
     m = read_manifest(oa)
-    assert m.backend == "openai" and m.engine_args["base_url"] == server
+    assert m.backend == "openai" and m.engine_args["base_url"] == url
     j = frame(oa).join(frame(hf), on="instance_id", suffix="_hf")
     assert j.height == frame(hf).height == 32 + 4 + 2 + 12
     ll = j.filter(pl.col("request_type") == "loglikelihood")

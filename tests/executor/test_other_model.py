@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,13 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def plans(models: dict[str, Any]) -> dict[str, Path]:
     base = models["base"]
     out = {"dir": base / "dir.msgpack", "hub": base / "hub.msgpack"}
-    for key, path in (("dir", models["ckpt"]), ("hub", HUB_ID)):
-        r = run_cli("compile", *TASK, models["data"], f"model.path={path}", f"run.out={out[key]}",
-                    env=models["env"], cwd=base)  # fmt: skip
-        assert r.returncode == 0, r.stderr
+    # the two compiles are independent child processes: both at once (CI has two cores)
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [pool.submit(run_cli, "compile", *TASK, models["data"], f"model.path={path}", f"run.out={out[key]}",
+                            env=models["env"], cwd=base)
+                for key, path in (("dir", models["ckpt"]), ("hub", HUB_ID))]  # fmt: skip
+    for job in jobs:
+        assert job.result().returncode == 0, job.result().stderr
     return out
 
 
@@ -78,11 +82,16 @@ def _truncated(plan: Path, max_len: int) -> tuple[int, int]:
 def runs(models: dict[str, Any], plans: dict[str, Path]) -> dict[str, Any]:
     base = models["base"]
     out: dict[str, Any] = {}
-    for backend, path in (("vllm", str(models["ckpt"])), ("hf", HUB_ID)):
-        res, plan = base / f"r-{backend}", base / f"{backend}.msgpack"
-        r = run_cli("run", *TASK, models["data"], f"model.path={path}", f"model.backend={backend}", "--out", str(res),
-                    "--plan-out", str(plan), "--no-progress", env=models["env"], cwd=base)  # fmt: skip
-        out[backend] = {"proc": r, "out": res, "plan": plan}
+    # the two runs are independent child processes (own output folders): both at once (CI has two cores)
+    with ThreadPoolExecutor(2) as pool:
+        for backend, path in (("vllm", str(models["ckpt"])), ("hf", HUB_ID)):
+            res, plan = base / f"r-{backend}", base / f"{backend}.msgpack"
+            job = pool.submit(run_cli, "run", *TASK, models["data"], f"model.path={path}", f"model.backend={backend}",
+                              "--out", str(res), "--plan-out", str(plan), "--no-progress",
+                              env=models["env"], cwd=base)  # fmt: skip
+            out[backend] = {"job": job, "out": res, "plan": plan}
+    for r in out.values():
+        r["proc"] = r.pop("job").result()
     return out
 
 
