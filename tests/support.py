@@ -43,6 +43,19 @@ def data_dir() -> Path:
     return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
 
 
+def cli_in_process(*argv: str) -> tuple[int, str, str]:
+    """``lmeval ARGV`` run in this process: (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from lmeval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
 def jsonl_rows(name: str, split: str, limit: int | None = None, start: int = 0) -> list[dict[str, Any]]:
     """Rows ``start`` to ``start + limit`` of ``data_dir()/NAME/SPLIT.jsonl`` (all from ``start`` when no limit)."""
     out: list[dict[str, Any]] = []

@@ -4,20 +4,11 @@ results.json, a refused merge into an existing directory). Execution runs on the
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 
-from lmeval.cli import main
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
+from tests.support import cli_in_process as _cli
 
 
 def _snapshot(d: Path) -> dict[str, bytes]:

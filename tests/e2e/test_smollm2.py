@@ -9,8 +9,6 @@ converted once into the lmeval cache (shared by every test of the session, and b
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 from pathlib import Path
@@ -18,20 +16,13 @@ from typing import Any
 
 import pytest
 
-from lmeval.cli import main
 from lmeval.common.gguf import smollm2_gguf
 from lmeval.plans.results import read_results
+from tests.support import cli_in_process as cli
 
 LIMIT = 24
 CAPITAL = {"task_id": "capital", "category": "classification", "prompt": "The capital of France is",
            "targets": ["Paris."], "metric_name": "exact_match", "post_process": "strip_whitespace"}  # fmt: skip
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

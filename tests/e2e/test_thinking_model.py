@@ -13,8 +13,6 @@ of the module (``lmeval run`` in process, its backend loader pointed at a shared
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,22 +20,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from lmeval.cli import main
 from lmeval.plans import read_plan
 from lmeval.plans.results import read_results
 from tests.executor.vllm_plan import SharedEngine
+from tests.support import cli_in_process as cli
 from tests.support import data_dir
 from tests.thinkmodel import RESPONSE, build_think_model
 
 THINK = ["run.reasoning.end=['</think>']", "run.reasoning.start='<think>'"]
 BASE = ["+task=gsm8k", "run.limit=3", "run.num_fewshot=0"]
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

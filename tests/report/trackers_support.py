@@ -4,8 +4,6 @@ CLI, and what each tracker's store must hold of it (results.json's metrics, samp
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 from pathlib import Path
@@ -14,16 +12,7 @@ from typing import Any
 import polars as pl
 
 from tests.scorer.golden_io import build, load_golden
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    """``lmeval ARGV`` in this process: (exit status, stdout, stderr)."""
-    from lmeval.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
+from tests.support import cli_in_process as cli
 
 
 def golden_run(base: Path) -> Path:
