@@ -100,15 +100,8 @@ class BuildCache:
 
     def store(self, key: str, entry: bytes) -> None:
         """Write ``entry`` (``taskpart.pack_part``'s bytes) atomically; a cache that cannot be written is skipped."""
-
-        def write(f: IO[bytes]) -> None:
-            f.write(entry)
-
-        try:
-            write_atomic(self.path(key), write)
-        except (InputError, OSError):
-            return
-        self.stats.stored += 1
+        if put_bytes(self.path(key), entry):
+            self.stats.stored += 1
 
     def plan_hash(self, key: str) -> str | None:
         """The plan hash remembered under ``key`` (``plan_hash_key``), or None (missing or failing its check)."""
@@ -126,13 +119,7 @@ class BuildCache:
         return value
 
     def store_plan_hash(self, key: str, value: str) -> None:
-        text = f"{value} {_memo_check(key, value)}\n".encode("ascii")
-
-        def write(f: IO[bytes]) -> None:
-            f.write(text)
-
-        with contextlib.suppress(InputError, OSError):
-            write_atomic(self.root / key[:2] / f"{key}{_MEMO}", write)
+        put_bytes(self.root / key[:2] / f"{key}{_MEMO}", f"{value} {_memo_check(key, value)}\n".encode("ascii"))
 
     def evict(self) -> None:
         """Remove the least recently used entries until the cache holds at most ``max_bytes``."""
@@ -162,6 +149,20 @@ class BuildCache:
                 p.unlink()
                 total -= size
                 self.stats.evicted += 1
+
+
+def put_bytes(path: Path, data: bytes) -> bool:
+    """Write ``data`` to the cache file ``path`` atomically; False (nothing written) when the cache cannot be
+    written: a cache is an optimisation, never a reason for a compile to fail."""
+
+    def write(f: IO[bytes]) -> None:
+        f.write(data)
+
+    try:
+        write_atomic(path, write)
+    except (InputError, OSError):
+        return False
+    return True
 
 
 def plan_hash_key(header_bytes: bytes, digests: list[str]) -> str:

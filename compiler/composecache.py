@@ -19,12 +19,11 @@ import importlib.util
 import os
 import re
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgpack
 
-from lmeval.common.atomic import write_atomic
-from lmeval.common.errors import InputError
+from lmeval.compiler.buildcache import put_bytes
 
 _MAGIC = b"LMEVAL-COMPOSED-1\n"
 _SUFFIX = ".lcc"
@@ -142,10 +141,4 @@ def store_composed(root: Path, key: str, data: dict[str, Any]) -> None:
         return
     if msgpack.unpackb(payload, raw=False, strict_map_key=False) != data:
         return
-    blob = _MAGIC + hashlib.sha256(payload).digest() + payload
-
-    def write(f: IO[bytes]) -> None:
-        f.write(blob)
-
-    with contextlib.suppress(InputError, OSError):
-        write_atomic(_path(root, key), write)
+    put_bytes(_path(root, key), _MAGIC + hashlib.sha256(payload).digest() + payload)
