@@ -43,10 +43,16 @@ def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
         return gk
     from lmeval.compiler.taskconfig import DEFAULT_MAX_GEN_TOKS
     from lmeval.plans.budgets import KEY, ThinkingBudget
+    from lmeval.plans.limits import MAX_GEN_TOKS
 
     assert opts.budget_end is not None and opts.budget_end_ids
     answer = opts.answer_budget or int(gk.get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS)
     b = ThinkingBudget(opts.thinking_budget, answer, opts.budget_end, tuple(opts.budget_end_ids))
+    if b.total > MAX_GEN_TOKS:  # a plan every reader would refuse (plans/validate.py): refused here instead
+        from lmeval.compiler.errors import fail
+
+        raise fail(f"thinking {b.thinking} + end marker {len(b.end_ids)} + answer {b.answer} tokens is over the "
+                   f"{MAX_GEN_TOKS} a generation may ask", field="run.thinking_budget")  # fmt: skip
     return {**gk, "max_gen_toks": b.total, KEY: b.to_dict()}
 
 

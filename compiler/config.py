@@ -12,7 +12,7 @@ from lmeval.common.conf import conf_dir
 from lmeval.compiler.built import BuildOptions
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
-from lmeval.plans.limits import value_problem
+from lmeval.plans.limits import MAX_GEN_TOKS, value_problem
 from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
 
 CONF_DIR = conf_dir()
@@ -349,8 +349,8 @@ def _budgets(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | No
     got: list[int | None] = []
     for key in ("thinking_budget", "answer_budget"):
         v = raw.get(key)
-        if v is not None and (not _int(v) or v < 0):
-            raise _bad(key, "a number of tokens (an integer >= 0)", v)
+        if v is not None and (not _int(v) or not 0 <= v <= MAX_GEN_TOKS):
+            raise _bad(key, f"a number of tokens (an integer in 0..{MAX_GEN_TOKS})", v)
         got.append(v or None)
     thinking, answer = got
     if answer and not thinking:

@@ -272,6 +272,9 @@ def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path
         (["run.thinking_budget=10"], "run.thinking_budget"),  # no end marker to force
         ([THINK, "run.answer_budget=10"], "run.answer_budget"),  # no thinking budget to count from
         ([THINK, "run.thinking_budget=-1"], "run.thinking_budget"),
+        # over what plans/validate.py lets a generation ask: refused at compile time, never a plan no reader takes
+        ([THINK, "run.thinking_budget=100000000"], "run.thinking_budget"),
+        ([THINK, "run.thinking_budget=1000000", "run.answer_budget=100000"], "run.thinking_budget"),
     ):
         with pytest.raises(CompileError, match=field):
             _compile(tmp_path, "bad", *bad)
