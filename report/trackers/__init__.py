@@ -10,6 +10,7 @@ their own stores: a tracker failing part way leaves the scored run as it was (an
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable
@@ -19,7 +20,13 @@ from pathlib import Path
 from lmeval.report.errors import ReportError
 from lmeval.report.trackers.payload import Payload, load_payload
 
-TRACKERS = ("wandb", "trackio", "mlflow")
+# tracker -> (module, function) logging a Payload to it: the registry, imported lazily (``_sink``)
+SINKS: dict[str, tuple[str, str]] = {
+    "wandb": ("lmeval.report.trackers.wandb_sink", "log_wandb"),
+    "trackio": ("lmeval.report.trackers.trackio_sink", "log_trackio"),
+    "mlflow": ("lmeval.report.trackers.mlflow_sink", "log_mlflow"),
+}
+TRACKERS = tuple(SINKS)
 DEFAULT_PROJECT = "lmeval"
 STORE_DIR = "trackers"  # RESULTS/trackers/<tracker>: where the offline stores go by default
 
@@ -64,17 +71,9 @@ class LogTarget:
 
 
 def _sink(name: str) -> Callable[[Payload, Path, str, str], str]:
-    if name == "wandb":
-        from lmeval.report.trackers.wandb_sink import log_wandb
-
-        return log_wandb
-    if name == "trackio":
-        from lmeval.report.trackers.trackio_sink import log_trackio
-
-        return log_trackio
-    from lmeval.report.trackers.mlflow_sink import log_mlflow
-
-    return log_mlflow
+    """The tracker's sink (``SINKS``), its module imported only now."""
+    module, func = SINKS[name]
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
 
 
 def log_run(results_dir: str, names: list[str], target: LogTarget | None = None) -> list[str]:
