@@ -1,6 +1,11 @@
 """The driver's dispatch loop of a Ray pool run (executor/pool/ sets it up): keep every ready worker
 ``DEPTH`` chunks deep, check and commit each answer as it arrives, and when a worker dies put its chunks back
-(charging the one it was running) and ping it until Ray has restarted it.
+and ping it until Ray has restarted it.
+
+Which chunk killed a worker is known only when it held one: a death with several chunks queued (or one whose
+answer was lost in flight as the worker died) charges none of them; they become suspects, each sent next to a
+worker holding nothing else, so the next death is attributed exactly. Charging the oldest instead blamed a
+chunk that had finished but whose answer died with the worker, and stopped the run on the wrong chunk.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class _Loop:
         self.job = job
         self.queue: deque[int] = deque(sorted(job.chunks))
         self.attempts: dict[int, int] = {}
+        self.suspects: set[int] = set()  # in a dead worker's queue with others: each next runs alone
         self.sent: dict[Any, tuple[Worker, int]] = {}  # chunk -1: a ping
         self.committed: set[int] = set()
         self.by_node: dict[str, int] = {}
@@ -119,8 +125,14 @@ class _Loop:
                     continue
                 self._call(w, w.actor.ping.remote(), -1)
             while w.state == "ready" and len(w.queue) < DEPTH and self.queue:
+                if self._alone(w) or (self.queue[0] in self.suspects and w.queue):
+                    break  # a suspect runs on a worker holding nothing else
                 index = self.queue.popleft()
                 self._call(w, w.actor.run_chunk.remote(index, list(self.job.chunks[index].instances)), index)
+
+    def _alone(self, w: Worker) -> bool:
+        """Whether ``w`` is running a suspect (so takes nothing more)."""
+        return any(self.sent[r][1] in self.suspects for r in w.queue)
 
     def _call(self, w: Worker, ref: Any, index: int) -> None:
         self.sent[ref] = (w, index)
@@ -147,6 +159,7 @@ class _Loop:
                 w.probe_at = time.monotonic() + PROBE_EVERY_S
             else:
                 self.queue.appendleft(index)
+                self.retries += 1
                 self._fail(index, f"{type(e).__name__}: {first_line(e)}")
             return
         self._done(ref)
@@ -164,11 +177,11 @@ class _Loop:
                 f"last: {cause}; the {len(self.committed)} chunks committed in this run are kept in "
                 f"{self.job.out_dir}, rerun to resume"
             )
-        self.retries += 1
 
     def _died(self, w: Worker, cause: str) -> None:
-        """A death seen on one of ``w``'s calls: take all its chunks back, charge the oldest, probe it."""
-        lost = [self.sent.pop(r)[1] for r in w.queue if r in self.sent]
+        """A death seen on one of ``w``'s calls: take all its chunks back and probe it; charge the chunk only
+        when it was the worker's one chunk, else make them all suspects (each to run alone next)."""
+        lost = [c for c in (self.sent.pop(r)[1] for r in w.queue if r in self.sent) if c >= 0]
         w.queue.clear()
         w.deaths += 1
         self.last_death = f"worker {w.index} died ({cause})"
@@ -176,9 +189,12 @@ class _Loop:
         w.state, w.probe_at, w.down_since = "probing", now, now
         if w.deaths > MAX_RESTARTS:
             w.state = "dead"
-        self.queue.extendleft(sorted((c for c in lost if c >= 0), reverse=True))
-        if lost and lost[0] >= 0:
+        self.queue.extendleft(sorted(lost, reverse=True))
+        self.retries += len(lost)
+        if len(lost) == 1:
             self._fail(lost[0], self.last_death)
+        else:
+            self.suspects.update(lost)
 
     def _check_answer(self, res: dict[str, Any]) -> None:
         """The worker's error, or a model or versions that differ from the driver's: a one-line error."""
