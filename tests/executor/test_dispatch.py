@@ -129,7 +129,7 @@ def _run(actors: list[FakeActor], n_chunks: int, monkeypatch: pytest.MonkeyPatch
     return committed, dispatch.drive(job)
 
 
-def test_the_chunk_that_kills_is_blamed_not_the_neighbour_whose_answer_died_with_it(
+def test_the_killing_chunk_is_blamed_not_a_neighbour(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     actors = [FakeActor(killers={5}) for _ in range(2)]

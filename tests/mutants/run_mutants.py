@@ -413,6 +413,14 @@ MUTATIONS = [
         area="plan",
     ),
     Mutation(
+        "distributed: a death blames the oldest queued chunk (whose answer may have died with the worker)",
+        "executor/pool/dispatch.py",
+        "        if len(lost) == 1:\n",
+        "        if lost:\n",
+        ("tests/executor/test_dispatch.py::test_the_killing_chunk_is_blamed_not_a_neighbour",),
+        area="distributed",
+    ),
+    Mutation(
         "distributed: chunks cut inside a document",
         "executor/pool/chunks.py",
         "        if doc != last_doc and len(current) >= chunk_size:\n",
