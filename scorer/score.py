@@ -33,7 +33,7 @@ from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
-from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task
+from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task, without_docs
 
 
 @dataclass
@@ -172,22 +172,22 @@ def _score(
     empty = pl.DataFrame(schema={k: v for k, v in polars_schema().items() if k in ROW_COLUMNS})
     warnings: list[str] = []
 
-    def score_all(leave_out: dict[str, list[int]], notes: list[str]) -> dict[str, _TaskScored]:
-        return {
-            ts.name: _score_one(
-                results_dir, plan, ts, results.get(ts.name, empty), trust, iters, aliases, notes, leave_out.get(ts.name)
-            )
-            for ts in header.tasks
-        }
-
-    scored = score_all(drop or {}, warnings)
+    # --exclude: each task is scored once, on all its documents; the clean score aggregates the subset
+    both = {
+        ts.name: _score_one(
+            results_dir, plan, ts, results.get(ts.name, empty), trust, iters, aliases, warnings,
+            None if drop is None else drop.get(ts.name, []),
+        )
+        for ts in header.tasks
+    }  # fmt: skip
+    scored = {name: clean for name, (clean, _) in both.items()}
     run = _scored_run(plan, scored, manifest, iters, aliases)
-    if drop is not None:  # --exclude: which documents the score leaves out, and the score on all of them
+    if drop is not None:  # which documents the score leaves out, and the score on all of them
         excluded = {t: sorted(ids) for t, ids in drop.items() if ids}
         if excluded:
             run.run["excluded"] = excluded
-        every = _scored_run(plan, score_all({}, []), manifest, iters, aliases).results
-        run.contamination = Contamination(report, excluded, every)
+        every = {name: full for name, (_, full) in both.items() if full is not None}
+        run.contamination = Contamination(report, excluded, _scored_run(plan, every, manifest, iters, aliases).results)
     samples = samples_table([f for t in scored.values() for f in t.frames])
     write_scored(results_dir, run, samples)
     missing = {t: p.missing_instances for t, p in run.partial.items()}
@@ -213,27 +213,36 @@ def _score_one(
     aliases: dict[str, str],
     warnings: list[str],
     drop: list[int] | None = None,
-) -> _TaskScored:
+) -> tuple[_TaskScored, _TaskScored | None]:
+    """The task's share of the scored run, less the documents ``drop``; and, when ``drop`` is given
+    (``--exclude``), its share scored on all documents: filters and metrics run once, on all of them."""
     td = plan.tasks[ts.name]
     tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
     rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
-    if drop:
-        rows = rows.filter(~pl.col("doc_id").is_in(drop))
     reasoning = plan_reasoning(plan.header.config)
-    fscores = score_task(ts, td, rows, tm, pipelines_of(ts.filter_list, ts.name), trust, reasoning)
-    note = cut_note(ts.name, rows, reasoning) if reasoning and ts.output_type == "generate_until" else None
-    warnings += [note] if note else []
-    metrics, sample_len = _aggregate_task(ts.name, fscores, tm, iters, warnings)
+    every = score_task(ts, td, rows, tm, pipelines_of(ts.filter_list, ts.name), trust, reasoning)
     alias = ts.config.get("task_alias") or aliases.get(ts.name) or ts.name
-    spec = _spec_breakdown(td, rows) if any(m.get("metric") == "jsonl_spec" for m in ts.metric_list) else None
-    return _TaskScored(
-        {"alias": alias, "name": ts.name, "sample_len": sample_len, **metrics},
-        sample_len,
-        dict(tm.higher_is_better),
-        sample_frames(ts.name, td, fscores),
-        spec,
-        partial,
-    )
+    has_spec = any(m.get("metric") == "jsonl_spec" for m in ts.metric_list)
+
+    def share(fscores: list[FilterScores], kept: pl.DataFrame, notes: list[str], frames: bool = True) -> _TaskScored:
+        metrics, sample_len = _aggregate_task(ts.name, fscores, tm, iters, notes)
+        return _TaskScored(
+            {"alias": alias, "name": ts.name, "sample_len": sample_len, **metrics},
+            sample_len,
+            dict(tm.higher_is_better),
+            sample_frames(ts.name, td, fscores) if frames else [],
+            _spec_breakdown(td, kept) if has_spec else None,
+            partial,
+        )
+
+    clean_rows = rows.filter(~pl.col("doc_id").is_in(drop)) if drop else rows
+    note = cut_note(ts.name, clean_rows, reasoning) if reasoning and ts.output_type == "generate_until" else None
+    warnings += [note] if note else []
+    if not drop:  # nothing left out: the clean share is the whole one
+        whole = share(every, rows, warnings)
+        return whole, (None if drop is None else whole)
+    clean = share([without_docs(fs, drop) for fs in every], clean_rows, warnings)
+    return clean, share(every, rows, [], frames=False)
 
 
 def _complete_docs(

@@ -166,6 +166,28 @@ def test_clean_subset_score_equals_a_plan_without_those_docs(setup: dict[str, An
     assert full.n_samples["arc_challenge"]["effective"] == 40 and "excluded" not in full.run
 
 
+def test_exclude_runs_filters_and_metrics_once_per_task(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clean and the all-documents scores share one scoring pass (code-executing metrics run once)."""
+    import importlib
+
+    score_mod = importlib.import_module("lmeval.scorer.score")  # the module (lmeval.scorer.score is the function)
+    calls: list[str] = []
+    real = score_mod.score_task
+
+    def counted(ts: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(ts.name)
+        return real(ts, *args, **kwargs)
+
+    monkeypatch.setattr(score_mod, "score_task", counted)
+    report = setup["base"] / "report"
+    if not (report / "summary.json").exists():
+        assert main(["contamination", str(setup["plan"]), "--corpus", str(setup["corpus"]), "--text-field",
+                     "content", "-o", str(report)]) == 0  # fmt: skip
+    run = score_run(str(setup["results"]), console=False, bootstrap_iters=100, exclude=report).run
+    assert sorted(calls) == sorted(TASKS)
+    assert run.contamination is not None and set(run.contamination.all) >= set(TASKS)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
