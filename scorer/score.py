@@ -25,6 +25,7 @@ from lmeval.plans.scoredclean import Contamination
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import metrics as met
+from lmeval.scorer.docsubset import without_docs
 from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
 from lmeval.scorer.planload import PlanData, TaskDocs, load
@@ -33,7 +34,7 @@ from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
-from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task, without_docs
+from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task
 
 
 @dataclass

@@ -39,24 +39,6 @@ class FilterScores:
     reasoning: pl.DataFrame | None = None  # run.reasoning: reasoning, reasoning_chars per document
 
 
-def without_docs(fs: FilterScores, drop: list[int]) -> FilterScores:
-    """``fs`` less the documents ``drop`` (``lmeval score --exclude``): every per-document value is a
-    document's own, so a subset's scores are the subset of the scores."""
-    keep = ~fs.doc_ids.is_in(drop)
-    mask = keep.to_list()
-
-    def sub(v: Any) -> Any:
-        return v.filter(keep) if isinstance(v, pl.Series) else [x for x, k in zip(v, mask, strict=True) if k]
-
-    return FilterScores(
-        fs.filter,
-        fs.doc_ids.filter(keep),
-        {k: sub(v) for k, v in fs.values.items()},
-        None if fs.filtered is None else fs.filtered.filter(keep),
-        None if fs.reasoning is None else fs.reasoning.filter(keep),
-    )
-
-
 def items_json(x: Any) -> str:
     """A document's non-numeric metric values as samples.parquet's ``items`` JSON (numpy values unwrapped)."""
     return json.dumps(x, ensure_ascii=False, default=_np_default)
