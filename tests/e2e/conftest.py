@@ -29,7 +29,7 @@ def real_runs(smollm2_dir, tmp_path_factory: pytest.TempPathFactory) -> realmode
     write_real_tasks(tasks, data_dir(), realmodel.SIZES)
     # lm-eval's side runs beside ours (tests/e2e/background.py): the same results, one wait instead of two
     ref_job = in_background(real_ref.reference, smollm2_dir, tasks, realmodel.RUNS)
-    ours = {b: realmodel.lmeval_side(smollm2_dir, tasks, b, work, reuse=bool(keep)) for b in realmodel.BACKENDS}
+    ours = {b: realmodel.lmeval_side(smollm2_dir, tasks, b, work, reuse=bool(keep)) for b in realmodel.RUN_ORDER}
     ref = ref_job.result()
     comps = {b: realmodel.compare_all(ours[b], ref) for b in realmodel.BACKENDS}
     return realmodel.Runs(smollm2_dir, tasks, ref, ours, comps)

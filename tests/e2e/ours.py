@@ -51,11 +51,18 @@ def lmeval_run(
     return run_cli(args, backend, out, plan)
 
 
-def run_cli(args: list[str], backend: str, out: Path, plan: Path, flags: tuple[str, ...] = ()) -> OurRun:
+def run_cli(
+    args: list[str],
+    backend: str,
+    out: Path,
+    plan: Path,
+    flags: tuple[str, ...] = (),
+    env_extra: dict[str, str] | None = None,
+) -> OurRun:
     """``lmeval run ARGS [FLAGS] --out OUT --plan-out PLAN --no-progress`` in a child process, offline."""
     cmd = [sys.executable, "-m", "lmeval", "run", *args, *flags, "--out", str(out), "--plan-out", str(plan),
            "--no-progress"]  # fmt: skip
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO), **(env_extra or {}))
     env.pop("LMEVAL_TRUST_CODE", None)
     t, cpu = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)

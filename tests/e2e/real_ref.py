@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import support
+from tests.e2e.background import beside_env
 from tests.e2e.lmeval_ref import _lm_eval_version, _sha_file, cache_root
 from tests.support import plain, run_child
 
@@ -61,7 +62,7 @@ def reference(model: Path, tasks_dir: Path, runs: dict[str, dict[str, Any]], fre
         return {**json.loads(out.read_text()), "cached": True}
     cpu0 = _children_cpu()
     with tempfile.TemporaryDirectory(prefix="lmeval-real-lm_eval-") as scratch:
-        data = json.loads(run_child(__file__, spec, scratch).read_text())
+        data = json.loads(run_child(__file__, spec, scratch, **beside_env()).read_text())
     data["cpu_seconds"] = round(_children_cpu() - cpu0, 1)  # what it costs on idle cores, whatever the load
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))

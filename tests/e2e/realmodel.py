@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e import compare as cmp
+from tests.e2e.background import beside_env
 from tests.e2e.ours import OurRun, run_cli
 from tests.e2e.real_tasks import TaskSize
 
@@ -28,6 +29,7 @@ SIZES = {
 RUNS: dict[str, dict[str, Any]] = {"plain": {"tasks": [ARC, GSM, ROLL], "chat": False},
                                    "chat": {"tasks": [CHAT], "chat": True}}  # fmt: skip
 BACKENDS = ("vllm", "hf")
+RUN_ORDER = ("hf", "vllm")  # hf (one thread) beside lm-eval's reference, then vLLM on both cores
 
 
 @dataclass
@@ -59,7 +61,7 @@ def lmeval_side(model: Path, tasks_dir: Path, backend: str, work: Path, reuse: b
         if reuse and (res / "results.json").is_file():  # a developer's rerun (LMEVAL_E2E_REAL_WORK): no engine
             out[name] = OurRun(backend, res, plan, 0.0, ["(reused)"])
             continue
-        out[name] = run_cli(args, backend, res, plan, ("--trust-code",))
+        out[name] = run_cli(args, backend, res, plan, ("--trust-code",), beside_env() if backend == "hf" else None)
     return out
 
 
