@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.modelref import tokenizer_hash
+from lmeval.compiler.bytelevel import ByteLevelWords
 from lmeval.compiler.errors import fail
 from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
@@ -190,7 +191,9 @@ class ModelTokenizer:
         self._seg_cache: dict[str, list[int]] = {}
         self._word_cache: dict[str, list[int]] = {}
         self._checked = 0
+        self._added: list[str] = []  # the added tokens' contents (``_splittable`` reads them)
         self.fast = self._splittable()
+        self._bytelevel = ByteLevelWords.of(self.backend, self._added) if self.fast else None
         self._affix = {flag: self._specials(flag) for flag in (True, False)}
         pre, post = self._affix[self.default_special] or ([], [])
         # the rule the plan's ids are made with, as recorded in its header
@@ -239,6 +242,7 @@ class ModelTokenizer:
                 return False
             if _CUT_INSIDE.search(str(added.get("content") or "")):
                 return False
+            self._added.append(str(added.get("content") or ""))
         return ok and (spec.get("model") or {}).get("type") == "BPE"
 
     def _batch(self, texts: list[str], special: bool) -> list[list[int]]:
@@ -258,12 +262,24 @@ class ModelTokenizer:
         """Every piece's ids into the piece cache: its words (``_words``) encoded, each distinct one once."""
         words = self._word_cache
         split = [_words(p) for p in pieces]
-        todo = list({w: None for ws in split for w in ws if w not in words})
+        todo = list(set(chain.from_iterable(split)).difference(words))
         if todo:
-            words.update(zip(todo, self._batch(todo, False), strict=True))
+            words.update(zip(todo, self._encode_words(todo), strict=True))
         get = words.__getitem__
         flat = chain.from_iterable
         self._seg_cache.update((p, list(flat(map(get, ws)))) for p, ws in zip(pieces, split, strict=True))
+
+    def _encode_words(self, words: list[str]) -> list[list[int]]:
+        """The words' ids without special tokens: from the model alone where ``compiler.bytelevel`` can cut
+        them (plain ASCII), the rest in one batch."""
+        if self._bytelevel is None:
+            return self._batch(words, False)
+        out = self._bytelevel.encode(words)
+        rest = [i for i, ids in enumerate(out) if ids is None]
+        if rest:
+            for i, ids in zip(rest, self._batch([words[i] for i in rest], False), strict=True):
+                out[i] = ids
+        return out  # type: ignore[return-value]  # (no None left)
 
     def _encode_fast(self, texts: list[str], flag: bool) -> list[list[int]] | None:
         affix = self._affix[flag]
