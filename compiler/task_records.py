@@ -12,6 +12,7 @@ from lmeval.compiler.built import BuiltTask
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tokens import ModelTokenizer
 from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.packids import IdsPacker
 from lmeval.plans.recordcodec import encode_doc, encode_doc_instances, encode_instance
 from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
 
@@ -118,8 +119,9 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
         try:
             fingerprint, doc_bytes = _fingerprint(bt)
             docs, doc_blobs = _doc_records(bt, doc_bytes)
+            packer = IdsPacker()
             for (lo, hi), fut in zip(bounds, pending, strict=True):
-                blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi)[1]
+                blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi, packer)[1]
         finally:
             for fut in pending:
                 fut.cancel()  # after an error: do not tokenize the rest
@@ -127,11 +129,18 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
 
 
 def _instance_records(
-    bt: BuiltTask, docs: list[DocRecord], doc_blobs: list[bytes], ids: TokenIds, lo: int, hi: int
+    bt: BuiltTask,
+    docs: list[DocRecord],
+    doc_blobs: list[bytes],
+    ids: TokenIds,
+    lo: int,
+    hi: int,
+    ids_packer: IdsPacker | None = None,
 ) -> tuple[list[Record], list[bytes]]:
     """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes. The
     instances of a doc are packed together (``encode_doc_instances``) and kept as bytes only: the records
-    themselves are made only for a doc with values that path does not take."""
+    themselves are made only for a doc with values that path does not take. ``ids_packer``: the task's (its
+    docs' contexts in a row share their start)."""
     s = bt.config
     out: list[Record] = []
     blobs: list[bytes] = []
@@ -152,7 +161,7 @@ def _instance_records(
         ]
         try:
             # token ids come from the tokenizer (lists of int): not checked element by element
-            fast = encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, plain_ids=True)  # type: ignore[arg-type]
+            fast = encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
         except TypeError as e:
             raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
                        field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
