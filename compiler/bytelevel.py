@@ -63,8 +63,14 @@ class ByteLevelWords:
     def encode(self, texts: list[str]) -> list[list[int] | None]:
         """Each text's ids (``encode(text, add_special_tokens=False).ids``), or None for a text that is not plain
         ASCII or holds an added token (the caller asks the tokenizer for those)."""
-        added = self._added
-        split = [_PRETOKEN.findall(t) if PLAIN.fullmatch(t) and not any(a in t for a in added) else None for t in texts]
+        joined = "\n".join(texts)  # one check for all texts first (a match across two only costs the texts' own)
+        added = [a for a in self._added if a in joined]
+        if not added and PLAIN.fullmatch(joined):
+            split: list[list[str] | None] = [_PRETOKEN.findall(t) for t in texts]
+        else:
+            split = [
+                _PRETOKEN.findall(t) if PLAIN.fullmatch(t) and not any(a in t for a in added) else None for t in texts
+            ]
         ids = self._ids
         new = {p for ps in split if ps is not None for p in ps}.difference(ids)
         tokenize, bmap = self._tokenize, self._map

@@ -213,7 +213,8 @@ class ModelTokenizer:
     # none spans a whitespace character that follows a non-whitespace one, and none of the regex's
     # lookaheads (``\s+(?!\S)``) reaches back across it: encode(a + b) == encode(a) + encode(b). Encoding
     # distinct words instead of whole texts skips the pre-tokenizer's regex over repeated text, most of the
-    # tokenizer's time.
+    # tokenizer's time. The distinct words of plain ASCII are cut into pre-tokens in Python and only the
+    # distinct pre-tokens go to the BPE model (``compiler.bytelevel``); the other words, to the tokenizer.
     # The first encodings of every compile are checked against the plain encoding; any difference turns
     # the fast path off.
     def _splittable(self) -> bool:
