@@ -347,25 +347,26 @@ class ModelTokenizer:
             return None
         _, post = affix
         lasts: dict[str, str] = {}
-        tails: list[str] = []
+        memo: dict[tuple[str, str], list[int]] = {}  # (last piece, continuation) -> ids: one split per pair
+        keys: list[tuple[str, str]] = []
         for ctx, cont in zip(ctxs, conts, strict=True):
             last = lasts.get(ctx)
             if last is None:
                 last = lasts[ctx] = _last_piece(ctx)
-            tails.append(last + cont)
-        tail_pieces = [_pieces(t) for t in tails]
+            keys.append((last, cont))
+        todo = list(dict.fromkeys(keys))
+        tail_pieces = [_pieces(last + cont) for last, cont in todo]
         cache = self._seg_cache
         missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
         if missing:
             self._encode_pieces(missing)
-        out: list[list[int]] = []
-        for ctx, ps in zip(ctxs, tail_pieces, strict=True):
-            last_ids = cache[lasts[ctx]]
+        for key, ps in zip(todo, tail_pieces, strict=True):
+            last_ids = cache[key[0]]
             tail_ids: list[int] = []
             for p in ps:
                 tail_ids += cache[p]
-            out.append((tail_ids + post)[len(last_ids) + len(post) :])
-        return out
+            memo[key] = (tail_ids + post)[len(last_ids) + len(post) :]
+        return [list(memo[k]) for k in keys]  # (a list of its own for every pair)
 
 
 def sha256_text(text: str) -> str:
