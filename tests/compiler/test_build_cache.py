@@ -72,6 +72,21 @@ def test_first_failing_task_is_reported_as_serial(data: Path) -> None:
     assert msgs[0] == msgs[1] and "boolq" in msgs[0]
 
 
+def test_first_failing_task_is_reported_when_the_last_fails_too(data: Path) -> None:
+    """With workers, this process builds from the last task down: its error (piqa's) waits for the
+    workers' tasks before it, and boolq's, the first in task order, is the one raised, as in a serial compile."""
+    from lmeval.compiler.errors import CompileError
+
+    ov = ["+task=[arc_easy,boolq,winogrande,piqa]", f"run.data_dir={data}", "run.limit=2",
+          'task.boolq.doc_to_text="{{ no_such_field.x }}"', 'task.piqa.doc_to_text="{{ other_field.y }}"']  # fmt: skip
+    msgs = []
+    for w in (1, 2, 3):
+        with pytest.raises(CompileError) as e:
+            compile_located(ov, BuildSettings(cache=False, workers=w))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] == msgs[2] and "boolq" in msgs[0]
+
+
 def _corruptions(blob: bytes) -> dict[str, bytes]:
     mid = len(blob) // 2
     return {
