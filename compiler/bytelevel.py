@@ -16,6 +16,7 @@ the byte map against the tokenizer's own pre-tokenizer and gives None when it di
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any
 
 PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
@@ -72,17 +73,9 @@ class ByteLevelWords:
                 _PRETOKEN.findall(t) if PLAIN.fullmatch(t) and not any(a in t for a in added) else None for t in texts
             ]
         ids = self._ids
-        new = {p for ps in split if ps is not None for p in ps}.difference(ids)
+        new = set(chain.from_iterable(ps for ps in split if ps is not None)).difference(ids)
         tokenize, bmap = self._tokenize, self._map
         for p in new:
             ids[p] = [t.id for t in tokenize(p.translate(bmap))]
-        out: list[list[int] | None] = []
-        for ps in split:
-            if ps is None:
-                out.append(None)
-                continue
-            row: list[int] = []
-            for p in ps:
-                row += ids[p]
-            out.append(row)
-        return out
+        get = ids.__getitem__
+        return [None if ps is None else list(chain.from_iterable(map(get, ps))) for ps in split]

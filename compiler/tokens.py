@@ -213,8 +213,8 @@ class ModelTokenizer:
     # none spans a whitespace character that follows a non-whitespace one, and none of the regex's
     # lookaheads (``\s+(?!\S)``) reaches back across it: encode(a + b) == encode(a) + encode(b). Encoding
     # distinct words instead of whole texts skips the pre-tokenizer's regex over repeated text, most of the
-    # tokenizer's time. The distinct words of plain ASCII are cut into pre-tokens in Python and only the
-    # distinct pre-tokens go to the BPE model (``compiler.bytelevel``); the other words, to the tokenizer.
+    # tokenizer's time. Pieces of plain ASCII are not cut into words: they are cut into pre-tokens in Python
+    # and only the distinct pre-tokens go to the BPE model (``compiler.bytelevel``), which is faster still.
     # The first encodings of every compile are checked against the plain encoding; any difference turns
     # the fast path off.
     def _splittable(self) -> bool:
@@ -260,7 +260,14 @@ class ModelTokenizer:
         return None
 
     def _encode_pieces(self, pieces: list[str]) -> None:
-        """Every piece's ids into the piece cache: its words (``_words``) encoded, each distinct one once."""
+        """Every piece's ids into the piece cache: from its pre-tokens where ``compiler.bytelevel`` can cut it
+        (plain ASCII), else from its words (``_words``), each distinct one encoded once."""
+        if self._bytelevel is not None:
+            direct = self._bytelevel.encode(pieces)
+            self._seg_cache.update((p, ids) for p, ids in zip(pieces, direct, strict=True) if ids is not None)
+            pieces = [p for p, ids in zip(pieces, direct, strict=True) if ids is None]
+            if not pieces:
+                return
         words = self._word_cache
         split = [_words(p) for p in pieces]
         todo = list(set(chain.from_iterable(split)).difference(words))
