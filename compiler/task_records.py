@@ -104,9 +104,11 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
     """The stored bytes of the task's records in plan order (each doc record, then its instances) and the data
     fingerprint.
 
-    Token ids are computed in a second thread, batch by batch, while this one encodes the documents and then
-    each batch's instances: the tokenizer's Rust core releases the GIL, so the two overlap. Results and
-    errors do not depend on the timing (batches are consumed in order)."""
+    Token ids are computed batch by batch (``_CHUNK_DOCS``). When the tokenizer's work runs mostly in its Rust
+    core, which releases the GIL (``ModelTokenizer.threaded``), in a second thread while this one encodes the
+    documents and then each batch's instances, so the two overlap; otherwise (most of it in Python, where a
+    second thread only adds switching) here, in the same order. Results and errors do not depend on which
+    (the documents first, then each batch's token ids and instances, in order)."""
     n = len(bt.docs)
     if tok is None:
         fingerprint, doc_bytes = _fingerprint(bt)
@@ -114,12 +116,18 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
         return _instance_records(bt, docs, doc_blobs, {}, 0, n)[1], fingerprint
     blobs: list[bytes] = []
     bounds = [(lo, min(lo + _CHUNK_DOCS, n)) for lo in range(0, n, _CHUNK_DOCS)]
+    packer = IdsPacker()
+    if not tok.threaded:
+        fingerprint, doc_bytes = _fingerprint(bt)
+        docs, doc_blobs = _doc_records(bt, doc_bytes)
+        for lo, hi in bounds:
+            blobs += _instance_records(bt, docs, doc_blobs, _token_ids(bt, tok, lo, hi), lo, hi, packer)[1]
+        return blobs, fingerprint
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
         pending = [pool.submit(_token_ids, bt, tok, lo, hi) for lo, hi in bounds]
         try:
             fingerprint, doc_bytes = _fingerprint(bt)
             docs, doc_blobs = _doc_records(bt, doc_bytes)
-            packer = IdsPacker()
             for (lo, hi), fut in zip(bounds, pending, strict=True):
                 blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi, packer)[1]
         finally:

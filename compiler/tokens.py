@@ -309,6 +309,12 @@ class ModelTokenizer:
                 return None
         return out
 
+    @property
+    def threaded(self) -> bool:
+        """Whether encoding runs mostly in the tokenizers library (which releases the GIL, so a second thread
+        overlaps it with other work): not when ``compiler.bytelevel`` cuts plain text in Python."""
+        return self._bytelevel is None or not self.fast
+
     # -- chat template
     @property
     def chat_template(self) -> str | None:

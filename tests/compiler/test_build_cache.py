@@ -59,6 +59,21 @@ def test_workers_do_not_change_bytes(tmp_path: Path, data: Path) -> None:
     assert len(plans[1]) > 10_000
 
 
+def test_tokenizing_thread_does_not_change_bytes(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token ids computed in a second thread (a tokenizer whose work runs in Rust) or in the building one
+    (``compiler.bytelevel`` in Python: the tiny model's) give the same plan, errors in the same order."""
+    from lmeval.compiler import task_records
+    from lmeval.compiler.tokens import ModelTokenizer
+
+    monkeypatch.setattr(task_records, "_CHUNK_DOCS", 7)  # several batches per task
+    ov = ["+task=[mmlu_anatomy,gsm8k]", "run.num_fewshot=2", f"run.data_dir={data}", "run.limit=20", "model=tiny"]
+    plans = {}
+    for threaded in (False, True):
+        monkeypatch.setattr(ModelTokenizer, "threaded", property(lambda self, t=threaded: t))
+        plans[threaded] = _bytes(compile_located(ov, BuildSettings(cache=False, workers=1)), tmp_path, f"t{threaded}")
+    assert plans[False] == plans[True]
+
+
 def test_first_failing_task_is_reported_as_serial(data: Path) -> None:
     from lmeval.compiler.errors import CompileError
 
