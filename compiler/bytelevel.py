@@ -66,8 +66,11 @@ class ByteLevelWords:
         ASCII or holds an added token (the caller asks the tokenizer for those)."""
         joined = "\n".join(texts)  # one check for all texts first (a match across two only costs the texts' own)
         added = [a for a in self._added if a in joined]
-        if not added and PLAIN.fullmatch(joined):
-            split: list[list[str] | None] = [_PRETOKEN.findall(t) for t in texts]
+        findall, plain = _PRETOKEN.findall, PLAIN.fullmatch
+        if not added and plain(joined):
+            split: list[list[str] | None] = [findall(t) for t in texts]
+        elif not added:
+            split = [findall(t) if plain(t) else None for t in texts]
         else:
             split = [
                 _PRETOKEN.findall(t) if PLAIN.fullmatch(t) and not any(a in t for a in added) else None for t in texts
