@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         from lmeval.compiler.seeds import has_python, seeded_globals
         from lmeval.compiler.task_selection import select_tasks
         from lmeval.plans.identity import split_locations
+        from lmeval.plans.packids import IdsPacker
         from lmeval.plans.sealparts import EncodedTask, encode_frames, seal_tasks, write_tasks
 
     ov = [*args.overrides, f"run.data_dir={args.data_dir.resolve()}"]
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         with phase("encoding doc records"):
             docs_r, doc_blobs = tr._doc_records(bt, doc_bytes)
         with phase("encoding instances + request hashes"):
-            _, blobs = tr._instance_records(bt, docs_r, doc_blobs, ids, 0, n)
+            _, blobs = tr._instance_records(bt, docs_r, doc_blobs, ids, 0, n, IdsPacker())
         with phase("task summary (config, code hashes)"):
             summary = task_summary(bt, opts, fp)
         lengths = [len(b) for b in blobs]

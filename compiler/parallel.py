@@ -1,11 +1,14 @@
 """Every selected task built into a ``TaskPart``: from the build cache when it holds the task's key, else built,
 in worker processes when more than one task is to be built and more than one worker is allowed.
 
-Workers are forked (they inherit the composed config, the loaded tokenizer and the imported task code, so they
-start at once) and each builds whole tasks, exactly as the serial loop does: a task's global generators are
-seeded afresh for it (``compiler.seeds``) and its bytes depend on nothing another task did. A worker hands back
-its task as a build-cache entry (``compiler.taskpart``), checked like one read from disk. Results are taken in
-task order, so the first failing task's error is the one raised, as in a serial compile.
+With N workers, N - 1 processes are forked (they inherit the composed config, the loaded tokenizer and the
+imported task code, so they start at once) and take the tasks from the first one on, while this process builds
+from the last one down until it meets them (it then needs no entry for its own tasks: a worker's entry costs
+packing, unpacking and decompressing its records again). Each builds whole tasks, exactly as the serial loop
+does: a task's global generators are seeded afresh for it (``compiler.seeds``) and its bytes depend on nothing
+another task did. A worker hands back its task as a build-cache entry (``compiler.taskpart``), checked like one
+read from disk. The workers' results are taken in task order, and they build every task before the ones this
+process took, so the first failing task's error is the one raised, as in a serial compile.
 
 ``BuildSettings``: ``cache`` (``lmeval compile --no-cache``, ``LMEVAL_BUILD_CACHE=0``), ``workers``
 (``lmeval compile --jobs N``, ``LMEVAL_COMPILE_JOBS``; default: the number of CPUs)."""
@@ -60,6 +63,17 @@ def _build(job: _Job, i: int) -> TaskPart:
     return part_of(bt, opts, job.tok)
 
 
+def _built_here(job: _Job, i: int, cache: BuildCache | None) -> TaskPart:
+    """Task ``i`` built in this process, stored in the cache when it has a key."""
+    part = _build(job, i)
+    key = job.keys[i]
+    if cache is not None and key is not None:
+        blob = pack_part(key, part)
+        cache.store(key, blob)
+        part = replace(part, digest=entry_digest(blob))
+    return part
+
+
 def _worker(i: int) -> bytes:
     assert _JOB is not None
     return pack_part(_JOB.keys[i] or "", _build(_JOB, i))
@@ -107,27 +121,35 @@ def build_parts(
         workers = 1  # (Windows) workers must inherit the loaded state; build in this process
     if workers == 1:
         for i in todo:
-            parts[i] = part = _build(job, i)
-            key = keys[i]
-            if cache is not None and key is not None:
-                blob = pack_part(key, part)
-                cache.store(key, blob)
-                parts[i] = replace(part, digest=entry_digest(blob))
+            parts[i] = _built_here(job, i, cache)
     else:
         _JOB = job
         try:
             with (
                 _no_tokenizer_threads(),
-                ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool,
+                ProcessPoolExecutor(max_workers=workers - 1, mp_context=multiprocessing.get_context("fork")) as pool,
             ):
                 futures: list[Future[bytes]] = [pool.submit(_worker, i) for i in todo]
                 try:
-                    for i, fut in zip(todo, futures, strict=True):
+                    # this process builds from the last task down, each one no worker has started (its future
+                    # cancelled), until it meets the workers; the first error in task order is raised, as the
+                    # workers build every task before the last one this process took
+                    failed: Exception | None = None
+                    here = len(todo)
+                    while here > 0 and failed is None and futures[here - 1].cancel():
+                        here -= 1
+                        try:
+                            parts[todo[here]] = _built_here(job, todo[here], cache)
+                        except Exception as e:  # noqa: BLE001 - raised below unless a task before it fails
+                            failed = e
+                    for i, fut in zip(todo[:here], futures[:here], strict=True):
                         blob = fut.result()
                         key = keys[i]
                         parts[i] = unpack_part(blob, key or "")
                         if cache is not None and key is not None:
                             cache.store(key, blob)
+                    if failed is not None:
+                        raise failed
                 finally:
                     for fut in futures:
                         fut.cancel()  # after an error: build no more

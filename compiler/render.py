@@ -27,6 +27,7 @@ from lmeval.compiler.bounded import (
 )
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
+from lmeval.compiler.plaintemplate import plain_template, render_plain
 
 
 def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
@@ -41,36 +42,6 @@ _ENV.filters["regex_replace"] = regex_replace
 _ENV.bound_filters()
 _TEMPLATES: dict[str, jinja2.Template] = {}
 _CONSTANT: dict[str, str] = {}  # templates without any Jinja syntax (lm-eval's descriptions) -> their output
-
-
-# ``{{ name }}`` or ``{{ name[N] }}``: a document field, or one element of a list field. When the value is a
-# string, Jinja renders it unchanged, so the compiler returns it without building a template context (most
-# doc_to_target templates look like this). Anything else goes through Jinja.
-_FIELD_REF = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(-?[0-9]+)\s*\])?\s*\}\}")
-_JINJA_LITERALS = frozenset({"true", "false", "none", "True", "False", "None", "self"})  # and render(self=...)
-_FIELD_REFS: dict[str, tuple[str, int | None] | None] = {}
-
-
-def field_ref(text: str) -> tuple[str, int | None] | None:
-    """``(name, index)`` when ``text`` is exactly ``{{ name }}`` or ``{{ name[index] }}``, else None."""
-    if text in _FIELD_REFS:
-        return _FIELD_REFS[text]
-    m = _FIELD_REF.fullmatch(text)
-    ref = None if m is None or m[1] in _JINJA_LITERALS else (m[1], None if m[2] is None else int(m[2]))
-    _FIELD_REFS[text] = ref
-    return ref
-
-
-def direct_string(ref: tuple[str, int | None], doc: dict[str, Any]) -> str | None:
-    """The string ``{{ name }}`` / ``{{ name[index] }}`` renders to, when it is a string field (or a string
-    element of a list field) of ``doc``; None when Jinja has to decide."""
-    value = doc.get(ref[0])
-    index = ref[1]
-    if index is not None:
-        if type(value) is not list or not -len(value) <= index < len(value):
-            return None
-        value = value[index]
-    return value if type(value) is str else None
 
 
 def compile_template(text: str, *, task: str, field: str, source: str | None) -> jinja2.Template:
@@ -115,11 +86,11 @@ class Renderer:
             if hit is None:
                 hit = _CONSTANT[text] = t.render()
             return hit
-        ref = field_ref(text)
-        if ref is not None:
-            direct = direct_string(ref, doc)
-            if direct is not None:
-                return direct
+        parts = plain_template(text)
+        if parts is not None:
+            plain = render_plain(parts, doc)
+            if plain is not None:
+                return plain
         start = time.monotonic()
         try:
             with deadline(RENDER_SECONDS, "the template"):

@@ -12,6 +12,7 @@ from lmeval.compiler.built import BuiltTask
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tokens import ModelTokenizer
 from lmeval.plans.canonical import canonical_bytes
+from lmeval.plans.packids import IdsPacker
 from lmeval.plans.recordcodec import encode_doc, encode_doc_instances, encode_instance
 from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
 
@@ -103,9 +104,11 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
     """The stored bytes of the task's records in plan order (each doc record, then its instances) and the data
     fingerprint.
 
-    Token ids are computed in a second thread, batch by batch, while this one encodes the documents and then
-    each batch's instances: the tokenizer's Rust core releases the GIL, so the two overlap. Results and
-    errors do not depend on the timing (batches are consumed in order)."""
+    Token ids are computed batch by batch (``_CHUNK_DOCS``). When the tokenizer's work runs mostly in its Rust
+    core, which releases the GIL (``ModelTokenizer.threaded``), in a second thread while this one encodes the
+    documents and then each batch's instances, so the two overlap; otherwise (most of it in Python, where a
+    second thread only adds switching) here, in the same order. Results and errors do not depend on which
+    (the documents first, then each batch's token ids and instances, in order)."""
     n = len(bt.docs)
     if tok is None:
         fingerprint, doc_bytes = _fingerprint(bt)
@@ -113,13 +116,20 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
         return _instance_records(bt, docs, doc_blobs, {}, 0, n)[1], fingerprint
     blobs: list[bytes] = []
     bounds = [(lo, min(lo + _CHUNK_DOCS, n)) for lo in range(0, n, _CHUNK_DOCS)]
+    packer = IdsPacker()
+    if not tok.threaded:
+        fingerprint, doc_bytes = _fingerprint(bt)
+        docs, doc_blobs = _doc_records(bt, doc_bytes)
+        for lo, hi in bounds:
+            blobs += _instance_records(bt, docs, doc_blobs, _token_ids(bt, tok, lo, hi), lo, hi, packer)[1]
+        return blobs, fingerprint
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
         pending = [pool.submit(_token_ids, bt, tok, lo, hi) for lo, hi in bounds]
         try:
             fingerprint, doc_bytes = _fingerprint(bt)
             docs, doc_blobs = _doc_records(bt, doc_bytes)
             for (lo, hi), fut in zip(bounds, pending, strict=True):
-                blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi)[1]
+                blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi, packer)[1]
         finally:
             for fut in pending:
                 fut.cancel()  # after an error: do not tokenize the rest
@@ -127,11 +137,18 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
 
 
 def _instance_records(
-    bt: BuiltTask, docs: list[DocRecord], doc_blobs: list[bytes], ids: TokenIds, lo: int, hi: int
+    bt: BuiltTask,
+    docs: list[DocRecord],
+    doc_blobs: list[bytes],
+    ids: TokenIds,
+    lo: int,
+    hi: int,
+    ids_packer: IdsPacker | None = None,
 ) -> tuple[list[Record], list[bytes]]:
     """Docs ``lo:hi`` in plan order (each doc record, then its instances) and their stored bytes. The
     instances of a doc are packed together (``encode_doc_instances``) and kept as bytes only: the records
-    themselves are made only for a doc with values that path does not take."""
+    themselves are made only for a doc with values that path does not take. ``ids_packer``: the task's (its
+    docs' contexts in a row share their start)."""
     s = bt.config
     out: list[Record] = []
     blobs: list[bytes] = []
@@ -152,7 +169,7 @@ def _instance_records(
         ]
         try:
             # token ids come from the tokenizer (lists of int): not checked element by element
-            fast = encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, plain_ids=True)  # type: ignore[arg-type]
+            fast = encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
         except TypeError as e:
             raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
                        field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.modelref import tokenizer_hash
+from lmeval.compiler.bytelevel import ByteLevelWords
 from lmeval.compiler.errors import fail
 from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
@@ -190,7 +191,9 @@ class ModelTokenizer:
         self._seg_cache: dict[str, list[int]] = {}
         self._word_cache: dict[str, list[int]] = {}
         self._checked = 0
+        self._added: list[str] = []  # the added tokens' contents (``_splittable`` reads them)
         self.fast = self._splittable()
+        self._bytelevel = ByteLevelWords.of(self.backend, self._added) if self.fast else None
         self._affix = {flag: self._specials(flag) for flag in (True, False)}
         pre, post = self._affix[self.default_special] or ([], [])
         # the rule the plan's ids are made with, as recorded in its header
@@ -210,7 +213,8 @@ class ModelTokenizer:
     # none spans a whitespace character that follows a non-whitespace one, and none of the regex's
     # lookaheads (``\s+(?!\S)``) reaches back across it: encode(a + b) == encode(a) + encode(b). Encoding
     # distinct words instead of whole texts skips the pre-tokenizer's regex over repeated text, most of the
-    # tokenizer's time.
+    # tokenizer's time. Pieces of plain ASCII are not cut into words: they are cut into pre-tokens in Python
+    # and only the distinct pre-tokens go to the BPE model (``compiler.bytelevel``), which is faster still.
     # The first encodings of every compile are checked against the plain encoding; any difference turns
     # the fast path off.
     def _splittable(self) -> bool:
@@ -239,6 +243,7 @@ class ModelTokenizer:
                 return False
             if _CUT_INSIDE.search(str(added.get("content") or "")):
                 return False
+            self._added.append(str(added.get("content") or ""))
         return ok and (spec.get("model") or {}).get("type") == "BPE"
 
     def _batch(self, texts: list[str], special: bool) -> list[list[int]]:
@@ -255,15 +260,34 @@ class ModelTokenizer:
         return None
 
     def _encode_pieces(self, pieces: list[str]) -> None:
-        """Every piece's ids into the piece cache: its words (``_words``) encoded, each distinct one once."""
+        """Every piece's ids into the piece cache: from its pre-tokens where ``compiler.bytelevel`` can cut it
+        (plain ASCII), else from its words (``_words``), each distinct one encoded once."""
+        if self._bytelevel is not None:
+            direct = self._bytelevel.encode(pieces)
+            self._seg_cache.update((p, ids) for p, ids in zip(pieces, direct, strict=True) if ids is not None)
+            pieces = [p for p, ids in zip(pieces, direct, strict=True) if ids is None]
+            if not pieces:
+                return
         words = self._word_cache
         split = [_words(p) for p in pieces]
-        todo = list({w: None for ws in split for w in ws if w not in words})
+        todo = list(set(chain.from_iterable(split)).difference(words))
         if todo:
-            words.update(zip(todo, self._batch(todo, False), strict=True))
+            words.update(zip(todo, self._encode_words(todo), strict=True))
         get = words.__getitem__
         flat = chain.from_iterable
         self._seg_cache.update((p, list(flat(map(get, ws)))) for p, ws in zip(pieces, split, strict=True))
+
+    def _encode_words(self, words: list[str]) -> list[list[int]]:
+        """The words' ids without special tokens: from the model alone where ``compiler.bytelevel`` can cut
+        them (plain ASCII), the rest in one batch."""
+        if self._bytelevel is None:
+            return self._batch(words, False)
+        out = self._bytelevel.encode(words)
+        rest = [i for i, ids in enumerate(out) if ids is None]
+        if rest:
+            for i, ids in zip(rest, self._batch([words[i] for i in rest], False), strict=True):
+                out[i] = ids
+        return out  # type: ignore[return-value]  # (no None left)
 
     def _encode_fast(self, texts: list[str], flag: bool) -> list[list[int]] | None:
         affix = self._affix[flag]
@@ -284,6 +308,12 @@ class ModelTokenizer:
                 self.fast = False
                 return None
         return out
+
+    @property
+    def threaded(self) -> bool:
+        """Whether encoding runs mostly in the tokenizers library (which releases the GIL, so a second thread
+        overlaps it with other work): not when ``compiler.bytelevel`` cuts plain text in Python."""
+        return self._bytelevel is None or not self.fast
 
     # -- chat template
     @property
@@ -330,25 +360,26 @@ class ModelTokenizer:
             return None
         _, post = affix
         lasts: dict[str, str] = {}
-        tails: list[str] = []
+        memo: dict[tuple[str, str], list[int]] = {}  # (last piece, continuation) -> ids: one split per pair
+        keys: list[tuple[str, str]] = []
         for ctx, cont in zip(ctxs, conts, strict=True):
             last = lasts.get(ctx)
             if last is None:
                 last = lasts[ctx] = _last_piece(ctx)
-            tails.append(last + cont)
-        tail_pieces = [_pieces(t) for t in tails]
+            keys.append((last, cont))
+        todo = list(dict.fromkeys(keys))
+        tail_pieces = [_pieces(last + cont) for last, cont in todo]
         cache = self._seg_cache
         missing = list({p: None for ps in tail_pieces for p in ps if p not in cache})
         if missing:
             self._encode_pieces(missing)
-        out: list[list[int]] = []
-        for ctx, ps in zip(ctxs, tail_pieces, strict=True):
-            last_ids = cache[lasts[ctx]]
+        for key, ps in zip(todo, tail_pieces, strict=True):
+            last_ids = cache[key[0]]
             tail_ids: list[int] = []
             for p in ps:
                 tail_ids += cache[p]
-            out.append((tail_ids + post)[len(last_ids) + len(post) :])
-        return out
+            memo[key] = (tail_ids + post)[len(last_ids) + len(post) :]
+        return [list(memo[k]) for k in keys]  # (a list of its own for every pair)
 
 
 def sha256_text(text: str) -> str:

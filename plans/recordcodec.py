@@ -16,6 +16,7 @@ import msgpack
 
 from lmeval.plans.canonical import canonical_bytes, normalize, pack_normalized
 from lmeval.plans.errors import PlanError
+from lmeval.plans.packids import IdsPacker
 from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for
 
 Record = DocRecord | InstanceRecord
@@ -197,13 +198,19 @@ def _plain_ids(ids: Any) -> bool:
 
 
 def encode_doc_instances(
-    task: str, doc_id: int, repeats: int, requests: list[Request], plain_ids: bool = False
+    task: str,
+    doc_id: int,
+    repeats: int,
+    requests: list[Request],
+    plain_ids: bool = False,
+    ids_packer: IdsPacker | None = None,
 ) -> list[tuple[str, bytes]] | None:
     """(request_hash, stored bytes) of each Instance of one doc, in order, as ``request_hash_of`` and
     ``encode_instance`` (the previous Instance of the doc as ``prev``) give them; None when a value is not of
     the plain types this path packs directly (the caller then encodes the records one by one). TypeError for a
     generation_kwargs value no plan can hold. ``plain_ids``: the caller guarantees every token id list is a
-    ``list`` of ``int`` (a tokenizer's output), so their elements are not checked."""
+    ``list`` of ``int`` (a tokenizer's output), so their elements are not checked. ``ids_packer``: packs the
+    context ids (one per task, its docs in order: contexts in a row share their start, ``plans.packids``)."""
     if not (type(task) is str and type(doc_id) is int and type(repeats) is int):
         return None
     pack = msgpack.Packer(use_bin_type=True).pack
@@ -229,7 +236,8 @@ def encode_doc_instances(
         if not shared:
             if not (plain_ids and (c_ids is None or type(c_ids) is list)) and not _plain_ids(c_ids):
                 return None
-            head = k["context"] + pack(ctx) + k["context_ids"] + pack(c_ids)
+            packed_ids = pack(c_ids) if ids_packer is None or c_ids is None else ids_packer.pack(c_ids)
+            head = k["context"] + pack(ctx) + k["context_ids"] + packed_ids
             h0 = hashlib.sha256(b"\x86" + head)
             prev_ctx, prev_ids = ctx, c_ids
         if not (plain_ids and (cont_ids is None or type(cont_ids) is list)) and not _plain_ids(cont_ids):

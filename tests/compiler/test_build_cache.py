@@ -59,6 +59,21 @@ def test_workers_do_not_change_bytes(tmp_path: Path, data: Path) -> None:
     assert len(plans[1]) > 10_000
 
 
+def test_tokenizing_thread_does_not_change_bytes(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token ids computed in a second thread (a tokenizer whose work runs in Rust) or in the building one
+    (``compiler.bytelevel`` in Python: the tiny model's) give the same plan, errors in the same order."""
+    from lmeval.compiler import task_records
+    from lmeval.compiler.tokens import ModelTokenizer
+
+    monkeypatch.setattr(task_records, "_CHUNK_DOCS", 7)  # several batches per task
+    ov = ["+task=[mmlu_anatomy,gsm8k]", "run.num_fewshot=2", f"run.data_dir={data}", "run.limit=20", "model=tiny"]
+    plans = {}
+    for threaded in (False, True):
+        monkeypatch.setattr(ModelTokenizer, "threaded", property(lambda self, t=threaded: t))
+        plans[threaded] = _bytes(compile_located(ov, BuildSettings(cache=False, workers=1)), tmp_path, f"t{threaded}")
+    assert plans[False] == plans[True]
+
+
 def test_first_failing_task_is_reported_as_serial(data: Path) -> None:
     from lmeval.compiler.errors import CompileError
 
@@ -70,6 +85,21 @@ def test_first_failing_task_is_reported_as_serial(data: Path) -> None:
             compile_located(ov, BuildSettings(cache=False, workers=w))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1] and "boolq" in msgs[0]
+
+
+def test_first_failing_task_is_reported_when_the_last_fails_too(data: Path) -> None:
+    """With workers, this process builds from the last task down: its error (piqa's) waits for the
+    workers' tasks before it, and boolq's, the first in task order, is the one raised, as in a serial compile."""
+    from lmeval.compiler.errors import CompileError
+
+    ov = ["+task=[arc_easy,boolq,winogrande,piqa]", f"run.data_dir={data}", "run.limit=2",
+          'task.boolq.doc_to_text="{{ no_such_field.x }}"', 'task.piqa.doc_to_text="{{ other_field.y }}"']  # fmt: skip
+    msgs = []
+    for w in (1, 2, 3):
+        with pytest.raises(CompileError) as e:
+            compile_located(ov, BuildSettings(cache=False, workers=w))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] == msgs[2] and "boolq" in msgs[0]
 
 
 def _corruptions(blob: bytes) -> dict[str, bytes]:

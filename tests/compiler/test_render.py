@@ -11,7 +11,8 @@ import jinja2
 import pytest
 
 from lmeval.compiler.errors import CompileError
-from lmeval.compiler.render import Renderer, direct_string, field_ref
+from lmeval.compiler.plaintemplate import direct_string, field_ref, plain_template, render_plain
+from lmeval.compiler.render import Renderer
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -97,3 +98,90 @@ def test_digit_strings_still_become_indices_for_choice_tasks() -> None:
     r = Renderer("t", "t.yaml", [], has_choice=True)
     assert r.target("{{label}}", {"label": "2"}, 0) == 2
     assert r.target("{{label}}", {"label": "[1, 2]"}, 0) == [1, 2]
+
+
+_MMLU = "{{question.strip()}}\nA. {{choices[0]}}\nB. {{choices[1]}}\nC. {{choices[2]}}\nD. {{choices[3]}}\nAnswer:"
+
+
+def _sandboxed(text: str, doc: dict[str, Any]) -> str:
+    """What the compiler's own (sandboxed, bounded) Jinja environment renders."""
+    from lmeval.compiler.render import compile_template
+
+    return compile_template(text, task="t", field="f", source=None).render(**doc)
+
+
+def test_plain_templates_equal_jinja_on_real_rows(data: Path) -> None:
+    """The plain-template path (literal text and references, MMLU's prompt among them) renders every real row of
+    several datasets exactly as the sandboxed Jinja environment does."""
+    cases = [
+        (data / "mmlu" / "abstract_algebra" / "test.jsonl", [_MMLU, "{{question}}\n{{choices[-1]}} x"]),
+        (data / "mmlu" / "high_school_us_history" / "test.jsonl", [_MMLU]),
+        (data / "boolq" / "validation.jsonl", ["{{passage}}\nQuestion: {{question}}?\nAnswer:"]),
+        (data / "gsm8k" / "test.jsonl", ["Question: {{question}}\nAnswer:", " {{ answer.strip() }}\n\n"]),
+    ]
+    checked = 0
+    for path, templates in cases:
+        for doc in _rows(path, 60):
+            for text in templates:
+                parts = plain_template(text)
+                assert parts is not None
+                fast = render_plain(parts, doc)
+                assert fast is not None and fast == _sandboxed(text, doc)
+                checked += 1
+    assert checked == 60 * 6
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{a}}{% if b %}x{% endif %}",  # a block tag
+        "{{a}} {# comment #}",
+        "{{- a }}",  # whitespace control
+        "{{a}}\r\n",  # Jinja's lexer turns \r\n into \n in literal text
+        "{{a}} }",
+        "{{a|upper}}",
+        "{{a.upper()}}",
+        "{{a.strip( )}}",
+        "{{a[0].strip()}}",
+        "{{None}} {{a}}",
+        "no tag",
+    ],
+)
+def test_only_plain_templates_are_recognised(text: str) -> None:
+    assert plain_template(text) is None
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"q": 3, "xs": ["a"]},  # an int: Jinja's str()
+        {"q": " a ", "xs": [1]},  # an int element
+        {"q": " a ", "xs": []},  # index out of range: Jinja's error
+        {"xs": ["a"]},  # missing: undefined, or a Jinja global
+        {"q": ["a"], "xs": ["a"]},  # .strip() of a list: Jinja's error
+    ],
+)
+def test_plain_templates_leave_other_values_to_jinja(doc: dict[str, Any]) -> None:
+    parts = plain_template("{{q.strip()}}: {{xs[0]}}")
+    assert parts == (("q", None, True), ": ", ("xs", 0, False))
+    assert render_plain(parts, doc) is None
+    r = Renderer("t", "t.yaml", [], has_choice=False)
+    try:
+        want: str | None = _sandboxed("{{q.strip()}}: {{xs[0]}}", doc)
+    except jinja2.UndefinedError:
+        want = None
+    if want is None:
+        with pytest.raises(CompileError):
+            r.text("{{q.strip()}}: {{xs[0]}}", doc, 0)
+    else:
+        assert r.text("{{q.strip()}}: {{xs[0]}}", doc, 0) == want
+
+
+def test_plain_template_output_over_the_cap_is_refused_like_jinja() -> None:
+    from lmeval.compiler.bounded import MAX_VALUE_CHARS
+
+    doc = {"q": "x" * MAX_VALUE_CHARS}
+    parts = plain_template("{{q}}!")
+    assert parts is not None and render_plain(parts, doc) is None
+    with pytest.raises(CompileError, match="exceeds a bound"):
+        Renderer("t", "t.yaml", [], has_choice=False).text("{{q}}!", doc, 0)

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import random
 
+from lmeval.plans.packids import IdsPacker
 from lmeval.plans.recordcodec import encode_doc_instances, encode_instance
 from lmeval.plans.records import InstanceRecord, instance_id_for, request_hash_of
+
+_SHOTS: list[list[int]] = [[], list(range(100, 160))]
 
 
 def _doc(rnd: random.Random) -> list[tuple]:  # type: ignore[type-arg]
     ctx = rnd.choice(["", "Q: 1+1?\nA:", "é\u2028ü " * rnd.randint(1, 40)])
-    ids = None if rnd.random() < 0.2 else [rnd.randint(0, 2**17) for _ in range(rnd.randint(0, 300))]
+    start = rnd.choice(_SHOTS)  # a start other docs' context ids share (or none)
+    ids = None if rnd.random() < 0.2 else start + [rnd.randint(0, 2**17) for _ in range(rnd.randint(0, 300))]
     out = []
     for idx in range(rnd.randint(1, 5)):
         if rnd.random() < 0.3:  # a context of its own (multiple-input docs)
@@ -27,11 +31,12 @@ def _doc(rnd: random.Random) -> list[tuple]:  # type: ignore[type-arg]
 
 def test_equals_record_by_record() -> None:
     rnd = random.Random(7)
+    packers = [IdsPacker(), IdsPacker()]  # context ids packed with the previous docs' start (plans/packids.py)
     for doc_id in range(300):
         reqs = _doc(rnd)
         task, repeats = rnd.choice(["arc_easy", "t\u00e4sk"]), rnd.choice([1, 3])
-        for plain in (False, True):
-            fast = encode_doc_instances(task, doc_id, repeats, reqs, plain_ids=plain)  # type: ignore[arg-type]
+        for plain, packer in ((False, None), (True, None), (False, packers[0]), (True, packers[1])):
+            fast = encode_doc_instances(task, doc_id, repeats, reqs, plain, packer)  # type: ignore[arg-type]
             assert fast is not None
             prev = None
             for (idx, rt, ctx, cont, gk, c_ids, k_ids), (rhash, blob) in zip(reqs, fast, strict=True):
