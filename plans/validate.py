@@ -152,12 +152,8 @@ def _check_model(header: PlanHeader, w: _Where) -> None:
         raise w.header("model.name", "not a string")
     if type(m.backend) is not str:
         raise w.header("model.backend", "not a string")
-    for f in ("path", "tokenizer", "revision"):
+    for f in ("path", "tokenizer", "revision", "tokenizer_hash", "chat_template_hash", "config_hash"):
         if not _opt_str(getattr(m, f)):
-            raise w.header(f"model.{f}", "not a string")
-    for f in ("tokenizer_hash", "chat_template_hash", "config_hash"):
-        v = getattr(m, f)
-        if not _opt_str(v):
             raise w.header(f"model.{f}", "not a string")
     if m.add_bos_token is not None and type(m.add_bos_token) is not bool:
         raise w.header("model.add_bos_token", "not a boolean")
