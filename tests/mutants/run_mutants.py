@@ -51,6 +51,7 @@ PR = "tests/compiler/test_precedence.py"
 CAT = "tests/compiler/test_catalog.py"
 BR = "tests/report/test_browser.py"
 CO = "tests/compiler/test_consent.py"
+VR = "tests/plans/test_validate_refusals.py"  # every refusal of plans/validate.py reached by its own plan
 
 
 MUTATIONS = [
@@ -451,6 +452,22 @@ MUTATIONS = [
         '            elif o.get("n_instances") != n.get("n_instances"):\n',
         ("tests/lock/test_lock.py::test_one_character_template_change_is_caught",),
         area="lock",
+    ),
+    Mutation(
+        "plan header: an n_docs above its tasks' sum accepted (the sum compared one way only)",
+        "plans/validate.py",
+        "        if summed != total:\n",
+        "        if summed > total:\n",
+        (VR,),
+        area="plan",
+    ),
+    Mutation(
+        "plan header: a task named twice accepted",
+        "plans/validate.py",
+        "        if name in names:\n",
+        "        if name in names and name not in names:\n",
+        (VR,),
+        area="plan",
     ),
 ]
 
