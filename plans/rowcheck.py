@@ -69,6 +69,7 @@ def check_rows(rows: pl.DataFrame, plan: pl.DataFrame, plan_name: str, parts: Se
 
     if rows.height == 0:
         return
+    _check_no_null_ids(rows, parts)
     cols = list(KEY_COLUMNS)
     if rows.height == plan.height and rows.select(cols).equals(plan.select(cols)):
         return  # the usual case, when the caller lines both up (the scorer does): row i is Instance i
@@ -98,6 +99,19 @@ def check_rows(rows: pl.DataFrame, plan: pl.DataFrame, plan_name: str, parts: Se
                 f"{parts[r[PART]]}: the row of {_instance(r)} has {col} {_short(r[col])}, but that Instance in plan "
                 f"{plan_name} has {_short(r[f'{col}_plan'])} ({bad.height} such rows; results of another plan?)"
             )
+
+
+def _check_no_null_ids(rows: pl.DataFrame, parts: Sequence[Any]) -> None:
+    """Every row names its Instance: a null ``instance_id`` is refused, naming the part and the first such row."""
+    import polars as pl
+
+    null = rows.filter(pl.col("instance_id").is_null())
+    if null.height:
+        r = null.sort([PART, "task", "doc_id", "idx"]).row(0, named=True)
+        raise RowMismatchError(
+            f"{parts[r[PART]]}: field instance_id is null in {null.height} row(s) (first: task {r['task']} doc "
+            f"{r['doc_id']} idx {r['idx']}); every result row names its Instance"
+        )
 
 
 def _short(v: Any) -> str:
