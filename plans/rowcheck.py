@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.records import InstanceRecord, shard_of
 from lmeval.plans.results import PART, polars_schema, read_parts
 
 if TYPE_CHECKING:
@@ -47,6 +47,20 @@ def plan_keys(instances: Iterable[InstanceRecord]) -> pl.DataFrame:
         cols["request_type"].append(inst.request_type)
         cols["request_hash"].append(inst.request_hash)
     return pl.DataFrame(cols, schema=key_schema())
+
+
+def shard_keys(plan: pl.DataFrame, shard: str | None) -> pl.DataFrame:
+    """The rows of ``plan`` (key columns) that are Instances of ``shard`` (a manifest's ``"I/N"``, already
+    checked by ``plans.results.shard_problem``; None: all): ``plans.records.shard_of``, the split ``execute
+    --shard`` runs, so a directory whose manifest claims a shard is checked against that shard's Instances
+    wherever its rows meet the plan (resume, merge, score)."""
+    import polars as pl
+
+    if shard is None:
+        return plan
+    i, _, n = shard.partition("/")
+    mask = [shard_of(x, int(n)) == int(i) for x in plan["instance_id"].to_list()]
+    return plan.filter(pl.Series(mask, dtype=pl.Boolean))
 
 
 def read_row_keys(parts: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:

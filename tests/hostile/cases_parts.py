@@ -151,3 +151,20 @@ def manifest_plan_path_other_plan_resume(tmp: Path, base: Base) -> Case:
     (r / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
     argv = ["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"]
     return Case(argv, ("plan_path", str(other), "another plan"), keep=[r])
+
+
+@case("parts")
+def manifest_shard_claim_all_rows_score(tmp: Path, base: Base) -> Case:
+    """A manifest claiming shard 1/2 over the parts of the whole plan: score refuses it as resume does."""
+    r = copytree(base.results, tmp / "r")
+    (r / "manifest.json").write_bytes(forged_manifest(base, shard="1/2"))
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], ("part-", "another shard"),
+                keep=sorted(r.glob("part-*")), absent=[r / "results.json"])  # fmt: skip
+
+
+@case("parts")
+def manifest_shard_claim_all_rows_resume(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    (r / "manifest.json").write_bytes(forged_manifest(base, shard="1/2", finished=None))
+    argv = ["execute", str(base.plan), FAKE, "--shard", "1/2", "--out", str(r), "--no-progress"]
+    return Case(argv, ("part-", "another shard"), keep=[r])
