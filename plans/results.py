@@ -274,6 +274,8 @@ def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] =
 
     def scan(i: int, p: str | os.PathLike[str]) -> pl.LazyFrame:
         frame = pl.scan_parquet(os.fspath(p), glob=False)
+        if "instance_id" in schema:
+            _check_id_type(p, frame.collect_schema())
         if any(c in OPTIONAL_COLUMNS for c in schema):
             have = set(frame.collect_schema().names())
             missing = [c for c in schema if c in OPTIONAL_COLUMNS and c not in have]
@@ -283,6 +285,8 @@ def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] =
 
     try:
         return pl.concat([scan(i, p) for i, p in enumerate(parts)], how="vertical").collect()
+    except PlanError:
+        raise
     except Exception:  # noqa: BLE001 - any unreadable or foreign file is the same user error, named below
         pass
     for i, p in enumerate(parts):  # which part: each on its own
@@ -292,6 +296,16 @@ def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] =
             msg = " ".join(str(e).split())[:200]
             raise PlanError(f"{os.fspath(p)}: unreadable result part ({type(e).__name__}: {msg})") from None
     raise PlanError(f"{Path(parts[0]).parent}: unreadable result parts (each reads alone, not together)")
+
+
+def _check_id_type(part: str | os.PathLike[str], schema: Any) -> None:
+    """A part's ``instance_id`` column holds strings (or only nulls, refused row by row in ``plans.rowcheck``):
+    an id of another type would be cast to a string and look like an Instance of no plan."""
+    import polars as pl
+
+    dtype = schema.get("instance_id")
+    if dtype is not None and dtype not in (pl.String, pl.Null):
+        raise PlanError(f"{os.fspath(part)}: field instance_id is {dtype}, expected a string (the Instance's id)")
 
 
 def read_results(results_dir: str | os.PathLike[str]) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.records import InstanceRecord, shard_of
 from lmeval.plans.results import PART, polars_schema, read_parts
 
 if TYPE_CHECKING:
@@ -49,6 +49,20 @@ def plan_keys(instances: Iterable[InstanceRecord]) -> pl.DataFrame:
     return pl.DataFrame(cols, schema=key_schema())
 
 
+def shard_keys(plan: pl.DataFrame, shard: str | None) -> pl.DataFrame:
+    """The rows of ``plan`` (key columns) that are Instances of ``shard`` (a manifest's ``"I/N"``, already
+    checked by ``plans.results.shard_problem``; None: all): ``plans.records.shard_of``, the split ``execute
+    --shard`` runs, so a directory whose manifest claims a shard is checked against that shard's Instances
+    wherever its rows meet the plan (resume, merge, score)."""
+    import polars as pl
+
+    if shard is None:
+        return plan
+    i, _, n = shard.partition("/")
+    mask = [shard_of(x, int(n)) == int(i) for x in plan["instance_id"].to_list()]
+    return plan.filter(pl.Series(mask, dtype=pl.Boolean))
+
+
 def read_row_keys(parts: Sequence[str | os.PathLike[str]]) -> pl.DataFrame:
     """The key columns of every row of ``parts``, with the index into ``parts`` of the file each came from
     (column ``part``). Raises PlanError naming the part when one cannot be read or lacks a column."""
@@ -69,6 +83,7 @@ def check_rows(rows: pl.DataFrame, plan: pl.DataFrame, plan_name: str, parts: Se
 
     if rows.height == 0:
         return
+    _check_no_null_ids(rows, parts)
     cols = list(KEY_COLUMNS)
     if rows.height == plan.height and rows.select(cols).equals(plan.select(cols)):
         return  # the usual case, when the caller lines both up (the scorer does): row i is Instance i
@@ -98,6 +113,19 @@ def check_rows(rows: pl.DataFrame, plan: pl.DataFrame, plan_name: str, parts: Se
                 f"{parts[r[PART]]}: the row of {_instance(r)} has {col} {_short(r[col])}, but that Instance in plan "
                 f"{plan_name} has {_short(r[f'{col}_plan'])} ({bad.height} such rows; results of another plan?)"
             )
+
+
+def _check_no_null_ids(rows: pl.DataFrame, parts: Sequence[Any]) -> None:
+    """Every row names its Instance: a null ``instance_id`` is refused, naming the part and the first such row."""
+    import polars as pl
+
+    null = rows.filter(pl.col("instance_id").is_null())
+    if null.height:
+        r = null.sort([PART, "task", "doc_id", "idx"]).row(0, named=True)
+        raise RowMismatchError(
+            f"{parts[r[PART]]}: field instance_id is null in {null.height} row(s) (first: task {r['task']} doc "
+            f"{r['doc_id']} idx {r['idx']}); every result row names its Instance"
+        )
 
 
 def _short(v: Any) -> str:

@@ -19,7 +19,7 @@ import polars as pl
 from lmeval.plans.errors import reraised_as
 from lmeval.plans.records import TaskSummary, instance_id_for
 from lmeval.plans.results import plan_of, polars_schema, read_manifest
-from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows
+from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows, shard_keys
 from lmeval.plans.scored import RESULTS_JSON, MissingInstance, ScoredRun, TaskPartial, write_scored
 from lmeval.plans.scoredclean import Contamination
 from lmeval.scorer import aggregate as agg
@@ -109,7 +109,7 @@ def score_run(
             f"but {ppath} is plan {plan.header.plan_hash[:12]}; score them with the plan they came from"
         )
     rows = read_rows(results_dir)
-    _check_rows(rows, plan)
+    _check_rows(rows, plan, manifest.shard)
     drop: dict[str, list[int]] | None = None
     if exclude is not None:
         from lmeval.scorer.contamination.report import excluded
@@ -130,15 +130,16 @@ def score_run(
     return outcome
 
 
-def _check_rows(rows: Rows, plan: PlanData) -> None:
-    """Every row is the answer to its Instance of the plan, once (``plans.rowcheck``): one-line error
-    naming the part file and the Instance otherwise."""
+def _check_rows(rows: Rows, plan: PlanData, shard: str | None) -> None:
+    """Every row is the answer to its Instance of the plan (of the manifest's ``shard``, as resume checks),
+    once (``plans.rowcheck``): one-line error naming the part file and the Instance otherwise."""
     if not rows.parts:
         return
     names = [t.name for t in plan.header.tasks]  # both sides in header task order, each by (doc_id, idx)
     expected = pl.concat([plan.tasks[n].instances.with_columns(task=pl.lit(n, dtype=pl.String)) for n in names]).select(
         KEY_COLUMNS
     )
+    expected = shard_keys(expected, shard)
     with reraised_as(ScoreError):
         check_rows(rows.keys(names), expected, plan.path, [str(p) for p in rows.parts])
 

@@ -1,11 +1,13 @@
 """Result parts and manifests: checksummed parts (``plans/partsum.py``), parts that are not regular files, a
-manifest's ``plan_path`` that names no plan or another plan, a part with a null ``instance_id``."""
+manifest's ``plan_path`` that names no plan or another plan, a part with a null ``instance_id`` (one row or two) or
+an ``instance_id`` that is not a string."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from tests.hostile.corpus import FAKE, Base, Case, case, copytree, forged_manifest, lmeval
 
@@ -85,8 +87,8 @@ def part_is_a_fifo_resume(tmp: Path, base: Base) -> Case:
     return Case(argv, ("part-000099.parquet", "FIFO"), timeout=30)
 
 
-@case("parts")
-def part_null_instance_id(tmp: Path, base: Base) -> Case:
+def _forged_ids(tmp: Path, base: Base, ids: Any, *needles: str) -> Case:
+    """The results with the first part rewritten (as a plain part) with ``ids`` as its ``instance_id`` column."""
     import polars as pl
 
     r = copytree(base.results, tmp / "r")
@@ -94,10 +96,40 @@ def part_null_instance_id(tmp: Path, base: Base) -> Case:
     df = pl.read_parquet(part)
     part.unlink()
     plain = r / "part-000000.parquet"
-    df.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(None).otherwise(pl.col("instance_id"))
-                    .alias("instance_id")).write_parquet(plain)  # fmt: skip
-    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(plain), "instance_id"),
+    df.with_columns(ids.alias("instance_id")).write_parquet(plain)
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(plain), "instance_id", *needles),
                 absent=[r / "results.json"])  # fmt: skip
+
+
+def _null_first(n: int) -> Any:
+    import polars as pl
+
+    return pl.when(pl.int_range(pl.len()) < n).then(None).otherwise(pl.col("instance_id"))
+
+
+@case("parts")
+def part_null_instance_id(tmp: Path, base: Base) -> Case:
+    return _forged_ids(tmp, base, _null_first(1), "is null in 1 row(s)")
+
+
+@case("parts")
+def part_two_null_instance_ids(tmp: Path, base: Base) -> Case:
+    return _forged_ids(tmp, base, _null_first(2), "is null in 2 row(s)", "doc ")
+
+
+@case("parts")
+def part_two_null_instance_ids_resume(tmp: Path, base: Base) -> Case:
+    c = part_two_null_instance_ids(tmp, base)
+    r = Path(c.argv[1])
+    _unfinished(r)
+    return Case(["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"], c.needles, keep=[r])
+
+
+@case("parts")
+def part_instance_id_not_a_string(tmp: Path, base: Base) -> Case:
+    import polars as pl
+
+    return _forged_ids(tmp, base, pl.int_range(pl.len()), "Int64", "expected a string")
 
 
 @case("parts")
@@ -119,3 +151,20 @@ def manifest_plan_path_other_plan_resume(tmp: Path, base: Base) -> Case:
     (r / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
     argv = ["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"]
     return Case(argv, ("plan_path", str(other), "another plan"), keep=[r])
+
+
+@case("parts")
+def manifest_shard_claim_all_rows_score(tmp: Path, base: Base) -> Case:
+    """A manifest claiming shard 1/2 over the parts of the whole plan: score refuses it as resume does."""
+    r = copytree(base.results, tmp / "r")
+    (r / "manifest.json").write_bytes(forged_manifest(base, shard="1/2"))
+    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], ("part-", "another shard"),
+                keep=sorted(r.glob("part-*")), absent=[r / "results.json"])  # fmt: skip
+
+
+@case("parts")
+def manifest_shard_claim_all_rows_resume(tmp: Path, base: Base) -> Case:
+    r = copytree(base.results, tmp / "r")
+    (r / "manifest.json").write_bytes(forged_manifest(base, shard="1/2", finished=None))
+    argv = ["execute", str(base.plan), FAKE, "--shard", "1/2", "--out", str(r), "--no-progress"]
+    return Case(argv, ("part-", "another shard"), keep=[r])
