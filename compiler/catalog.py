@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -129,7 +130,7 @@ class _Inside:
         return self.root / rel
 
 
-def _entry(d: Any, inside: _Inside) -> tuple[Entry, str | None]:
+def _entry(d: Any, inside: Callable[[object], Path]) -> tuple[Entry, str | None]:
     """One index entry and its output type; ValueError when any field is not what ``_to_json`` writes."""
     if not isinstance(d, dict):
         raise ValueError("catalog index: an entry is not an object")
@@ -144,10 +145,11 @@ def _entry(d: Any, inside: _Inside) -> tuple[Entry, str | None]:
     return e, ot
 
 
-def _from_json(data: Any, root: Path) -> Catalog:
+def _from_json(data: Any, root: Path, *, fresh: bool = False) -> Catalog:
     """The catalog an index file holds; ValueError/KeyError/TypeError when it is malformed or names a path
-    outside ``root`` (the caller then builds the index again)."""
-    inside = _Inside(root)
+    outside ``root`` (the caller then builds the index again). ``fresh``: ``data`` was just built here from the
+    files themselves (its paths are those ``build_index`` found), not read back."""
+    inside: Callable[[object], Path] = (lambda rel: root / str(rel)) if fresh else _Inside(root)
     entries: dict[str, Entry] = {}
     types: dict[str, str | None] = {}
     for d in data["entries"]:
@@ -189,7 +191,7 @@ def load_catalog(root: Path, cache: Path) -> Catalog:
                 old.unlink(missing_ok=True)  # indexes of files as they were before: never valid again
     except (OSError, InputError):
         pass  # a read-only cache only costs time
-    return _from_json(data, root)
+    return _from_json(data, root, fresh=True)
 
 
 @dataclass(frozen=True)
