@@ -156,3 +156,21 @@ def test_ls_with_a_fifo_as_the_catalog_index_finishes(tmp_path: Path, monkeypatc
     p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=5)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "mini" in p.stdout and index.is_file()
+
+
+def test_read_cache_file_takes_only_a_small_regular_file(tmp_path: Path) -> None:
+    from lmeval.common.cachefile import discard, read_cache_file
+
+    f = tmp_path / "f"
+    f.write_bytes(b"x" * 10)
+    assert read_cache_file(f, 10) == b"x" * 10
+    assert read_cache_file(f, 9) is None  # longer than the cap
+    link = tmp_path / "link"
+    link.symlink_to(f)
+    assert read_cache_file(link, 10) is None  # a link is never followed, even to a good file
+    os.mkfifo(tmp_path / "fifo")
+    assert read_cache_file(tmp_path / "fifo", 10) is None and read_cache_file(tmp_path, 10) is None
+    assert read_cache_file(tmp_path / "missing", 10) is None
+    discard(link)
+    discard(tmp_path)  # a folder is left alone
+    assert not link.is_symlink() and f.is_file() and tmp_path.is_dir()
