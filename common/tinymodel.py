@@ -24,10 +24,12 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from lmeval.common.cachefile import read_cache_file
 from lmeval.common.tinycorpus import corpus_texts
 
 TINY_NAME = "tiny"
@@ -241,12 +243,17 @@ def default_cache_dir() -> Path:
 
 
 def _is_complete(d: Path) -> bool:
-    stamp = d / "lmeval_tiny.json"
-    if not all((d / f).is_file() for f in MODEL_FILES):
+    """``d`` is a finished build of this recipe: a real folder (not a link) of regular files and its stamp."""
+    try:
+        if not stat.S_ISDIR(os.lstat(d).st_mode):
+            return False
+        if not all(stat.S_ISREG(os.lstat(d / f).st_mode) for f in MODEL_FILES):
+            return False
+    except OSError:
         return False
     try:
-        info = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = json.loads(read_cache_file(d / "lmeval_tiny.json", 1 << 20) or b"")
+    except (ValueError, RecursionError):
         return False
     if not isinstance(info, dict):
         return False
@@ -277,7 +284,7 @@ def ensure_tiny_model(cache_dir: str | None = None) -> Path:
     try:
         build_tiny_model(tmp)
         _make_readable(tmp)
-        if target.exists() and not _is_complete(target):
+        if os.path.lexists(target) and not _is_complete(target):
             # a leftover that is not ours (or an old recipe): move it aside rather than delete blindly
             stale = Path(tempfile.mkdtemp(prefix=f".{target.name}.stale-", dir=target.parent))
             try:

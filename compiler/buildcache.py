@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from lmeval.common.atomic import write_atomic
+from lmeval.common.cachefile import discard, read_cache_file
 from lmeval.common.errors import InputError
 from lmeval.compiler.taskpart import CorruptEntry, TaskPart, unpack_part
 
@@ -32,6 +33,9 @@ DEFAULT_MAX_MB = 2048  # a full MMLU 5-shot compile stores about 10 MB
 _SUFFIX = ".lbc"
 _MEMO = ".lph"  # a plan-hash memo
 _EVICTABLE = (_SUFFIX, _MEMO, ".lcc")  # and compiler.composecache's memos
+# the largest cache file read back (``common.cachefile``): anything longer, or not a regular file, is a miss
+MAX_ENTRY_BYTES = 512 << 20  # a full MMLU 5-shot entry is well under 1 MB
+_MAX_MEMO_BYTES = 4096  # "<64 hex> <16 hex>\n"
 
 
 def default_dir() -> Path:
@@ -80,18 +84,17 @@ class BuildCache:
     def load(self, key: str) -> TaskPart | None:
         """The verified entry for ``key``, or None (missing, unreadable or corrupt: a corrupt one is removed)."""
         p = self.path(key)
-        try:
-            blob = p.read_bytes()
-        except OSError:
+        blob = read_cache_file(p, MAX_ENTRY_BYTES)
+        if blob is None:  # missing, or a link, FIFO, device or oversized file: built again, never followed
             self.stats.misses += 1
+            discard(p)
             return None
         try:
             part = unpack_part(blob, key, lazy=True)
         except CorruptEntry:
             self.stats.corrupt += 1
             self.stats.misses += 1
-            with contextlib.suppress(OSError):
-                p.unlink()
+            discard(p)
             return None
         with contextlib.suppress(OSError):
             os.utime(p)  # least-recently used goes first
@@ -106,13 +109,14 @@ class BuildCache:
     def plan_hash(self, key: str) -> str | None:
         """The plan hash remembered under ``key`` (``plan_hash_key``), or None (missing or failing its check)."""
         p = self.root / key[:2] / f"{key}{_MEMO}"
+        blob = read_cache_file(p, _MAX_MEMO_BYTES)
         try:
-            value, check = p.read_text(encoding="ascii").split()
-        except (OSError, ValueError):
+            value, check = (blob or b"").decode("ascii").split()
+        except ValueError:  # missing, not a regular file, or not two words
+            discard(p)
             return None
         if len(value) != 64 or check != _memo_check(key, value):
-            with contextlib.suppress(OSError):
-                p.unlink()
+            discard(p)
             return None
         with contextlib.suppress(OSError):
             os.utime(p)

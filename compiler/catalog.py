@@ -16,17 +16,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from lmeval.common.atomic import write_atomic
+from lmeval.common.cachefile import discard, read_cache_file
 from lmeval.common.errors import InputError
 from lmeval.compiler.lmyaml import QUALIFIER, Entry, Index, build_index
 from lmeval.plans.funcref import lm_eval_tasks_dir as installed_tasks_dir
 
 INDEX_FORMAT = 2  # bump when what build_index records changes
+MAX_INDEX_BYTES = 64 << 20  # lm-eval's whole catalog indexes to a few MB; a longer cache file is not ours
+_KINDS = ("task", "group", "tag")
 
 
 def lm_eval_tasks_dir() -> Path | None:
@@ -96,15 +100,63 @@ class Catalog:
     output_types: dict[str, str | None]
 
 
-def _from_json(data: dict[str, Any], root: Path) -> Catalog:
+class _Inside:
+    """Checks the paths an index names against its task folder ``root``. Each folder is resolved once (a folder
+    that is a symlink out of ``root`` is caught); the file itself is taken as the folder holds it: the index is
+    read at every compile, and a link that the task folder itself holds is lm-eval's, not the cache's."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.base = str(root)
+        self.real_root = os.path.realpath(root)
+        self.dirs: dict[str, bool] = {"": True}
+
+    def __call__(self, rel: object) -> Path:
+        """``root / rel``; ValueError (the index is bad) unless ``rel`` is a plain relative path that stays inside
+        ``root`` once its folders are resolved: an index never sends a compile to a YAML (and its ``!function``
+        code) outside lm-eval's task folder."""
+        if not isinstance(rel, str) or not rel or "\0" in rel or os.path.isabs(rel):
+            raise ValueError(f"catalog index: path {rel!r} is not relative to the task folder")
+        parts = rel.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"catalog index: path {rel!r} is not a plain path inside the task folder")
+        folder = rel[: -len(parts[-1]) - 1] if len(parts) > 1 else ""
+        ok = self.dirs.get(folder)
+        if ok is None:
+            real = os.path.realpath(os.path.join(self.base, folder))
+            ok = self.dirs[folder] = os.path.commonpath([self.real_root, real]) == self.real_root
+        if not ok:
+            raise ValueError(f"catalog index: path {rel!r} leads out of the task folder")
+        return self.root / rel
+
+
+def _entry(d: Any, inside: Callable[[object], Path]) -> tuple[Entry, str | None]:
+    """One index entry and its output type; ValueError when any field is not what ``_to_json`` writes."""
+    if not isinstance(d, dict):
+        raise ValueError("catalog index: an entry is not an object")
+    name, kind, members, ot, why = d["name"], d["kind"], d["members"], d.get("output_type"), d.get("unsupported")
+    if not isinstance(name, str) or kind not in _KINDS or not isinstance(members, list):
+        raise ValueError("catalog index: an entry's name, kind or members are malformed")
+    if not all(isinstance(m, str) for m in members) or not all(x is None or isinstance(x, str) for x in (ot, why)):
+        raise ValueError("catalog index: an entry's members, output type or note are malformed")
+    path = None if d["path"] is None else inside(d["path"])
+    e = Entry(name, kind, path, None, list(members))
+    e.unsupported = why
+    return e, ot
+
+
+def _from_json(data: Any, root: Path, *, fresh: bool = False) -> Catalog:
+    """The catalog an index file holds; ValueError/KeyError/TypeError when it is malformed or names a path
+    outside ``root`` (the caller then builds the index again). ``fresh``: ``data`` was just built here from the
+    files themselves (its paths are those ``build_index`` found), not read back."""
+    inside: Callable[[object], Path] = (lambda rel: root / str(rel)) if fresh else _Inside(root)
     entries: dict[str, Entry] = {}
     types: dict[str, str | None] = {}
     for d in data["entries"]:
-        e = Entry(d["name"], d["kind"], None if d["path"] is None else root / d["path"], None, list(d["members"]))
-        e.unsupported = d.get("unsupported")
+        e, ot = _entry(d, inside)
         entries[e.name] = e
-        types[e.name] = d.get("output_type")
-    broken = {str(root / p): why for p, why in data["broken"].items()}
+        types[e.name] = ot
+    broken = {str(inside(p)): str(why) for p, why in data["broken"].items()}
     return Catalog(root, Index(entries, broken), types)
 
 
@@ -122,10 +174,13 @@ def load_catalog(root: Path, cache: Path) -> Catalog:
     (paths, sizes, mtimes) is there, else built and stored."""
     key = _fingerprint(root)
     path = cache / f"lm_eval-{lm_eval_version()}-{key[:24]}.json"
-    try:
-        return _from_json(json.loads(path.read_text(encoding="utf-8")), root)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    blob = read_cache_file(path, MAX_INDEX_BYTES)
+    if blob is not None:
+        try:
+            return _from_json(json.loads(blob), root)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            pass
+    discard(path)  # a bad index (a link, a FIFO, a path out of the folder, ...) is replaced, never followed
     index = build_index([root])
     data = _to_json(index, root)
     try:
@@ -136,7 +191,7 @@ def load_catalog(root: Path, cache: Path) -> Catalog:
                 old.unlink(missing_ok=True)  # indexes of files as they were before: never valid again
     except (OSError, InputError):
         pass  # a read-only cache only costs time
-    return _from_json(data, root)
+    return _from_json(data, root, fresh=True)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,12 @@ from typing import Any
 
 import msgpack
 
+from lmeval.common.cachefile import discard, read_cache_file
 from lmeval.compiler.buildcache import put_bytes
 
 _MAGIC = b"LMEVAL-COMPOSED-1\n"
 _SUFFIX = ".lcc"
+_MAX_BYTES = 64 << 20  # a composed config is a few KB; a longer memo, or one not a regular file, is ignored
 # Location settings that differ from run to run (the output file, the data folder): an override setting one to a
 # plain path enters the key as a slot, without its value, and the memo holds None there; the value is put back
 # when the memo is read. A path here is what Hydra keeps as that very string (checked when the memo is made).
@@ -113,10 +115,12 @@ def _path(root: Path, key: str) -> Path:
 
 
 def load_composed(root: Path, key: str) -> dict[str, Any] | None:
+    """The composition remembered under ``key``, or None (missing, not a regular file, or failing its check:
+    such a memo is removed and Hydra composes again)."""
     p = _path(root, key)
-    try:
-        blob = p.read_bytes()
-    except OSError:
+    blob = read_cache_file(p, _MAX_BYTES)
+    if blob is None:
+        discard(p)
         return None
     head = len(_MAGIC) + 32
     if blob[: len(_MAGIC)] == _MAGIC and hashlib.sha256(blob[head:]).digest() == blob[len(_MAGIC) : head]:
@@ -128,8 +132,7 @@ def load_composed(root: Path, key: str) -> dict[str, Any] | None:
             with contextlib.suppress(OSError):
                 os.utime(p)
             return data
-    with contextlib.suppress(OSError):
-        p.unlink()
+    discard(p)
     return None
 
 
