@@ -100,6 +100,7 @@ import lmeval.compiler.catalog as cat
 from lmeval.common import gguf, tinymodel
 from lmeval.compiler.buildcache import BuildCache
 from lmeval.compiler.composecache import load_composed
+base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the imports: what reading the files adds
 root = tmp / "lm_tasks"
 (root / "a").mkdir(parents=True)
 (root / "a" / "t.yaml").write_text("task: t1\n")
@@ -123,7 +124,7 @@ tiny = tmp / "cache" / "models" / "tiny-v1"
 for f in {*tinymodel.MODEL_FILES, "lmeval_tiny.json"}:
     hostile(tiny / f)
 out["tiny"] = tinymodel._is_complete(tiny)
-out["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out["grown_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb
 print(json.dumps(out))
 """
 
@@ -137,7 +138,8 @@ def test_hostile_cache_files_are_misses_quickly(kind: str, tmp_path: Path) -> No
     got: dict[str, Any] = json.loads(p.stdout)
     assert got["catalog"] == ["t1"] and got["catalog_rewritten"], got
     assert (got["entry"], got["plan_hash"], got["composed"], got["gguf"], got["tiny"]) == (None,) * 3 + (False,) * 2
-    assert got["maxrss_kb"] < 200 << 10, got
+    # the peak over the imports' (which alone reach ~235 MB when tests before have warmed the shared caches)
+    assert got["grown_kb"] < 100 << 10, got
 
 
 def test_ls_with_a_fifo_as_the_catalog_index_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
