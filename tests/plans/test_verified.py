@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans import DocRecord, PlanError, read_plan, verified, write_plan
+from lmeval.plans import DocRecord, PlanError, PlanReader, read_plan, verified, write_plan
 from lmeval.plans.validate import RecordValidator
 from tests.plans.test_io import _arc_records
 from tests.support import cli_in_process
@@ -183,3 +183,14 @@ def test_off_switch(tmp_path: Path, record: Path, monkeypatch: pytest.MonkeyPatc
     read_plan(plan)
     read_plan(plan)
     assert _Counting.made == 2 and not record.exists()
+
+
+def test_a_verified_plan_changed_while_read_is_refused(tmp_path: Path, record: Path) -> None:
+    plan = _plan(tmp_path)
+    read_plan(plan)
+    with PlanReader(plan) as r, pytest.raises(PlanError, match="changed while it was read"):
+        for i, _ in enumerate(r.record_maps()):
+            if i == 0:
+                with plan.open("ab") as f:  # the same file, edited in place under the reader
+                    f.write(b"\0")
+    assert _Counting.made == 1
