@@ -40,7 +40,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--gpus-per-worker", type=float, metavar="G", help="GPUs per engine (default: TP x PP size)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
-        "-v", "--verbose", action="store_true", help="show the engine's own output (else it goes to DIR/engine.log)"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the engine's own output (else it goes to DIR/engine.log) and the plan check's cost",
     )
     p.add_argument("--part-size", type=int, default=None, metavar="N", help="rows per Parquet part (default 4096)")
     p.set_defaults(func=run_execute)
@@ -60,6 +63,10 @@ def register(subparsers: Any) -> None:
 def run_execute(args: argparse.Namespace) -> int:
     from lmeval.executor import execute
 
+    if args.verbose:
+        from lmeval.plans.verified import show_check_cost
+
+        show_check_cost()
     out = execute(
         args.plan,
         out=args.out,

@@ -18,7 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "as `lmeval score --trust-code`",
     )
     p.add_argument(
-        "-v", "--verbose", action="store_true", help="show the engine's own output (else it goes to DIR/engine.log)"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the engine's own output (else it goes to DIR/engine.log) and the plan checks' cost",
     )
     p.set_defaults(func=run)
 
@@ -27,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.compiler import compile_located
     from lmeval.compiler.config import execute_model_overrides
+    from lmeval.plans.verified import show_check_cost
+
+    if args.verbose:
+        show_check_cost()
 
     c = compile_located(list(args.overrides))
     plan = c.write(args.plan_out)

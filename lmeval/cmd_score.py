@@ -42,6 +42,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--allow-partial", action="store_true", help="exit 0 when instances are missing")
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="bootstrap resamples (lm-eval's default)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the plan check's cost on stderr")
     p.add_argument(
         "--log-to",
         action="append",
@@ -70,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
         from lmeval.report.trackers import parse_trackers, require
 
         require(parse_trackers(args.log_to))
+    if args.verbose:
+        from lmeval.plans.verified import show_check_cost
+
+        show_check_cost()
     trust = bool(args.trust_code)
     out = score_run(
         args.results,

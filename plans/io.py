@@ -38,6 +38,7 @@ from lmeval.plans.storage import (
     task_chunks,
 )
 from lmeval.plans.validate import checked, validate_header
+from lmeval.plans.verified import PlanCheck
 
 
 def seal(
@@ -218,9 +219,10 @@ class PlanReader:
         if h is not None:
             src = hashed(src, h)
         n_docs = n_inst = 0
+        check = PlanCheck(self._f, self.path)  # the contract check, once per plan content (plans/verified.py)
         try:
             objs = record_maps(unpack_stream(src, self.path), self.path)
-            for obj in checked(objs, self.header, self.path, span_order(self.layout)):
+            for obj in check.records(objs, self.header, span_order(self.layout)):
                 if obj["kind"] == "doc":
                     n_docs += 1
                 else:
@@ -239,6 +241,7 @@ class PlanReader:
                 f"header says {self.header.n_docs} and {self.header.n_instances}"
             )
         check_plan_hash(self.layout, digest)
+        check.passed()
 
 
 def _where(path: str, task: str) -> str:

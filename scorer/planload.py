@@ -31,7 +31,7 @@ from lmeval.plans.io import PlanReader, read_header, span_order, unpack_stream
 from lmeval.plans.recordcodec import record_maps
 from lmeval.plans.records import DocRecord, PlanHeader
 from lmeval.plans.storage import chunks, hashed, open_layout
-from lmeval.plans.validate import checked
+from lmeval.plans.verified import PlanCheck
 from lmeval.scorer.errors import ScoreError
 
 INDEX_VERSION = 4  # 4: built only from plans that passed plans/validate.py
@@ -151,10 +151,11 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
         f, layout = open_layout(path)
         with f:
             h = plan_hasher(layout)
+            check = PlanCheck(f, path)  # the contract check, once per plan content (plans/verified.py)
             try:
                 # one streamed pass (compressed or not): hash every record byte, collect what scoring needs
                 objs = record_maps(unpack_stream(hashed(chunks(f, layout), h), path), path)
-                for obj in checked(objs, header, path, span_order(layout)):  # the plan's invariants
+                for obj in check.records(objs, header, span_order(layout)):  # the plan's invariants
                     c = cols.get(obj["task"])
                     if c is None:
                         raise ScoreError(f"{path}: record of task {obj['task']!r} not in the plan header")
@@ -188,6 +189,7 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
             f"{path}: truncated or modified plan: {n_docs} docs and {n_inst} instances, "
             f"header says {header.n_docs} and {header.n_instances}"
         )
+    check.passed()
     tasks = {name: _task_docs(path, name, c) for name, c in cols.items()}
     return PlanData(path=path, header=header, tasks=tasks)
 

@@ -8,4 +8,5 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("LMEVAL_BUILD_CACHE", "0")
+os.environ.setdefault("LMEVAL_VERIFIED_PLANS", "0")  # every read fully checked (tests/plans/test_verified.py: on)
 os.environ.setdefault("LMEVAL_COMPILE_JOBS", "1")
