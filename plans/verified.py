@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from lmeval.common.atomic import write_atomic
+from lmeval.common.cachefile import read_cache_file
 from lmeval.plans.errors import PlanError
-from lmeval.plans.limits import InputError, open_regular
+from lmeval.plans.limits import InputError
 from lmeval.plans.records import PlanHeader
 from lmeval.plans.validate import RecordValidator
 
@@ -90,17 +91,14 @@ def entry_key(digest: str, validator_id: str | None = None) -> str:
 
 def _load_entries(path: Path) -> list[str]:
     """The record's keys; empty when it is missing, not a regular file, too large or malformed."""
-    try:
-        f = open_regular(path, max_bytes=MAX_RECORD_BYTES, what="verified-plans record")
-    except (InputError, OSError):
+    raw = read_cache_file(path, MAX_RECORD_BYTES)
+    if raw is None:
         return []
     try:
-        with f:
-            raw = f.read(MAX_RECORD_BYTES + 1)
         data: Any = json.loads(raw)
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return []
-    if len(raw) > MAX_RECORD_BYTES or type(data) is not dict or data.get("format") != RECORD_FORMAT:
+    if type(data) is not dict or data.get("format") != RECORD_FORMAT:
         return []
     entries = data.get("entries")
     if type(entries) is not list:
