@@ -54,12 +54,16 @@ def part_flipped_byte_merge(tmp: Path, base: Base) -> Case:
     return Case(argv, (str(part), "checksum"), keep=shards, absent=[tmp / "merged"])
 
 
-@case("parts")
-def part_null_instance_id_resume(tmp: Path, base: Base) -> Case:
-    c = part_null_instance_id(tmp, base)
+def _resumed(c: Case, base: Base) -> Case:
+    """The score case ``c`` as a resume: its results dir left unfinished, then ``execute`` into it."""
     r = Path(c.argv[1])
     _unfinished(r)
     return Case(["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"], c.needles, keep=[r])
+
+
+@case("parts")
+def part_null_instance_id_resume(tmp: Path, base: Base) -> Case:
+    return _resumed(part_null_instance_id(tmp, base), base)
 
 
 @case("parts")
@@ -119,10 +123,7 @@ def part_two_null_instance_ids(tmp: Path, base: Base) -> Case:
 
 @case("parts")
 def part_two_null_instance_ids_resume(tmp: Path, base: Base) -> Case:
-    c = part_two_null_instance_ids(tmp, base)
-    r = Path(c.argv[1])
-    _unfinished(r)
-    return Case(["execute", str(base.plan), FAKE, "--out", str(r), "--no-progress"], c.needles, keep=[r])
+    return _resumed(part_two_null_instance_ids(tmp, base), base)
 
 
 @case("parts")
