@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from lmeval.executor import budgets
 from lmeval.executor.backends.base import Backend
+from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import (
     JobResult,
@@ -30,7 +31,8 @@ from lmeval.executor.requests import (
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.tokenization import TokenRule
 
-CACHE_STATS = ("cached_prompt_tokens", "rescored")  # counters a backend may keep in ``cache_stats``
+# counters a backend may keep in ``cache_stats``
+CACHE_STATS = ("cached_prompt_tokens", "rescored", "computed_tokens")
 
 
 @dataclass
@@ -46,6 +48,10 @@ class RunStats:
     cached_prompt_tokens: int = 0  # scoring prompt tokens read from the prefix cache (vllm backend)
     rescored: int = 0  # scoring requests whose cache hit reached their continuation, scored again without it
     truncated: int = 0  # Instances left-truncated to fit max_model_len (pre-flight's count, as lm-eval does)
+    # the limit and the work (executor/efficiency.py): distinct token positions of the requests sent (shared
+    # prefixes once) plus generated tokens; tokens the backend computed (0: a backend that does not count)
+    distinct_tokens: int = 0
+    computed_tokens: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -72,6 +78,7 @@ class RequestKind:
     inputs: Callable[[Any], Sequence[Any]]  # a job's backend inputs (none: answered without the backend)
     run: Callable[[Backend, list[Any]], Iterator[tuple[int, Any]]]  # (input index, output) as they finish
     result: Callable[[Any, list[Any], Backend], JobResult]  # a job and its outputs, in input order
+    generated: Callable[[Any], int]  # tokens an output generated (the limit counts each once)
 
 
 SCORING = RequestKind(
@@ -84,6 +91,7 @@ SCORING = RequestKind(
     inputs=lambda job: job.windows,
     run=lambda backend, inputs: backend.score(inputs),
     result=lambda job, outs, backend: score_result(job, outs),
+    generated=lambda out: 0,
 )
 GENERATION = RequestKind(
     phase="generating",
@@ -95,6 +103,7 @@ GENERATION = RequestKind(
     inputs=lambda job: [job.input],
     run=lambda backend, inputs: budgets.generate(backend, inputs),  # two phases under a thinking budget
     result=lambda job, outs, backend: gen_result(job, outs[0], backend.tokenizer),
+    generated=lambda out: sum(len(s.token_ids or ()) for s in out.samples),
 )
 KINDS = (SCORING, GENERATION)  # the order a run takes them in
 
@@ -192,12 +201,15 @@ class JobLoop:
         for j, n in enumerate(left):
             if n == 0:  # a rolling request with no tokens
                 finish(j)
+        generated = 0
         for i, out in kind.run(backend, inputs):
             j, w = owner[i]
             outs[j][w] = out
+            generated += kind.generated(out)
             left[j] -= 1
             if left[j] == 0:
                 finish(j)
+        stats.distinct_tokens += distinct_positions([x.ids for x in inputs]) + generated
         sink.flush()
 
 

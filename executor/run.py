@@ -21,6 +21,7 @@ from typing import Any
 from lmeval.executor import faults, hardware
 from lmeval.executor.backends import start_backend
 from lmeval.executor.backends.base import Backend
+from lmeval.executor.efficiency import efficiency
 from lmeval.executor.engineconf import model_facts
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
@@ -49,6 +50,19 @@ from lmeval.plans.results import Numerics, RunManifest
 from lmeval.plans.rowcheck import plan_keys
 
 BackendFactory = Callable[[ModelSpec, Path | None], Backend]
+
+
+def efficiency_note(stats: RunStats) -> str:
+    """``, efficiency 0.93 (distinct / computed tokens), 5120 tokens/s`` for the summary line; empty when the
+    backend does not count what it computes."""
+    ratio = efficiency(stats.distinct_tokens, stats.computed_tokens)
+    if ratio is None:
+        return ""
+    seconds = (stats.scoring_ms + stats.generation_ms) / 1000
+    rate = f", {stats.computed_tokens / seconds:.0f} tokens/s" if seconds > 0 else ""
+    return (
+        f", efficiency {ratio:.2f} ({stats.distinct_tokens} distinct / {stats.computed_tokens} computed tokens){rate}"
+    )
 
 
 def now() -> str:
@@ -187,7 +201,8 @@ class _Run:
         print(
             f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "
             f"resumed {stats.resumed} of {stats.planned} in {elapsed:.1f}s (model load {stats.load_ms / 1000:.1f}s, "
-            f"scoring {stats.scoring_ms / 1000:.1f}s, generation {stats.generation_ms / 1000:.1f}s) -> {out_dir}",
+            f"scoring {stats.scoring_ms / 1000:.1f}s, generation {stats.generation_ms / 1000:.1f}s)"
+            f"{efficiency_note(stats)} -> {out_dir}",
             file=sys.stderr,
         )
         return out_dir

@@ -2,7 +2,8 @@
 
 All requests of a phase are queued at once (continuous batching sees the whole phase, as one big
 ``LLM.generate`` call would) and the engine is stepped here, so finished requests stream back to be written
-while the rest run. Scoring uses prompt log-probs of the plan's token ids, with requests that share a
+while the rest run. Scoring reads one-token continuations from their context's next-token log-probs (one
+request per context) and the rest from prompt log-probs of the plan's token ids, with requests that share a
 context reading it from the prefix cache (``VLLMBackend.score``); generation uses stop strings, EOS and the
 plan's sampling settings.
 """
@@ -95,6 +96,22 @@ def continuation_score(plp: Any, ids: Sequence[int], ctxlen: int) -> ScoreOutput
     return ScoreOutput(total, greedy)
 
 
+MAX_TOKEN_IDS = 128  # vLLM's bound on one request's ``logprob_token_ids`` (vllm.sampling_params)
+
+
+def next_token_groups(inputs: Sequence[ScoreInput]) -> tuple[list[list[int]], list[int]]:
+    """Input indices of one-token continuations grouped by context (first-seen order, each group in input
+    order), and the other indices in input order. A group is scored from one request for its context."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    rest: list[int] = []
+    for i, x in enumerate(inputs):
+        if len(x.ids) - x.ctxlen == 1 and x.ctxlen >= 1:
+            groups.setdefault(tuple(x.ids[: x.ctxlen]), []).append(i)
+        else:
+            rest.append(i)
+    return list(groups.values()), rest
+
+
 def reuse_order(inputs: Sequence[ScoreInput], window_tokens: int) -> list[int]:
     """Input indices in scoring order: windows of first-of-their-context inputs (at most ``window_tokens``
     tokens of them per window, in input order), each followed by the inputs that share those contexts, so
@@ -146,8 +163,9 @@ class VLLMBackend:
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             raise ExecuteError(engine_error(e, args)) from None
         self.max_length: int = int(self.llm.llm_engine.model_config.max_model_len)
-        # scoring: prompt tokens read from the prefix cache, requests scored again without it
-        self.cache_stats = {"cached_prompt_tokens": 0, "rescored": 0}
+        # scoring: prompt tokens read from the prefix cache, requests scored again without it; every kind:
+        # tokens the engine computed (prompt tokens not read from the cache, plus generated ones)
+        self.cache_stats = {"cached_prompt_tokens": 0, "rescored": 0, "computed_tokens": 0}
         self.tokenizer = HFTokenizer(self.llm.get_tokenizer())
 
     def engine_args(self) -> dict[str, Any]:
@@ -194,8 +212,57 @@ class VLLMBackend:
             tokens = (getattr(cache, "num_gpu_blocks", None) or 0) * (cache.block_size or 16)
         return int(tokens) or 1 << 16
 
+    def _count(self, out: Any) -> None:
+        """Add a finished request's computed tokens (prompt not read from the cache, generated) to the stats."""
+        generated = sum(len(o.token_ids) for o in out.outputs)
+        prompt = len(out.prompt_token_ids or ())
+        self.cache_stats["computed_tokens"] += prompt - (out.num_cached_tokens or 0) + generated
+
     def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
-        """Prompt log-probs of every input; requests whose contexts repeat read the prefix cache.
+        """Log-probs of every input: one-token continuations from their context's next-token log-probs
+        (``next_token_groups``), the rest from prompt log-probs (``_score_prompts``)."""
+        if not inputs:
+            return
+        groups, rest = next_token_groups(inputs)
+        yield from self._score_next_token(inputs, groups)
+        yield from self._score_prompts(inputs, rest)
+
+    def _score_next_token(
+        self, inputs: Sequence[ScoreInput], groups: Sequence[list[int]]
+    ) -> Iterator[tuple[int, ScoreOutput]]:
+        """One request per context whose continuations are one token each (MMLU's " A" .. " D"): the context
+        alone, one greedy step, with ``logprob_token_ids`` asking for the log-prob of every continuation
+        token at the next position. The row is the one a prompt-log-prob request of ``context + token``
+        reads (causal attention: the position never sees the token after it), so the numbers agree with it
+        within the README's tolerance; such a request may read its whole context from the prefix cache.
+        ``is_greedy``: no token has a higher log-prob than the continuation (the prompt-log-prob rank 1)."""
+        from vllm import SamplingParams
+
+        if not groups:
+            return
+        prompts: list[list[int]] = []
+        params: list[Any] = []
+        asked: list[list[int]] = []  # per request: the group's input indices it answers
+        for members in groups:
+            x = inputs[members[0]]
+            wanted = sorted({inputs[i].ids[-1] for i in members})
+            for c in range(0, len(wanted), MAX_TOKEN_IDS):
+                chunk = wanted[c : c + MAX_TOKEN_IDS]
+                prompts.append(x.ids[: x.ctxlen])
+                params.append(SamplingParams(max_tokens=1, temperature=0, logprob_token_ids=chunk, detokenize=False))
+                chosen = set(chunk)
+                asked.append([i for i in members if inputs[i].ids[-1] in chosen])
+        for k, out in self._stream(prompts, params):
+            self._count(out)
+            self.cache_stats["cached_prompt_tokens"] += out.num_cached_tokens or 0
+            row = out.outputs[0].logprobs[0]  # {token id: Logprob}: the sampled (argmax) token and the asked
+            top = row[out.outputs[0].token_ids[0]].logprob
+            for i in asked[k]:
+                lp = row[inputs[i].ids[-1]].logprob
+                yield i, ScoreOutput(lp, lp >= top)
+
+    def _score_prompts(self, inputs: Sequence[ScoreInput], rest: Sequence[int]) -> Iterator[tuple[int, ScoreOutput]]:
+        """Prompt log-probs of ``inputs[rest]``; requests whose contexts repeat read the prefix cache.
 
         vLLM recomputes the whole prompt of a request that asks for prompt log-probs unless told it may read
         the prefix cache; it may, as long as the cached part ends before the continuation's first
@@ -206,27 +273,30 @@ class VLLMBackend:
         are the ones the request would have computed, but attention over a cached prefix runs another kernel
         than a full prefill (float32 sums in another order): log-probs agree with a recompute within the
         README's tolerance ("What repeats exactly"), not bit for bit."""
-        if not inputs:
+        if not rest:
             return
+        sub = [inputs[i] for i in rest]
         reuse = self.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching
         params = self._score_params(reuse)
         reuse = reuse and getattr(params, "skip_reading_prefix_cache", None) is False
-        order = reuse_order(inputs, self._kv_capacity_tokens() // 4) if reuse else list(range(len(inputs)))
+        order = reuse_order(sub, self._kv_capacity_tokens() // 4) if reuse else list(range(len(sub)))
         again: list[int] = []
-        for k, out in self._stream([inputs[i].ids for i in order], params):
+        for k, out in self._stream([sub[i].ids for i in order], params):
+            self._count(out)
             i = order[k]
-            x = inputs[i]
+            x = sub[i]
             cached = out.num_cached_tokens or 0
             if cached > x.ctxlen - 1:
                 again.append(i)
                 continue
             self.cache_stats["cached_prompt_tokens"] += cached
-            yield i, continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
+            yield rest[i], continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
         self.cache_stats["rescored"] += len(again)
         if again:
-            for k, out in self._stream([inputs[i].ids for i in again], self._score_params(False)):
-                x = inputs[again[k]]
-                yield again[k], continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
+            for k, out in self._stream([sub[i].ids for i in again], self._score_params(False)):
+                self._count(out)
+                x = sub[again[k]]
+                yield rest[again[k]], continuation_score(out.prompt_logprobs, x.ids, x.ctxlen)
 
     def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
         from vllm import SamplingParams
@@ -238,6 +308,7 @@ class VLLMBackend:
             kw.update(n=samples_to_run(p), stop=list(p.stop))
             params.append(SamplingParams(**kw, skip_special_tokens=False, spaces_between_special_tokens=False))
         for i, out in self._stream([x.ids for x in inputs], params):
+            self._count(out)
             samples = [
                 Sample(text=o.text, token_ids=list(o.token_ids), finish_reason=str(o.finish_reason or "stop"))
                 for o in sorted(out.outputs, key=lambda o: o.index)

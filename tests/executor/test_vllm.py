@@ -77,6 +77,21 @@ def test_vllm_matches_hf(vllm_results: Path, hf_results: Path) -> None:
     assert not gen["response"].str.contains("Question:").any()
 
 
+def test_manifest_says_how_far_from_the_limit(parity_plan: Path, vllm_results: Path) -> None:
+    """The run's stats carry the limit (distinct token positions of the requests plus generated tokens)
+    and the tokens the engine computed. The plan's contexts repeat (a doc's choices), so the limit is below
+    the tokens of one request per Instance; every distinct position was computed or read from the cache."""
+    from lmeval.executor.efficiency import distinct_positions
+    from lmeval.plans.io import read_plan
+
+    stats = read_manifest(vllm_results).stats
+    scored = [i for i in read_plan(parity_plan).instances if i.request_type == "loglikelihood"]
+    seqs = [[*i.context_ids, *i.continuation_ids] for i in scored if i.continuation_ids]
+    assert seqs and distinct_positions(seqs) < sum(map(len, seqs))
+    assert 0 < stats["distinct_tokens"] and 0 < stats["computed_tokens"]
+    assert stats["computed_tokens"] + stats["cached_prompt_tokens"] >= stats["distinct_tokens"]
+
+
 def test_same_plan_twice_identical_on_vllm(
     parity_plan: Path, vllm_results: Path, engine: SharedEngine, tmp_path: Path
 ) -> None:
@@ -151,6 +166,47 @@ def test_prefix_cache_reuse_scores_equal_a_full_recompute(parity_plan: Path, eng
     assert [reused[k].is_greedy for k in full] == [full[k].is_greedy for k in full]
     assert backend.cache_stats["cached_prompt_tokens"] > before["cached_prompt_tokens"]
     assert backend.cache_stats["rescored"] > before["rescored"]
+
+
+def test_one_token_continuations_read_from_one_request_per_context(parity_plan: Path, engine: SharedEngine) -> None:
+    """Continuations of one token (MMLU's " A" .. " D") are scored from one next-token request per context
+    (``logprob_token_ids``): the same numbers as a prompt-log-prob recompute of each ``context + token``
+    within the README's tolerance, is_greedy exactly, in one request per context instead of one per choice,
+    mixed with multi-token inputs in the same call."""
+    from lmeval.executor.backends.vllm_engine import continuation_score, next_token_groups
+    from lmeval.executor.modelconf import resolve_model_dir
+    from lmeval.executor.requests import ScoreInput
+    from lmeval.plans.io import read_plan
+
+    spec = model_spec(resolve_model_config(read_header(parity_plan), []))
+    engine(spec, resolve_model_dir(spec))
+    backend = engine.backend
+    assert backend is not None
+    ll = [i for i in read_plan(parity_plan).instances if i.request_type == "loglikelihood" and i.continuation_ids]
+    contexts = list(dict.fromkeys(tuple(i.context_ids) for i in ll))[:12]
+    inputs: list[ScoreInput] = []
+    for ctx in contexts:
+        nxt = [i for i in ll if tuple(i.context_ids) == ctx]
+        # the first token of each continuation, and tokens the model is likely and unlikely to pick
+        tokens = sorted({i.continuation_ids[0] for i in nxt} | {ctx[-1], 11, 13})
+        inputs += [ScoreInput([*ctx, t], len(ctx), f"{len(inputs)}") for t in tokens]
+    inputs.append(ScoreInput([*contexts[0], *ll[0].continuation_ids, 11], len(contexts[0]), "multi"))
+    groups, rest = next_token_groups(inputs)
+    assert len(groups) == len(contexts) and rest == [len(inputs) - 1]
+    before = dict(backend.cache_stats)
+    got = dict(backend.score(inputs))
+    full = {
+        k: continuation_score(out.prompt_logprobs, inputs[k].ids, inputs[k].ctxlen)
+        for k, out in backend._stream([x.ids for x in inputs], backend._score_params(False))
+    }
+    assert sorted(got) == sorted(full) == list(range(len(inputs)))
+    bad = [(k, got[k], full[k]) for k in full if not LOGLIKELIHOOD.close(got[k].logprob, full[k].logprob)]
+    assert not bad, bad[:5]
+    assert [got[k].is_greedy for k in full] == [full[k].is_greedy for k in full]
+    assert any(got[k].is_greedy for k in full) and not all(got[k].is_greedy for k in full)
+    computed = backend.cache_stats["computed_tokens"] - before["computed_tokens"]
+    one_each = sum(len(x.ids) for x in inputs)  # a prompt-log-prob request per input, no cache
+    assert computed < one_each / 2, (computed, one_each)
 
 
 def test_avx2_kernel_path_repeats_and_agrees_with_the_default_path(

@@ -33,6 +33,7 @@ class SharedEngine:
             score = backend.score
             generate = backend.generate
             engine_args = backend.engine_args
+            cache_stats = backend.cache_stats
 
             def close(self) -> None:
                 pass
