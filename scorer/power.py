@@ -32,7 +32,7 @@ Z_POWER = NormalDist().inv_cdf(POWER)
 MDE_FACTOR = Z_ALPHA + Z_POWER  # 2.8016
 BOOT_ITERS = 10_000
 BOOT_SEED = 0
-_EXACT_UP_TO = 100_000  # flips: exact integer tail up to here, log-space sums beyond
+_EXACT_UP_TO = 20_000  # flips: exact integer tail up to here, log-space sums beyond
 
 
 @dataclass
