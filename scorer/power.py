@@ -134,7 +134,8 @@ def plan_power(
             continue
         for key in sorted(k for k in m if "," in k and "_stderr," not in k):
             metric, _, filt = key.partition(",")
-            value, se = m[key], m.get(f"{metric}_stderr,{filt}")
+            value: Any = m[key]
+            se: Any = m.get(f"{metric}_stderr,{filt}")
             if not _num(value) or not _num(se) or float(se) <= 0:
                 continue
             se_f = float(se)
