@@ -21,3 +21,23 @@ def test_binomial_tail_is_scipys_exact_test(n: int) -> None:
 
 def test_no_flips_is_p_one() -> None:
     assert binomial_two_sided(0, 0) == 1.0
+
+
+def test_paired_bootstrap_for_non_binary_metrics() -> None:
+    """Per-document numbers that are not 0/1 (MMLU answer lengths as a stand-in score): the bootstrap's
+    interval holds the mean difference, p is 1 for no difference and 1/(B+1) for a shift far beyond the noise."""
+    from lmeval.scorer.power import BOOT_ITERS, MDE_FACTOR, paired_test
+    from tests.support import jsonl_rows
+
+    a = [float(len(r["question"])) for r in jsonl_rows("mmlu/anatomy", "test", 40)]
+    b = [x + (7.0 if i % 3 else 1.0) for i, x in enumerate(a)]
+    t = paired_test(a, b)
+    assert t is not None and t.test == "bootstrap" and t.n01 is None
+    d = [y - x for x, y in zip(a, b, strict=True)]
+    mean = sum(d) / len(d)
+    assert t.low < mean < t.high
+    sd = (sum((x - mean) ** 2 for x in d) / (len(d) - 1)) ** 0.5
+    assert t.mde == pytest.approx(MDE_FACTOR * sd / len(d) ** 0.5, rel=1e-12)
+    assert t.p == pytest.approx(1 / (BOOT_ITERS + 1))  # mean 5, sd 2.9 on 40 docs: z about 11
+    same = paired_test(a, a)
+    assert same is not None and same.p == 1.0 and same.low == same.high == 0.0 and same.mde is None
