@@ -18,7 +18,7 @@ from lmeval.report.inputs import PlanView, Run, label_runs, load_run
 from lmeval.report.plansection import plans_section
 from lmeval.report.provenance import provenance_table
 from lmeval.report.samples import LL_DIGITS, task_order, task_payload
-from lmeval.report.tables import charts, comparison_matrix, results_table
+from lmeval.report.tables import charts, comparison_matrix, interval_table, results_table
 from lmeval.scorer.compare import Comparison, compare
 from lmeval.scorer.errors import ScoreError
 
@@ -151,6 +151,7 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
         '<section id="results"><h2>Results</h2>'
         + results_table(runs, "results", "Tasks")
         + results_table(runs, "groups", "Groups")
+        + interval_table(runs)
         + '<h3>Per task, with 95% intervals (value ± 1.96 stderr)</h3><div class="charts">'
         + charts(runs)
         + "</div></section>",
@@ -161,7 +162,8 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
         body.append(
             '<section id="comparison"><h2>Comparison with the baseline</h2>'
             f"<p>Baseline: <b>{esc(base.label)}</b>. Δ = run − baseline; ± is the standard error of the paired "
-            "per-document differences, p the two-sided normal p-value (as <code>lmeval compare</code>); "
+            "per-document differences, p the two-sided normal p-value (as <code>lmeval compare</code>, with its "
+            "McNemar or bootstrap p, 95% interval and minimum detectable effect at 80% power, MDE); "
             "* and colour: p &lt; 0.05. ▲/▼: documents that flipped to right/wrong."
             + _chance_note(comps)
             + "</p>"

@@ -121,6 +121,51 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
     return "".join(out)
 
 
+def interval_table(runs: list[Run]) -> str:
+    """results.json's ``intervals`` (``plans.scoredintervals``) side by side: per task or group and metric, each
+    run's 95% interval, its clustered stderr and clusters (empty when no run has intervals)."""
+    have = [r for r in runs if r.results.intervals is not None and r.results.intervals.metrics]
+    if not have:
+        return ""
+    order = [(t, d) for column in ("results", "groups") for t, d in table_order(runs, column)]
+    head = "".join(f'<th class="run run{r.index % 8}" data-run="{r.index}">{esc(r.label)}</th>' for r in runs)
+    out = [
+        '<h3>Clustered standard errors and 95% intervals</h3><table class="intervals"><thead><tr><th>Task</th>'
+        f"<th>Filter</th><th>Metric</th>{head}</tr></thead><tbody>"
+    ]
+    seen: set[str] = set()
+    for task, depth in order:
+        if task in seen:
+            continue
+        seen.add(task)
+        keys = sorted(
+            {k for r in have for k in (r.results.intervals.metrics.get(task, {}) if r.results.intervals else {})}
+        )
+        for key in keys:
+            metric, _, filt = key.partition(",")
+            cells = []
+            for r in runs:
+                iv = r.results.intervals.get(task, key) if r.results.intervals is not None else None
+                if iv is None:
+                    cells.append("<td>–</td>")
+                    continue
+                unit = r.results.intervals.cluster.get(task, "") if r.results.intervals is not None else ""
+                se = (
+                    "bootstrap"
+                    if iv.stderr_clustered is None
+                    else f"± {fmt(iv.stderr_clustered)}, {iv.clusters} ({unit})"
+                )
+                cells.append(
+                    f'<td class="ci" data-run="{r.index}" data-task="{esc(task)}" data-key="{esc(key)}" '
+                    f'data-low="{raw(iv.low)}" data-high="{raw(iv.high)}">[{esc(fmt(iv.low))}, {esc(fmt(iv.high))}]'
+                    f' <span class="se">{esc(se)}</span></td>'
+                )
+            name = "&nbsp;" * 2 * depth + esc(task)
+            out.append(f"<tr><td>{name}</td><td>{esc(filt)}</td><td>{esc(metric)}</td>{''.join(cells)}</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
 def charts(runs: list[Run]) -> str:
     """One chart per task and group (results order), bars for every numeric metric with a value."""
     labels = {r.index: r.label for r in runs}
@@ -155,11 +200,17 @@ def _cell(d: MetricDelta | None, hib: bool | None, flips: tuple[int, int]) -> st
     se = f" ± {fmt(d.se)}" if d.se is not None else ""
     p = "" if d.p is None else f'<span class="p">p={d.p:.3g}{" *" if sig else ""}</span>'
     n = f'<span class="n">n={d.n_paired}</span>' if d.n_paired else ""
+    if d.p_test is not None and d.test != "normal":
+        n += f' <span class="ptest">{esc(d.test or "")} p={d.p_test:.3g}</span>'
+    if d.low is not None and d.high is not None:
+        n += f' <span class="ci">95% CI [{d.low:+.4f}, {d.high:+.4f}]</span>'
+    if d.mde is not None:
+        n += f' <span class="mde" title="minimum detectable effect, 80% power">MDE {d.mde:.4f}</span>'
     up, down = flips
     fl = f'<span class="flips" title="documents now right / now wrong">▲{up} ▼{down}</span>' if up or down else ""
     attrs = (
         f'data-task="{esc(d.task)}" data-key="{esc(d.metric)},{esc(d.filter)}" data-delta="{raw(d.delta)}" '
-        f'data-p="{raw(d.p)}" data-se="{raw(d.se)}"'
+        f'data-p="{raw(d.p)}" data-se="{raw(d.se)}" data-p-test="{raw(d.p_test)}" data-mde="{raw(d.mde)}"'
     )
     return f'<td class="{cls}" {attrs}><b>{d.delta:+.4f}</b>{esc(se)} {p} {n} {fl}</td>'
 

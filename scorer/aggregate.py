@@ -164,15 +164,33 @@ def aggregate(name: str, items: Sequence[Any]) -> Any:
 
 def stderr(agg: str | Callable[..., Any], metric: str, items: Sequence[Any], iters: int = BOOTSTRAP_ITERS) -> Any:
     """lm-eval's stderr of aggregation ``agg`` of ``metric`` over ``items`` ("N/A" where it has none)."""
+    return stderr_interval(agg, metric, items, iters)[0]
+
+
+def stderr_interval(
+    agg: str | Callable[..., Any], metric: str, items: Sequence[Any], iters: int = BOOTSTRAP_ITERS
+) -> tuple[Any, tuple[float, float] | None]:
+    """lm-eval's stderr and, for a bootstrapped aggregation, the 95% percentile interval of the same
+    replicates (None otherwise, and where the replicates have fewer than two finite values)."""
     if iters <= 0 or len(items) <= 1 or not isinstance(agg, str):
-        return "N/A"
+        return "N/A", None
     if agg == "mean":
-        return mean_stderr(items)
+        return mean_stderr(items), None
     if agg in BOOTSTRAPPABLE:
         n_iters = min(iters, 100) if metric in CAPPED_METRICS else iters
         reps = bootstrap_replicates(agg, items, n_iters)
-        return sample_stddev(reps)
-    return "N/A"
+        return sample_stddev(reps), percentile_interval(reps)
+    return "N/A", None
+
+
+def percentile_interval(reps: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The central ``level`` percentile interval of bootstrap replicates (numpy's linear interpolation)."""
+    x = np.asarray(reps, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return None
+    lo, hi = np.quantile(x, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 def _resample_blocks(n: int, iters: int, max_cells: int = 4_000_000) -> Any:

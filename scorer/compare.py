@@ -12,6 +12,10 @@ documents are disjoint, so its standard error is sqrt(sum of w_t^2 se_t^2) over 
 standard errors. The weights are the group's own: by size (paired documents) or equal, whichever reproduces
 the group's delta to 1e-9; when neither does (different documents on the two sides, another aggregation),
 the group gets its delta and no p-value.
+
+Beside that normal test (kept as it was), every paired metric gets ``scorer.power``'s: McNemar's exact test
+for binary metrics and a paired bootstrap otherwise, a 95% interval of the difference, and the minimum
+detectable effect at 80% power for that many documents (groups: the normal interval and MDE of their se).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import polars as pl
 from lmeval.plans.errors import reraised_as
 from lmeval.plans.scored import ScoredRun, read_scored
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.power import Z_ALPHA, mde, paired_test
 
 _KEYS = ("task", "filter", "doc_id")
 
@@ -41,6 +46,15 @@ class MetricDelta:
     se: float | None = None
     z: float | None = None
     p: float | None = None
+    # scorer.power: the test for this metric ("mcnemar", "bootstrap"; "normal" for groups), its p-value, the
+    # 95% interval of the difference, the minimum detectable effect at 80% power, McNemar's flip counts
+    test: str | None = None
+    p_test: float | None = None
+    low: float | None = None
+    high: float | None = None
+    mde: float | None = None
+    n01: int | None = None
+    n10: int | None = None
 
 
 @dataclass
@@ -118,6 +132,9 @@ def _group_paired(c: Comparison, subtasks: dict[str, list[str]]) -> None:
                 else:
                     d.z = d.delta / se
                     d.p = math.erfc(abs(d.z) / math.sqrt(2))
+                d.test, d.p_test = "normal", d.p
+                d.low, d.high = d.delta - Z_ALPHA * se, d.delta + Z_ALPHA * se
+                d.mde = mde(se) if se > 0 else None
                 break
         return d
 
@@ -152,6 +169,10 @@ def _paired(md: MetricDelta, sa: pl.DataFrame, sb: pl.DataFrame, flips: list[Fli
     else:
         md.z = mean / se
         md.p = math.erfc(abs(md.z) / math.sqrt(2))
+    pt = paired_test(j["a"].to_list(), j["b"].to_list())
+    if pt is not None:
+        md.test, md.p_test, md.low, md.high, md.mde = pt.test, pt.p, pt.low, pt.high, pt.mde
+        md.n01, md.n10 = pt.n01, pt.n10
     binary = j.filter(~pl.col("a").is_in([0.0, 1.0]) | ~pl.col("b").is_in([0.0, 1.0])).height == 0
     if binary:
         flipped = j.filter(pl.col("a") != pl.col("b")).select("doc_id", "a", "b")
@@ -186,7 +207,9 @@ def print_comparison(c: Comparison, max_flips: int = 20) -> None:
             f"documents are paired by task and doc_id"
         )
     t = Table(title=f"A = {c.a}   B = {c.b}", header_style="bold")
-    for h in ("Task", "Filter", "Metric", "A", "B", "Δ (B-A)", "± SE", "n", "p (paired, normal)"):
+    heads = ("Task", "Filter", "Metric", "A", "B", "Δ (B-A)", "95% CI", "± SE", "n", "p (paired, normal)", "p (test)",
+             "MDE 80%")  # fmt: skip
+    for h in heads:
         t.add_column(h, justify="right" if h not in ("Task", "Filter", "Metric") else "left", no_wrap=True)
 
     def f(x: Any) -> str:
@@ -194,6 +217,9 @@ def print_comparison(c: Comparison, max_flips: int = 20) -> None:
 
     for d in c.deltas:
         p = "" if d.p is None else (f"{d.p:.3g}" + (" *" if d.p < 0.05 else ""))
+        ci = "" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]"
+        pt = "" if d.p_test is None else f"{d.p_test:.3g} {_TEST_NAME.get(d.test or '', d.test)}"
+        pt += " *" if d.p_test is not None and d.p_test < 0.05 else ""
         t.add_row(
             d.task,
             d.filter,
@@ -201,11 +227,18 @@ def print_comparison(c: Comparison, max_flips: int = 20) -> None:
             f(d.a),
             f(d.b),
             f(d.delta) if d.delta is not None else "",
+            ci,
             f(d.se),
             str(d.n_paired or ""),
             p,
+            pt,
+            f(d.mde),
         )
     console.print(t)
+    console.print(
+        "p (test): McNemar's exact test on the flips (binary metrics), a paired bootstrap (others), normal "
+        "(groups); MDE 80%: the smallest true Δ this many documents detect with 80% power (two-sided 5%)"
+    )
     if not c.flips:
         console.print("no per-document flips")
         return
@@ -226,6 +259,9 @@ def print_comparison(c: Comparison, max_flips: int = 20) -> None:
             b_line = _split_line(x.b_answer, x.b_reasoning_chars, x.b_reasoning_tokens)
             console.print(f"  doc {x.doc_id}: A {a_line}", markup=False)
             console.print(f"  {pad}    B {b_line}", markup=False)
+
+
+_TEST_NAME = {"mcnemar": "McNemar", "bootstrap": "bootstrap", "normal": "normal"}
 
 
 def _split_line(answer: str | None, chars: int | None, tokens: int | None = None) -> str:

@@ -24,6 +24,7 @@ from lmeval.plans.scored import RESULTS_JSON, MissingInstance, ScoredRun, TaskPa
 from lmeval.plans.scoredclean import Contamination
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
+from lmeval.scorer import intervals as ivl
 from lmeval.scorer import metrics as met
 from lmeval.scorer.docsubset import without_docs
 from lmeval.scorer.errors import PartialResultsError, ScoreError
@@ -154,6 +155,7 @@ class _TaskScored:
     frames: list[pl.DataFrame]
     spec: dict[str, Any] | None
     partial: TaskPartial | None
+    sample: ivl.TaskSample | None = None  # what its clustered stderrs and intervals are computed from
 
 
 def _score(
@@ -184,6 +186,8 @@ def _score(
     }  # fmt: skip
     scored = {name: clean for name, (clean, _) in both.items()}
     run = _scored_run(plan, scored, manifest, iters, aliases)
+    samples_of = {t: s.sample for t, s in scored.items() if s.sample is not None}
+    run.intervals = ivl.intervals(header.groups, run.results, samples_of)
     if drop is not None:  # which documents the score leaves out, and the score on all of them
         excluded = {t: sorted(ids) for t, ids in drop.items() if ids}
         if excluded:
@@ -227,14 +231,17 @@ def _score_one(
     has_spec = any(m.get("metric") == "jsonl_spec" for m in ts.metric_list)
 
     def share(fscores: list[FilterScores], kept: pl.DataFrame, notes: list[str], frames: bool = True) -> _TaskScored:
-        metrics, sample_len = _aggregate_task(ts.name, fscores, tm, iters, notes)
+        metrics, sample_len, boot = _aggregate_task(ts.name, fscores, tm, iters, notes)
+        fr = sample_frames(ts.name, td, fscores) if frames else []
+        means = frozenset(k for k, how in tm.aggregation.items() if how == "mean")
         return _TaskScored(
             {"alias": alias, "name": ts.name, "sample_len": sample_len, **metrics},
             sample_len,
             dict(tm.higher_is_better),
-            sample_frames(ts.name, td, fscores) if frames else [],
+            fr,
             _spec_breakdown(td, kept) if has_spec else None,
             partial,
+            ivl.task_sample(ts.name, ts.config, td, fr, means, boot) if frames else None,
         )
 
     clean_rows = rows.filter(~pl.col("doc_id").is_in(drop)) if drop else rows
@@ -319,8 +326,10 @@ def _scored_run(
 
 def _aggregate_task(
     task: str, fscores: list[FilterScores], tm: met.TaskMetrics, iters: int, warnings: list[str]
-) -> tuple[dict[str, Any], int]:
+) -> tuple[dict[str, Any], int, dict[str, tuple[float, float]]]:
+    """(results.TASK's metrics, documents scored, "metric,filter" -> bootstrap percentile interval)."""
     out: dict[str, Any] = {}
+    boot: dict[str, tuple[float, float]] = {}
     sample_len = 0
     for fs in fscores:
         for key, vals in fs.values.items():
@@ -330,13 +339,15 @@ def _aggregate_task(
             how = tm.aggregation.get(key, "mean")
             try:
                 value = how(items) if callable(how) else agg.aggregate(how, items)
-                se = agg.stderr(how, key, items, iters)
+                se, interval = agg.stderr_interval(how, key, items, iters)
             except (TypeError, ValueError, ZeroDivisionError) as e:
                 raise ScoreError(f"task {task}: cannot aggregate {key},{fs.filter} ({type(e).__name__}: {e})") from None
             out[f"{key},{fs.filter}"] = value
             out[f"{key}_stderr,{fs.filter}"] = se
+            if interval is not None:
+                boot[f"{key},{fs.filter}"] = interval
             sample_len = max(sample_len, len(items))
-    return out, sample_len
+    return out, sample_len, boot
 
 
 def _spec_breakdown(td: TaskDocs, rows: pl.DataFrame) -> dict[str, Any]:

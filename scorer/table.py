@@ -43,6 +43,49 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
     return out
 
 
+INTERVAL_HEADER = ("Tasks", "Filter", "Metric", "Value", "Stderr", "Clustered", "Clusters", "95% interval")
+
+
+def interval_rows(run: ScoredRun) -> list[list[str]]:
+    """Per task or group and metric with an interval (``intervals``): the value, lm-eval's stderr, the
+    clustered stderr with its cluster unit and count, and the 95% interval, in lm-eval's order."""
+    iv = run.intervals
+    if iv is None:
+        return []
+    depth, order = run.depths()
+    out: list[list[str]] = []
+    for task in [t for t in order if t in iv.metrics]:
+        name = " " * depth.get(task, 0) + task
+        for key, m in sorted(iv.metrics[task].items()):
+            metric, _, filt = key.partition(",")
+            res = run.results.get(task, {})
+            se = res.get(f"{metric}_stderr,{filt}")
+            cl = "–" if m.stderr_clustered is None else f"{m.stderr_clustered:.4f}"
+            unit = iv.cluster.get(task, "")
+            n = "–" if m.clusters is None else f"{m.clusters} ({unit})"
+            how = "" if m.method == "normal" else " boot"
+            out.append(
+                [name, filt, metric, _value(res.get(key)), _value(se), cl, n, f"[{m.low:.4f}, {m.high:.4f}]{how}"]
+            )
+            name = ""
+    return out
+
+
+def print_interval_table(run: ScoredRun) -> None:
+    """The clustered stderrs and 95% intervals (``intervals``), after lm-eval's tables."""
+    from rich.table import Table
+
+    body = interval_rows(run)
+    if not body:
+        return
+    t = Table(show_edge=True, header_style="bold", title="Clustered stderr and 95% intervals")
+    for h in INTERVAL_HEADER:
+        t.add_column(h, justify="left" if h in ("Tasks", "Filter", "Metric") else "right", no_wrap=True)
+    for r in body:
+        t.add_row(*r)
+    _console().print(t)
+
+
 CLEAN_HEADER = ("Tasks", "Filter", "Metric", "All", "Clean", "Excluded", "Δ clean−all")
 
 
@@ -104,6 +147,7 @@ def print_tables(run: ScoredRun) -> None:
         for r in body:
             t.add_row(*r)
         console.print(t)
+    print_interval_table(run)
     print_clean_table(run)
     if run.partial:
         parts = ", ".join(f"{k}: {v.missing_instances} missing" for k, v in run.partial.items())

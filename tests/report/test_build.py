@@ -185,3 +185,29 @@ def test_partial_results_are_diagnosed(two_runs: dict[str, Any], tmp_path: Path)
     n = df.filter(drop).height
     assert f'data-task="arc_easy" data-kind="missing" data-count="{n}"' in page
     assert 'data-doc="4"' in page and "2 documents left out of the scores" in page
+
+
+def test_intervals_and_paired_tests_shown(two_runs: dict[str, Any]) -> None:
+    """#40: the intervals table holds each run's results.json ``intervals``; the comparison matrix the
+    paired test's p, the interval of Δ and the MDE of ``lmeval compare``."""
+    from lmeval.scorer.compare import compare
+
+    a, b = str(two_runs["a"]), str(two_runs["b"])
+    page = build_report([a, b])
+    cells = re.findall(r'<td class="ci" data-run="(\d)" data-task="([^"]+)" data-key="([^"]+)" '
+                       r'data-low="([^"]+)" data-high="([^"]+)">', page)  # fmt: skip
+    want = set()
+    for i, d in enumerate((a, b)):
+        iv = json.loads((Path(d) / "results.json").read_text())["intervals"]["metrics"]
+        want |= {(str(i), t, k, repr(e["low"]), repr(e["high"])) for t, m in iv.items() for k, e in m.items()}
+    assert want and set(cells) == want
+    shown = 0
+    for d in compare(a, b).deltas:
+        if d.mde is not None and d.low is not None and d.high is not None:
+            cell = re.search(rf'<td class="cmp[^"]*" data-task="{re.escape(d.task)}" data-key="{re.escape(d.metric)},'
+                             rf'{re.escape(d.filter)}"[^>]*>(.*?)</td>', page)  # fmt: skip
+            assert cell is not None and f"MDE {d.mde:.4f}" in cell.group(1)
+            assert f"95% CI [{d.low:+.4f}, {d.high:+.4f}]" in cell.group(1)
+            assert d.test != "mcnemar" or f"mcnemar p={d.p_test:.3g}" in cell.group(1)
+            shown += 1
+    assert shown > 0

@@ -40,6 +40,48 @@ def test_aggregates_equal(scored: tuple[dict, dict, Path]) -> None:
     assert not diffs, diffs[:10]
 
 
+def test_intervals_beside_lm_evals_stderr(scored: tuple[dict, dict, Path]) -> None:
+    """results.json's ``intervals`` (#40) on the goldens: a task's clustered stderr of a mean (each document
+    its own cluster) is lm-eval's own stderr; a group's is the sandwich over its subjects, written out here;
+    a bootstrapped aggregation's interval is the percentile interval of lm-eval's replicates (about ±1.96 of
+    its stderr)."""
+    golden, ours, rdir = scored
+    iv, ref = ours["intervals"], golden["lm_eval_results"]["results"]
+    samples = pl.read_parquet(rdir / "samples.parquet")
+    checked = {"document": 0, "subtask": 0, "bootstrap": 0}
+    for task, metrics in iv["metrics"].items():
+        for key, e in metrics.items():
+            metric, _, filt = key.partition(",")
+            value, se = ours["results"][task][key], ref.get(task, {}).get(f"{metric}_stderr,{filt}")
+            if e["method"] == "bootstrap":
+                assert e["stderr_clustered"] is None and e["clusters"] is None and e["low"] <= e["high"]
+                if se == 0:  # every replicate the same: so is the interval
+                    assert e["low"] == e["high"]
+                elif metric.endswith("perplexity"):  # exp of a mean: skewed, the percentiles are not ±1.96 se
+                    assert 0 < e["low"] < e["high"]
+                else:
+                    assert 0.5 < (e["high"] - e["low"]) / (2 * 1.959964 * se) < 2, (task, key, e, se)
+                checked["bootstrap"] += 1
+            elif iv["cluster"][task] == "document":
+                assert e["stderr_clustered"] == pytest.approx(se, rel=1e-9, abs=1e-15), (task, key)
+                assert e["low"] == pytest.approx(value - 1.959963984540054 * se, rel=1e-9, abs=1e-12)
+                checked["document"] += 1
+            elif iv["cluster"][task] == "subtask" and task == "mmlu":
+                leaves = [t for t in ours["results"] if t.startswith("mmlu_") and t in ours["configs"]]
+                rows = samples.filter(pl.col("task").is_in(leaves) & (pl.col("filter") == filt))
+                m = rows[metric].mean()
+                per = rows.group_by("task").agg(s=(pl.col(metric) - m).sum())["s"].to_list()
+                g, n = len(per), rows.height
+                want = math.sqrt(g / (g - 1) * sum(x * x for x in per) / n**2)
+                assert g == 57 and e["clusters"] == 57 and e["stderr_clustered"] == pytest.approx(want, rel=1e-9)
+                checked["subtask"] += 1
+    assert checked["document"] > 0, checked
+    assert checked["subtask"] > 0 or "mmlu" not in iv["metrics"]
+    assert checked["bootstrap"] > 0 or not any(
+        e["method"] == "bootstrap" for m in iv["metrics"].values() for e in m.values()
+    )
+
+
 def test_samples_equal(scored: tuple[dict, dict, Path]) -> None:
     golden, _, rdir = scored
     diffs, checked = sample_diffs(golden, pl.read_parquet(rdir / "samples.parquet"))

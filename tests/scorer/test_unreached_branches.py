@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from lm_eval.api.metrics import aggregate_subtask_metrics, pooled_sample_stderr, unweighted_mean_stderr
 
 from lmeval.scorer.score import score_run
@@ -67,6 +68,30 @@ def test_group_weight_by_size_false_is_the_plain_mean_of_subtasks(tmp_path: Path
     assert math.isclose(r["g_equal"]["acc_stderr,none"], unweighted_mean_stderr(stderrs), rel_tol=1e-12)
     assert math.isclose(r["g_sized"]["acc_stderr,none"], pooled_sample_stderr(stderrs, sizes), rel_tol=1e-12)
     assert r["g_equal"]["acc_stderr,none"] != r["g_sized"]["acc_stderr,none"]
+
+
+def test_group_clustered_stderr_follows_the_weighting(tmp_path: Path) -> None:
+    """#40: a group's clusters are its subtasks; by size, every document weighs 1 (the sandwich over the
+    pooled documents); with equal weights each document 1/n of its task, so the clustered variance is that of
+    the subtask means: k/(k-1) · Σ_t (m_t - m)² / k²."""
+    tasks = {"big": _task(_right_wrong(9, 10), MC_METRICS[:1]), "small": _task(_right_wrong(1, 4), MC_METRICS[:1])}
+    groups = [
+        {"name": f"g_{w}", "subtasks": ["big", "small"], "version": 1, "alias": None,
+         "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": w == "sized"}]}
+        for w in ("equal", "sized")
+    ]  # fmt: skip
+    res, _ = _score(tmp_path, tasks, groups)
+    iv = res["intervals"]["metrics"]
+    m = (0.9 + 0.25) / 2
+    equal = math.sqrt(2 / 1 * ((0.9 - m) ** 2 + (0.25 - m) ** 2) / 4)
+    m = 10 / 14
+    sums = [9 - 10 * m, 1 - 4 * m]  # Σ (x_i - m) per subtask
+    sized = math.sqrt(2 / 1 * sum(x * x for x in sums) / 14**2)
+    assert iv["g_equal"]["acc,none"]["stderr_clustered"] == pytest.approx(equal, rel=1e-12)
+    assert iv["g_sized"]["acc,none"]["stderr_clustered"] == pytest.approx(sized, rel=1e-12)
+    assert iv["g_equal"]["acc,none"]["clusters"] == iv["g_sized"]["acc,none"]["clusters"] == 2
+    assert res["intervals"]["cluster"] == {"g_equal": "subtask", "g_sized": "subtask", "big": "document",
+                                           "small": "document"}  # fmt: skip
 
 
 # --- acc_norm counts characters, acc_bytes counts UTF-8 bytes -----------------------------------------
