@@ -116,7 +116,8 @@ def run_page(blocks: list[Example], workdir: Path, data_dir: Path, timeout: floa
                                   timeout=timeout)  # fmt: skip
             status, output = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as e:
-            status, output = -1, f"timed out after {timeout} s\n{e.stdout or ''}{e.stderr or ''}"
+            said = b"".join(x if isinstance(x, bytes) else x.encode() for x in (e.stdout, e.stderr) if x)
+            status, output = -1, f"timed out after {timeout} s\n{said.decode(errors='replace')}"
         outcomes.append(Outcome(ex, status, output, time.monotonic() - start))
         if not outcomes[-1].ok:
             break

@@ -43,6 +43,13 @@ def test_every_command_and_flag_is_in_the_cli_reference(site: Path) -> None:
                 assert " ".join(shown.split()) in flat, (name, action.dest)
 
 
+def test_the_commands_page_names_every_command() -> None:
+    from lmeval.cli import MODULE_OF
+
+    text = (REPO / "docs" / "reference" / "commands.md").read_text(encoding="utf-8")
+    assert all(f"lmeval {name} " in text for name in MODULE_OF), [n for n in MODULE_OF if f"lmeval {n} " not in text]
+
+
 def test_every_run_and_model_option_is_in_the_override_reference(site: Path) -> None:
     import yaml
 
