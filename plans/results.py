@@ -74,7 +74,7 @@ VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", 
 @dataclass
 class KernelPath:
     """What one engine computed with, beyond the plan, the model and the engine arguments: the last bits of its
-    floats depend on these (README "What repeats exactly")."""
+    floats depend on these (docs/explanation/what-repeats.md)."""
 
     cpu: str = ""  # the CPU's model name
     cpu_flags: list[str] = field(default_factory=list)  # those of VECTOR_FLAGS the CPU has

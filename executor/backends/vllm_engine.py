@@ -205,7 +205,7 @@ class VLLMBackend:
         whose cache hit reached into the continuation are scored again without it. The cached keys and values
         are the ones the request would have computed, but attention over a cached prefix runs another kernel
         than a full prefill (float32 sums in another order): log-probs agree with a recompute within the
-        README's tolerance ("What repeats exactly"), not bit for bit."""
+        documented tolerance (docs/explanation/what-repeats.md), not bit for bit."""
         if not inputs:
             return
         reuse = self.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching
