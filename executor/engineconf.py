@@ -5,7 +5,7 @@ kind and count) and the user's settings in, vLLM engine arguments out, so it is 
 any machine. ``model_facts`` and ``detect_platform`` gather the facts; they are the only parts that read
 files or ask torch.
 
-What is derived (the README's "Models" table says the same):
+What is derived (the "Models" table of docs/how-to/own-model.md says the same):
 
 =====================  =========================================  ==========================================
 setting                GPU (CUDA, ROCm, ...)                      CPU

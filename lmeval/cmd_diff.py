@@ -30,7 +30,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--task", default=None, metavar="T", help="only tasks named T (a name, glob or group)")
     p.add_argument("--no-verify", action="store_true", help="skip the plan hash check (size is still checked)")
     # REMAINDER keeps the '--' that separates the two sides; options after the sides are picked out below.
-    p.add_argument("sides", nargs=argparse.REMAINDER, metavar="OLD NEW")
+    p.add_argument(
+        "sides",
+        nargs=argparse.REMAINDER,
+        metavar="OLD NEW",
+        help="two plan files, or two override lists separated by --",
+    )
     p.set_defaults(func=run)
 
 

@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
         description="Combine the results of shards 0/N .. N-1/N of one plan into one results directory. "
         "Every row is checked against the plan's Instances first.",
     )
-    m.add_argument("dirs", nargs="+", metavar="DIR")
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="the shards' results directories")
     m.add_argument("--plan", default=None, help="the plan the shards ran (default: the one their manifests name)")
     m.add_argument("--out", required=True, help="the merged results directory (must not exist)")
     m.set_defaults(func=run_merge)

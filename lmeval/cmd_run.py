@@ -10,7 +10,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("overrides", nargs="*", help="compile overrides, e.g. +task=arith model=tiny run.limit=50")
     p.add_argument("--out", help="results directory (default results/<plan_hash12>-<model>/)")
     p.add_argument("--plan-out", help="plan path (default lmeval-plans/<name>-<hash12>.msgpack)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--trust-code",
         action="store_true",

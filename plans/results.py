@@ -32,12 +32,12 @@ PART = "part"  # the column ``read_parts`` adds: the index (into the list of par
 
 # name -> polars dtype name; the order is the column order of every part
 RESULT_COLUMNS: dict[str, str] = {
-    "instance_id": "String",
-    "task": "String",
-    "doc_id": "Int64",
-    "idx": "Int64",
-    "request_type": "String",
-    "request_hash": "String",
+    "instance_id": "String",  # the plan's Instance id (hex; instance_id_for(task, doc_id, idx))
+    "task": "String",  # the task the Instance belongs to
+    "doc_id": "Int64",  # the document's id within its task
+    "idx": "Int64",  # the Instance's index within its document (a choice of a multiple-choice question)
+    "request_type": "String",  # loglikelihood | loglikelihood_rolling | generate_until
+    "request_hash": "String",  # the plan's hash of exactly what the model was asked
     "loglikelihood": "Float64",  # loglikelihood(_rolling): summed log-prob of the continuation
     "is_greedy": "Boolean",  # loglikelihood: every continuation token was the argmax
     "n_continuation_tokens": "Int64",  # tokens scored (loglikelihood) or generated (first sample)
@@ -47,8 +47,8 @@ RESULT_COLUMNS: dict[str, str] = {
     # generate_until, optional (parts written before them read as null): the first response's generated tokens
     # before its reasoning ends under the plan's run.reasoning (executor/answers.py); under a thinking budget
     # (plans/budgets.py) whether the end marker was forced because the budget ran out
-    "reasoning_tokens": "Int64",
-    "thinking_forced": "Boolean",
+    "reasoning_tokens": "Int64",  # generate_until: first response's tokens before its reasoning ends
+    "thinking_forced": "Boolean",  # generate_until: the end marker was forced (the thinking budget ran out)
 }
 OPTIONAL_COLUMNS = ("reasoning_tokens", "thinking_forced")
 
@@ -74,7 +74,7 @@ VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", 
 @dataclass
 class KernelPath:
     """What one engine computed with, beyond the plan, the model and the engine arguments: the last bits of its
-    floats depend on these (README "What repeats exactly")."""
+    floats depend on these (docs/explanation/what-repeats.md)."""
 
     cpu: str = ""  # the CPU's model name
     cpu_flags: list[str] = field(default_factory=list)  # those of VECTOR_FLAGS the CPU has

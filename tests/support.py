@@ -13,7 +13,7 @@ tests/e2e/lmeval_ref.py and tests/e2e/bos_ref.py).
   environment; returns OUT.json's path, or raises with the child's stderr.
 - ``plain(x)``: lm-eval's results and logged samples as JSON data (numpy scalars and arrays to Python,
   a function to ``{"__function__": qualname}``, anything else that is not JSON to its repr).
-- ``Tolerance``, ``LOGLIKELIHOOD``, ``SCORES``: the README's float tolerances ("What repeats exactly"), the
+- ``Tolerance``, ``LOGLIKELIHOOD``, ``SCORES``: the docs' float tolerances ("What repeats exactly"), the
   one place tests compare floats that come from an engine or from another machine's numpy: ``close`` for two
   numbers, ``same`` for nested values (dicts, lists, tuples; every float inside within the tolerance),
   ``row_diffs`` for two results frames.
@@ -172,10 +172,10 @@ class Tolerance:
         return bool(a == b)
 
 
-# README "What repeats exactly": the same plan, model and dtype on any CPU, prefix cache, resume, part size
+# docs "What repeats exactly": the same plan, model and dtype on any CPU, prefix cache, resume, part size
 # or worker count: log-likelihoods within max(2e-5, 2e-6 * |ll|) (float32: about 17 ulps of the sum)
 LOGLIKELIHOOD = Tolerance(atol=2e-5, rtol=2e-6)
-# README "lm-eval compatibility": scores equal lm-eval's to 1e-9 (relative above 1)
+# docs "lm-eval compatibility": scores equal lm-eval's to 1e-9 (relative above 1)
 SCORES = Tolerance(atol=1e-9, rtol=1e-9)
 
 

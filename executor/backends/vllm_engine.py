@@ -234,7 +234,7 @@ class VLLMBackend:
         alone, one greedy step, with ``logprob_token_ids`` asking for the log-prob of every continuation
         token at the next position. The row is the one a prompt-log-prob request of ``context + token``
         reads (causal attention: the position never sees the token after it), so the numbers agree with it
-        within the README's tolerance; such a request may read its whole context from the prefix cache.
+        within the documented tolerance; such a request may read its whole context from the prefix cache.
         ``is_greedy``: no token has a higher log-prob than the continuation (the prompt-log-prob rank 1)."""
         from vllm import SamplingParams
 
@@ -272,7 +272,7 @@ class VLLMBackend:
         whose cache hit reached into the continuation are scored again without it. The cached keys and values
         are the ones the request would have computed, but attention over a cached prefix runs another kernel
         than a full prefill (float32 sums in another order): log-probs agree with a recompute within the
-        README's tolerance ("What repeats exactly"), not bit for bit."""
+        documented tolerance (docs/explanation/what-repeats.md), not bit for bit."""
         if not rest:
             return
         sub = [inputs[i] for i in rest]

@@ -112,7 +112,7 @@ def test_index_cache_is_reused_and_rebuilt_when_a_yaml_changes(tmp_path: Path, m
 
 
 def test_index_cache_key_is_path_size_and_mtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's key, exactly: a same-size edit with another mtime rebuilds (the mtime part), a size
+    """The documented key, exactly: a same-size edit with another mtime rebuilds (the mtime part), a size
     change with the mtime put back rebuilds (the size part), a renamed file rebuilds (the path part), and an
     edit that keeps size and mtime both is, as documented, not seen (the content is not hashed)."""
     import lmeval.compiler.catalog as cat_mod

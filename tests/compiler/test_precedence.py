@@ -1,4 +1,4 @@
-"""Lookup order for a task name (README "lm-eval's task catalog by name"): ``run.include_path`` folders, then
+"""Lookup order for a task name (docs "lm-eval's task catalog by name"): ``run.include_path`` folders, then
 ``conf/task/``, then lm-eval's catalog; ``lm_eval:NAME`` names the catalog's entry. Every side of each clash
 has different content (its prompt says where it came from), so the test sees which one won. The catalog is
 a stand-in folder indexed by the real ``load_catalog`` (lm-eval's own arc_easy.yaml equals conf/task's)."""

@@ -1,4 +1,4 @@
-"""Where lmeval is stricter than lm-eval (README "lm-eval compatibility"): a multiple-choice target outside its
+"""Where lmeval is stricter than lm-eval (docs "lm-eval compatibility"): a multiple-choice target outside its
 choices is a compile error, where lm-eval warns and scores 0 (its ``process_results`` maps an index >= the
 number of choices, or a string that is not a choice, to -100; and -1 would silently pick the last choice's
 ``is_greedy`` for exact_match). Every boundary of the index range, both sides, and string targets."""

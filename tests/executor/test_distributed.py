@@ -194,7 +194,7 @@ def test_two_vllm_engines_give_the_single_process_results(cluster: str, mixed_pl
     single = frame(execute(str(mixed_plan), out=str(tmp_path / "one"), progress=False))
     out = execute(str(mixed_plan), out=str(tmp_path / "two"), progress=False, workers=2, ray=cluster)
     two = frame(out)
-    # batch composition differs between one engine and two: README "What repeats exactly"'s tolerance
+    # batch composition differs between one engine and two: docs "What repeats exactly"'s tolerance
     assert not row_diffs(two, single), row_diffs(two, single)[:5]
     m = read_manifest(out)
     assert m.numerics.workers == 2 and m.numerics.chunk_size == m.execution["chunk_size"]

@@ -1,5 +1,5 @@
 """Engine settings derived from the model and the platform (``executor.engineconf``), for simulated CUDA
-platforms and the CPU: the README's "Models" table, row by row. No engine is started."""
+platforms and the CPU: the docs' "Models" table, row by row. No engine is started."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The manifest records what a run's numbers depend on (``numerics``: kernel paths, workers, chunk and part
-size; README "What repeats exactly"), and the README states the tolerances the tests compare with."""
+size; docs "What repeats exactly"), and the docs state the tolerances the tests compare with."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from tests.support import LOGLIKELIHOOD, SCORES
 FAKE = ["model.backend=fake"]
 
 
-def test_readme_states_the_tolerances_the_tests_use() -> None:
-    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
-    section = text.split("### What repeats exactly", 1)[1].split("## ", 1)[0]
+def test_docs_state_the_tolerances_the_tests_use() -> None:
+    page = REPO / "docs" / "explanation" / "what-repeats.md"
+    section = " ".join(page.read_text(encoding="utf-8").split()).split("## What repeats exactly", 1)[1]
     m = re.search(r"\|Δ loglikelihood\| ≤ max\(([0-9.e-]+), ([0-9.e-]+)·\|ll\|\)", section)
-    assert m, "README's 'What repeats exactly' no longer states the log-likelihood tolerance"
+    assert m, "docs' 'What repeats exactly' no longer states the log-likelihood tolerance"
     assert (float(m.group(1)), float(m.group(2))) == (LOGLIKELIHOOD.atol, LOGLIKELIHOOD.rtol)
     assert "agree to 1e-9 (relative above 1" in section and SCORES.atol == SCORES.rtol == 1e-9
 

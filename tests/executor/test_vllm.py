@@ -95,7 +95,7 @@ def test_manifest_says_how_far_from_the_limit(parity_plan: Path, vllm_results: P
 def test_same_plan_twice_identical_on_vllm(
     parity_plan: Path, vllm_results: Path, engine: SharedEngine, tmp_path: Path
 ) -> None:
-    """README "What repeats exactly": the same plan again on the same engine (its prefix cache warm from the
+    """docs "What repeats exactly": the same plan again on the same engine (its prefix cache warm from the
     first run, another part size) gives the same rows, log-likelihoods within the stated tolerance."""
     opts = RunOptions(out=str(tmp_path / "again"), progress=False, part_size=5)
     again = frame(run_plan(str(parity_plan), opts, backend_factory=engine))
@@ -120,7 +120,7 @@ def test_kill_and_resume_on_vllm(parity_plan: Path, vllm_results: Path, tmp_path
     assert stats["resumed"] == before and stats["executed"] == total - before
     resumed, ref = frame(out), frame(vllm_results)
     assert resumed["instance_id"].to_list() == ref["instance_id"].to_list()
-    # batch composition differs after a resume: the README's tolerance, not bit identity
+    # batch composition differs after a resume: the docs' tolerance, not bit identity
     assert not row_diffs(resumed, ref), row_diffs(resumed, ref)[:5]
 
 
@@ -138,7 +138,7 @@ def test_engine_args_come_from_config_and_overrides(parity_plan: Path, tiny_mode
 def test_prefix_cache_reuse_scores_equal_a_full_recompute(parity_plan: Path, engine: SharedEngine) -> None:
     """Requests sharing a context read it from the prefix cache; one whose cache hit reaches into its
     continuation is scored again without it. Every score equals a recompute of the whole prompt within the
-    README's tolerance (the cached-prefix attention kernel sums in another order), is_greedy exactly."""
+    the docs' tolerance (the cached-prefix attention kernel sums in another order), is_greedy exactly."""
     from lmeval.executor.backends.vllm_engine import continuation_score
     from lmeval.executor.modelconf import resolve_model_dir
     from lmeval.executor.requests import ScoreInput
@@ -212,7 +212,7 @@ def test_one_token_continuations_read_from_one_request_per_context(parity_plan: 
 def test_avx2_kernel_path_repeats_and_agrees_with_the_default_path(
     parity_plan: Path, vllm_results: Path, tmp_path: Path
 ) -> None:
-    """README "What repeats exactly" on the other kernel path: with AVX2 kernels forced (tests/kernelpath;
+    """docs "What repeats exactly" on the other kernel path: with AVX2 kernels forced (tests/kernelpath;
     vLLM loads ``_C_AVX2``, torch runs at AVX2), the same plan on a warm cache with another part size, a
     resume, and prefix-cache reads against a full recompute agree within the tolerance; so do the AVX2 rows
     and this process's rows (the CPU's own path: AVX-512 where it has it), and the manifests say which."""

@@ -11,7 +11,7 @@ and SIGTERM run it too). Before touching a file its original bytes go to a journ
 run killed outright leaves the journal behind, and the next run restores from it first.
 
 Prints ``mutation | area | file | tests | baseline | mutated`` (the baseline runs once per distinct test set;
-area is the README section, with the #26 area number in brackets) where mutated is RED (pytest reported failures,
+area is the docs section, with the #26 area number in brackets) where mutated is RED (pytest reported failures,
 exit 1), GREEN (the tests still pass: the test does not guard the line) or ERROR (pytest could not run
 them, exit >= 2). Exit status 0 only when every mutation is RED. Not collected by pytest (no test_ prefix).
 """
@@ -42,7 +42,7 @@ class Mutation:
     old: str  # exact text, must occur once
     new: str
     tests: tuple[str, ...]  # pytest node ids
-    area: str = ""  # the README section (and #26 area) whose guarantee the line carries
+    area: str = ""  # the docs section (and #26 area) whose guarantee the line carries
 
 
 TS = "tests/compiler/test_target_strictness.py"
@@ -404,7 +404,7 @@ MUTATIONS = [
         (f"{CO}::test_a_same_named_module_imported_elsewhere_is_not_handed_to_the_hook",),
         area="trust (7)",
     ),
-    # --- README sections the first round had no mutant for ----------------------------------------------
+    # --- docs sections the first round had no mutant for ----------------------------------------------
     Mutation(
         "plan: the plan hash not compared (a modified plan read)",
         "plans/integrity.py",

@@ -9,8 +9,8 @@ generator (``np.random.randint``, a ``Dataset.shuffle()`` without a seed), or a 
 builders) do not shape prompts and are not listed. The analysis reads the sources (``ast``); nothing of
 lm-eval is imported.
 
-``python -m tests.parity.seeded_hooks`` prints the README's list (``--all``: every catalog YAML, slower; the
-default reads only the YAMLs near a module that draws, and the two agree for lm-eval 0.4.13).
+``python -m tests.parity.seeded_hooks`` prints the list in docs/how-to/leaderboard.md (``--all``: every
+catalog YAML, slower; the default reads only the YAMLs near a module that draws, and the two agree for lm-eval 0.4.13).
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def scan(tasks_root: Path | None = None, everything: bool = False) -> list[Use]:
 
 
 def render(uses: list[Use], tasks_root: Path) -> str:
-    """The README's list: one line per folder and hook, its task names."""
+    """The docs' list (docs/how-to/leaderboard.md): one line per folder and hook, its task names."""
     by: dict[tuple[str, str, str, tuple[str, ...]], list[str]] = {}
     from lmeval.compiler.catalog import catalog
 

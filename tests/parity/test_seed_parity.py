@@ -124,9 +124,9 @@ def test_per_task_mode_equals_each_task_run_alone(refs: dict[str, RefResult], gp
         assert o.mismatched > 0, task
 
 
-def test_readme_lists_the_scanned_tasks() -> None:
-    """The README's list of seed-dependent catalog tasks is what the hook scan finds (regenerate it with
-    ``python -m tests.parity.seeded_hooks``), and the scan finds what the tests above rely on."""
+def test_docs_list_the_scanned_tasks() -> None:
+    """The list of seed-dependent catalog tasks in docs/how-to/leaderboard.md is what the hook scan finds
+    (regenerate it with ``python -m tests.parity.seeded_hooks``), and the scan finds what the tests above rely on."""
     from lmeval.compiler.catalog import catalog
     from tests.parity.seeded_hooks import render, scan
 
@@ -137,6 +137,6 @@ def test_readme_lists_the_scanned_tasks() -> None:
     assert set(TASKS) <= tasks and "gpqa_main_zeroshot" in tasks
     # scoring-time draws (ifeval's instruction builders) and private generators (hendrycks_ethics) are not
     assert "ifeval" not in tasks and not any(t.startswith("ethics_") for t in tasks)
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "how-to" / "leaderboard.md").read_text()
     listed = text.split("<!-- seeded-tasks:begin -->\n", 1)[1].split("\n<!-- seeded-tasks:end -->", 1)[0]
     assert listed == render(uses, cat.root)

@@ -130,7 +130,7 @@ def test_lines_equal_lm_eval(exported: tuple[str, list[Path]]) -> None:
                 diffs.append((f.name, "field order", list(o), list(t)))
             for k, v in t.items():
                 if k in t["metrics"] and _close(o.get(k), v):
-                    t[k] = o[k]  # the scorer's per-sample values agree with lm-eval's to 1e-9 (README), not bits
+                    t[k] = o[k]  # the scorer's per-sample values agree with lm-eval's to 1e-9 (docs), not bits
                 elif k != "doc_hash" and o.get(k) != v:
                     diffs.append((f.name, t["doc_id"], k, o.get(k), v))
             if ours != _lm_eval_dumps(_as_documented(t)):

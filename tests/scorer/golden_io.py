@@ -33,7 +33,7 @@ GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
 
 def close(a: Any, b: Any) -> bool:
-    """``a`` equals lm-eval's ``b`` within the README's scorer tolerance (1e-9, relative above 1): strings,
+    """``a`` equals lm-eval's ``b`` within the docs' scorer tolerance (1e-9, relative above 1): strings,
     None and booleans exactly, every number (nested in lists and dicts too) within it (``tests.support.SCORES``).
     A golden holds one machine's numpy bits (``np.exp`` differs in the last bit between AVX2 and AVX-512)."""
     return SCORES.same(a, b)

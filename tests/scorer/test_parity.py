@@ -2,7 +2,7 @@
 
 For every task of a golden (arc_challenge, gsm8k strict-match and flexible-extract, asdiv, winogrande, all
 57 mmlu subjects and the mmlu groups; and the ``metrics`` golden's tasks for every other metric and filter
-the README lists), the golden's raw responses become a results directory for a plan
+the docs' Scoring page lists), the golden's raw responses become a results directory for a plan
 with the same documents and requests; our scorer must reproduce every per-sample metric, every filtered
 response and every aggregate (value and stderr) to 1e-9, group aggregates included.
 """
@@ -103,16 +103,16 @@ def test_filters_exercised() -> None:
     assert 0.0 in em and 1.0 in em
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SCORING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "scoring.md"
 # lmeval's own JSONL spec tasks: lm-eval has no counterpart to make a golden with (tests/scorer/test_spec_*.py)
 NOT_LM_EVAL = {"jsonl_spec"}
 
 
-def readme_metrics_and_filters() -> tuple[set[str], set[str]]:
-    """The filter and metric names README's Scoring section lists ("(filters: ...; metrics: ...)")."""
-    text = " ".join(README.read_text().split())
+def documented_metrics_and_filters() -> tuple[set[str], set[str]]:
+    """The filter and metric names the docs' Scoring page lists ("(filters: ...; metrics: ...)")."""
+    text = " ".join(SCORING_PAGE.read_text().split())
     m = re.search(r"\(filters: ([^;]+); metrics: (.+?)\), with lm-eval", text)
-    assert m, "README's Scoring section no longer lists its filters and metrics"
+    assert m, "docs/reference/scoring.md no longer lists its filters and metrics"
 
     def names(part: str) -> set[str]:
         out = set()
@@ -127,9 +127,9 @@ def readme_metrics_and_filters() -> tuple[set[str], set[str]]:
     return names(m.group(1)), names(m.group(2))
 
 
-def test_goldens_cover_the_readme_metrics_and_filters() -> None:
-    """Every metric and filter README lists has lm-eval-made per-sample values and aggregates in a golden
-    (pass_at_k as humaneval's ``!function utils.pass_at_k``, process_results as a task's own hook)."""
+def test_goldens_cover_the_documented_metrics_and_filters() -> None:
+    """Every metric and filter docs/reference/scoring.md lists has lm-eval-made per-sample values and aggregates
+    in a golden (pass_at_k as humaneval's ``!function utils.pass_at_k``, process_results as a task's own hook)."""
     metrics: set[str] = set()
     filters: set[str] = set()
     for name in ("fake", "tiny", "metrics", "hooks"):
@@ -143,7 +143,7 @@ def test_goldens_cover_the_readme_metrics_and_filters() -> None:
             assert t["samples"], t
         for res in g["lm_eval_results"]["results"].values():
             assert all(not isinstance(v, float) or not math.isnan(v) for v in res.values()), res
-    want_filters, want_metrics = readme_metrics_and_filters()
+    want_filters, want_metrics = documented_metrics_and_filters()
     assert len(want_metrics) >= 19 and len(want_filters) >= 10
     assert want_metrics - NOT_LM_EVAL <= metrics, want_metrics - NOT_LM_EVAL - metrics
     assert want_filters <= filters, want_filters - filters
@@ -176,7 +176,7 @@ def test_metrics_golden_exercises_its_filters() -> None:
 
 def test_samples_equal_with_numpy_at_avx2(tmp_path: Path) -> None:
     """The goldens hold one machine's numpy bits: on an AVX2-only CPU ``np.exp`` differs in the last bit
-    (brier_score's per-choice lists), within the README's 1e-9. Scored here with numpy's AVX-512 dispatch
+    (brier_score's per-choice lists), within the documented 1e-9. Scored here with numpy's AVX-512 dispatch
     off (what tests/kernelpath sets), every per-sample value still matches."""
     code = (
         "import sys, polars as pl\n"
@@ -190,7 +190,7 @@ def test_samples_equal_with_numpy_at_avx2(tmp_path: Path) -> None:
     )
     env = {
         **os.environ,
-        "PYTHONPATH": str(README.parent),
+        "PYTHONPATH": str(SCORING_PAGE.parents[2]),
         "NPY_DISABLE_CPU_FEATURES": AVX2_ENV["NPY_DISABLE_CPU_FEATURES"],
     }
     r = subprocess.run(

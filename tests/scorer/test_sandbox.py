@@ -171,7 +171,7 @@ _FOUR_CHILDREN = (
 
 @pytest.fixture
 def cgroups() -> None:
-    """The cgroup limits are part of what the README promises: a machine without a delegated cgroup v2
+    """The cgroup limits are part of what the docs promises: a machine without a delegated cgroup v2
     tree fails these tests with the reason (they are never skipped)."""
     assert sandbox_cgroup.cgroup_root() is not None, f"no cgroup here: {sandbox_cgroup.why_unavailable()}"
 

@@ -1,6 +1,6 @@
-"""Sandbox guarantees the README states that the other sandbox tests do not reach: the throwaway uid, the
+"""Sandbox guarantees the docs states that the other sandbox tests do not reach: the throwaway uid, the
 size cap of the writable temporary directory, the open-files limit, and the hidden /run and /var/tmp.
-Each program prints what it observed; the assertions pin the values the README promises."""
+Each program prints what it observed; the assertions pin the values the docs promises."""
 
 from __future__ import annotations
 
