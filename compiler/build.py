@@ -194,7 +194,15 @@ class TaskBuilder:
                     shot_cache[i] = turn
                 messages.extend(turn)
             out.append(self._doc(r, doc_id, doc, ids, messages, multiple_input, where))
-        return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes)
+        nulls = r.nulls.fields(self._data_file(), s.name)
+        return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes, nulls)
+
+    def _data_file(self) -> str:
+        """The evaluation split's data file, as a warning names it."""
+        s = self.config
+        split = s.test_split if s.test_split is not None else s.validation_split
+        assert split is not None
+        return self.data.origin(split)
 
     def _probe(self, r: Renderer, first: dict[str, Any]) -> tuple[int, int]:
         """lm-eval probes the first document to detect multiple-input / multiple-target tasks: (choices of a

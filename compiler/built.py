@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmeval.compiler.nullfields import NullField
 from lmeval.compiler.render import Renderer
 from lmeval.compiler.taskconfig import TaskConfig
 
@@ -84,6 +85,7 @@ class BuiltTask:
     multiple_input: int
     multiple_target: int
     notes: list[str] = field(default_factory=list)
+    null_fields: list[NullField] = field(default_factory=list)  # never in the plan (compiler/nullfields.py)
 
 
 @dataclass

@@ -20,11 +20,13 @@ CONF_DIR = conf_dir()
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
-    "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget",
+    "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
 )  # fmt: skip
 # Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
-OPTIONAL_RUN_KEYS = ("seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget")
+OPTIONAL_RUN_KEYS = (
+    "seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
+)  # fmt: skip
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
 
@@ -242,6 +244,7 @@ class RunConfig:
     chat_template_kwargs: dict[str, Any] | None = None  # run.chat_template_kwargs: into the chat template
     thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker at most
+    strict_fields: bool = False  # run.strict_fields: a prompt field rendering None is an error (compiler/nullfields.py)
 
     def options(self) -> BuildOptions:
         """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/seeds.py)."""
@@ -340,6 +343,10 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
         raise fail("needs run.apply_chat_template=true", field="run.chat_template_kwargs")
     r.chat_template_kwargs = ctk or None
     r.thinking_budget, r.answer_budget = _budgets(raw, r.reasoning)
+    strict = raw.get("strict_fields", False)
+    if not isinstance(strict, bool):
+        raise _bad("strict_fields", "true or false", strict)
+    r.strict_fields = strict
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
 

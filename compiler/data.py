@@ -145,6 +145,19 @@ class DataSource:
         assert self.data_dir is not None and s.dataset_path is not None
         return Path(self.data_dir) / local_name(s.dataset_path, s.dataset_name) / f"{split}.jsonl"
 
+    def origin(self, split: str) -> str:
+        """Where ``split``'s rows come from, as a message names it: the local data file, else the task file
+        (rows written in it) or the dataset."""
+        s = self.config
+        if s.preloaded is not None:
+            return s.source or s.name
+        local = s.custom_dataset is None and not (
+            s.dataset_path in ("json", "jsonl") and (s.dataset_kwargs or {}).get("data_files")
+        )
+        if local and self.data_dir is not None and s.dataset_path is not None:
+            return str(self.split_path(split))
+        return f"{self.describe()} split {split}"
+
     def _load(self, split: str) -> list[dict[str, Any]]:
         s = self.config
         if s.preloaded is not None:

@@ -41,6 +41,11 @@ class Compiled:
     locations: dict[str, Any]
     cache: CacheStats = field(default_factory=CacheStats)
 
+    @property
+    def warnings(self) -> list[str]:
+        """One line per task, prompt field and document field that rendered None (``compiler.nullfields``)."""
+        return [n.message() for p in self.parts for n in p.null_fields]
+
     @cached_property
     def records(self) -> list[Record]:
         return [r for p in self.parts for r in records_of(p)]
@@ -124,6 +129,10 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
         parts, stats = lm_eval_order_parts(sel, opts, chat, tok), CacheStats(uncacheable=len(sel.tasks))
     else:
         parts, stats, cache = build_parts(sel.tasks, opts, chat, tok, settings)
+    if run.strict_fields:
+        nulls = [n for p in parts for n in p.null_fields]
+        if nulls:
+            raise CompileError(nulls[0].message(strict=True))
     notes = [n for p in parts for n in p.notes]
     header = plan_header(portable, model, sel, [p.summary for p in parts], notes)
     try:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jinja2
+import jinja2.meta
 import jinja2.sandbox
 
 from lmeval.compiler.bounded import (
@@ -27,6 +28,7 @@ from lmeval.compiler.bounded import (
 )
 from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, resolve
+from lmeval.compiler.nullfields import NullCounter
 from lmeval.compiler.plaintemplate import plain_template, render_plain
 
 
@@ -37,11 +39,32 @@ def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
 # Sandboxed: a task file is data, so a template reaches no Python internals (``cycler.__init__.__globals__``,
 # ``''.__class__.__mro__``); every lm-eval template renders the same bytes in it (tests/parity, the lock test).
 # Bounded (compiler/bounded.py): no template can make the compiler run out of memory or time.
-_ENV = BoundedEnvironment(loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+# Every ``{{ }}`` output passes ``_finalize`` unchanged (the same bytes); it counts the Nones printed, so a
+# document field missing or null in the data is reported (compiler/nullfields.py), not rendered silently.
+_NONES = [0]
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        _NONES[0] += 1
+    return value
+
+
+_ENV = BoundedEnvironment(
+    loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True, finalize=_finalize
+)
 _ENV.filters["regex_replace"] = regex_replace
 _ENV.bound_filters()
 _TEMPLATES: dict[str, jinja2.Template] = {}
 _CONSTANT: dict[str, str] = {}  # templates without any Jinja syntax (lm-eval's descriptions) -> their output
+_NAMES: dict[str, list[str]] = {}  # template -> the variables it reads (for naming a None it printed)
+
+
+def _names(text: str) -> list[str]:
+    names = _NAMES.get(text)
+    if names is None:
+        names = _NAMES[text] = sorted(jinja2.meta.find_undeclared_variables(_ENV.parse(text)))
+    return names
 
 
 def compile_template(text: str, *, task: str, field: str, source: str | None) -> jinja2.Template:
@@ -75,6 +98,7 @@ class Renderer:
         self.features = set(features)
         self.has_choice = has_choice
         self.render_seconds = 0.0  # all of this task's renderings so far (bounded by TASK_RENDER_SECONDS)
+        self.nulls = NullCounter()  # evaluation documents whose template printed a None
 
     def _err(self, field: str, doc_id: int | None, msg: str) -> Exception:
         return fail(msg, file=self.source, task=self.task, field=field, doc_id=doc_id)
@@ -92,9 +116,13 @@ class Renderer:
             if plain is not None:
                 return plain
         start = time.monotonic()
+        nones = _NONES[0]
         try:
             with deadline(RENDER_SECONDS, "the template"):
-                return render_capped(t, doc)
+                out = render_capped(t, doc)
+            if _NONES[0] != nones and doc_id is not None:
+                self.nulls.add(field, _names(text), doc, doc_id)
+            return out
         except Bounded as e:
             raise self._err(field, doc_id, f"template exceeds a bound: {e}") from None
         except jinja2.sandbox.SecurityError as e:

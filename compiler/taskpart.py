@@ -3,8 +3,9 @@ encoded records, ``plans.sealparts.EncodedTask``), built from a ``BuiltTask``, a
 build-cache entry, which worker processes also hand back.
 
 An entry is ``MAGIC``, the sha256 of the payload, the payload's length (8 bytes, big-endian), then the payload: a
-msgpack map of the cache key, the summary, the notes, the record lengths and counts and the task's zstd frames
-(each with zstd's own content checksum). ``unpack_part`` checks all of it (length, sha256, key, every frame's
+msgpack map of the cache key, the summary, the notes, the null-field counts (``compiler.nullfields``: a cached
+build warns as a fresh one does), the record lengths and counts and the task's zstd frames (each with zstd's own
+content checksum). ``unpack_part`` checks all of it (length, sha256, key, every frame's
 declared size and checksum, the lengths adding up) and raises ``CorruptEntry`` on any mismatch: an entry is
 rebuilt, never trusted."""
 
@@ -19,6 +20,7 @@ import zstandard
 
 from lmeval.compiler.built import BuildOptions, BuiltTask
 from lmeval.compiler.header import task_summary
+from lmeval.compiler.nullfields import NullField
 from lmeval.compiler.task_records import task_records
 from lmeval.compiler.tokens import ModelTokenizer
 from lmeval.plans.integrity import task_hash
@@ -26,7 +28,7 @@ from lmeval.plans.records import TaskSummary
 from lmeval.plans.sealparts import EncodedTask, encode_frames
 from lmeval.plans.storage import FRAME_MAX, MAX_WINDOW
 
-MAGIC = b"LMEVAL-BUILD-2\n"
+MAGIC = b"LMEVAL-BUILD-3\n"  # 3: entries carry the null-field counts (2's are rebuilt)
 _HEAD = len(MAGIC) + 32 + 8
 
 
@@ -40,6 +42,7 @@ class TaskPart:
     notes: list[str]
     encoded: EncodedTask
     digest: str = ""  # the sha256 of its entry's payload (hex) when it went through one: what its bytes are
+    null_fields: tuple[NullField, ...] = ()  # what its prompts rendered as None (never in the plan)
 
 
 def entry_digest(entry: bytes) -> str:
@@ -57,7 +60,7 @@ def part_of(bt: BuiltTask, opts: BuildOptions, tok: ModelTokenizer | None) -> Ta
     frames = encode_frames(data, lengths)
     th = task_hash(summary, [0, len(data)] if data else None, data)
     enc = EncodedTask(bt.config.name, data, lengths, summary.n_docs, summary.n_instances, frames, th)
-    return TaskPart(summary, list(bt.notes), enc)
+    return TaskPart(summary, list(bt.notes), enc, null_fields=tuple(bt.null_fields))
 
 
 def pack_part(key: str, part: TaskPart) -> bytes:
@@ -68,6 +71,7 @@ def pack_part(key: str, part: TaskPart) -> bytes:
             "key": key,
             "summary": part.summary.to_dict(),
             "notes": part.notes,
+            "null_fields": [n.to_list() for n in part.null_fields],
             "lengths": e.lengths,
             "n_docs": e.n_docs,
             "n_instances": e.n_instances,
@@ -100,6 +104,7 @@ def unpack_part(blob: bytes, key: str, lazy: bool = False) -> TaskPart:
         lengths: list[int] = m["lengths"]
         frames: list[tuple[int, bytes]] = [(int(n), bytes(b)) for n, b in m["frames"]]
         notes = [str(x) for x in m["notes"]]
+        nulls = tuple(NullField.from_list(x) for x in m["null_fields"])
         n_docs, n_inst = int(m["n_docs"]), int(m["n_instances"])
         th = str(m["task_hash"])
     except CorruptEntry:
@@ -117,7 +122,7 @@ def unpack_part(blob: bytes, key: str, lazy: bool = False) -> TaskPart:
     if (summary.n_docs, summary.n_instances) != (n_docs, n_inst):
         raise CorruptEntry("record counts disagree with the summary")
     enc = EncodedTask(summary.name, data, lengths, n_docs, n_inst, frames, th)
-    return TaskPart(summary, notes, enc, digest.hex())
+    return TaskPart(summary, notes, enc, digest.hex(), nulls)
 
 
 def _declared(n: int, stored: bytes) -> int:

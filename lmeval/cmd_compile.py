@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     for combo, c in compiled:
         for note in c.header.extra.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
+        for warning in c.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         path = c.write(args.out, codec="none" if args.no_compress else "zstd")
         if args.multirun:
             print(f"[{' '.join(combo)}]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         show_check_cost()
 
     c = compile_located(list(args.overrides))
+    for warning in c.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`

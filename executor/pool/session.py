@@ -9,7 +9,8 @@ against the plan and commits them atomically as one part (executor/pool/chunksto
 writer, so a worker that dies mid-chunk leaves nothing behind: its chunks go back to the queue (Ray restarts
 the actor, up to ``MAX_RESTARTS`` times), each chunk at most ``max_attempts`` times, after which the run
 stops with a one-line error naming the chunk and the cause, every committed chunk kept. A killed driver
-takes its actors with it; rerunning the same command resumes from the committed parts.
+takes its actors with it (on one machine, every process of its Ray instance: executor/pool/guard.py);
+rerunning the same command resumes from the committed parts.
 
 Here: connecting to Ray, sizing the pool and starting it (``PoolSession``); the worker is executor/pool/worker.py,
 the driver's dispatch loop executor/pool/dispatch.py.
@@ -32,6 +33,7 @@ from lmeval.executor.options import PoolOptions
 from lmeval.executor.pool.chunks import Chunk, default_chunk_size, make_chunks
 from lmeval.executor.pool.chunkstore import check_chunk_parts, check_complete
 from lmeval.executor.pool.dispatch import MAX_RESTARTS, DispatchJob, Worker, drive
+from lmeval.executor.pool.guard import Guard, start_guard
 from lmeval.executor.pool.worker import EngineWorker, parallel_size
 from lmeval.executor.progress import Progress
 from lmeval.plans.records import InstanceRecord
@@ -112,8 +114,13 @@ class PoolSession:
             check_chunk_parts(out_dir, plan_hash)
         if opts.chunk_size is not None and opts.chunk_size < 1:
             raise ExecuteError(f"--chunk-size {opts.chunk_size}: must be at least 1")
-        self.started = connect(self.ray, opts)
+        self.started = False
+        # a Ray instance of our own dies with this process, SIGKILLed or not (executor/pool/guard.py)
+        self.guard: Guard | None = None
+        if opts.address is None and not self.ray.is_initialized():
+            self.guard = start_guard()
         try:
+            self.started = connect(self.ray, opts)
             self.n, self.g, self.c = plan_resources(spec, opts, self.ray.cluster_resources())
         except BaseException:
             self.close()
@@ -123,6 +130,9 @@ class PoolSession:
         if self.started:
             self.ray.shutdown()
             self.started = False
+        if self.guard is not None:
+            self.guard.close()
+            self.guard = None
 
     def run(
         self,

@@ -1,5 +1,6 @@
 """Clustered standard errors, intervals and power (#40) on real runs: SmolLM2-135M-Instruct and the tiny
-model (the hf backend: no engine start for 96 short requests), 0-shot, on three MMLU subjects of four documents each (``mmlu_clusters``), scored once per module.
+model (the hf backend: no engine start for 96 short requests), 0-shot, on three MMLU subjects of four
+documents each (``mmlu_clusters``), scored once per module.
 
 - the clustered stderr of the group (clusters: its subjects) and of the mixed task (``metadata.cluster_key:
   subject``) equals the sandwich estimator written out here, and the interval is value ± z·se;

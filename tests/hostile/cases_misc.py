@@ -1,12 +1,13 @@
-"""The smaller ones: a spec line whose task_id holds a lone surrogate, a task YAML with a boolean key, and
-``run.include_path`` at the file-system root (compile and ``lmeval ls``)."""
+"""The smaller ones: a spec line whose task_id holds a lone surrogate, a task YAML with a boolean key,
+``run.include_path`` at the file-system root (compile and ``lmeval ls``), and data rows missing the field the
+prompt names (or null in it) under ``run.strict_fields=true``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.hostile.corpus import MINI_YAML, Base, Case, case, compile_task, spec_line, task_dir
+from tests.hostile.corpus import MINI_YAML, Base, Case, case, compile_task, data_dir_with, spec_line, task_dir
 
 
 @case("spec")
@@ -39,3 +40,14 @@ def override_include_path_is_root(tmp: Path, base: Base) -> Case:
 @case("overrides")
 def ls_include_path_is_root(tmp: Path, base: Base) -> Case:
     return Case(["ls", "--include-path", "/"], ("run.include_path '/'", "file-system root"), timeout=60)
+
+
+@case("data")
+def data_prompt_field_missing_or_null_strict(tmp: Path, base: Base) -> Case:
+    rows = [{"question": "1 + 1", "answer": "2"}, {"answer": "3"}, {"question": None, "answer": "4"}]
+    data = data_dir_with(tmp, [json.dumps(r) for r in rows])
+    d = task_dir(tmp, MINI_YAML)
+    argv = [*compile_task(d, "mini", data, tmp), "run.strict_fields=true"]
+    needles = (str(data / "mini" / "test.jsonl"), "task mini", "field doc_to_text", "'question'",
+               "in 2 document(s), first doc 1", "run.strict_fields")  # fmt: skip
+    return Case(argv, needles, absent=[tmp / "out.msgpack"])
