@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_log",
     "lmeval.cmd_ls",
     "lmeval.cmd_contamination",
+    "lmeval.cmd_batch",
 )
 
 
@@ -41,6 +42,7 @@ MODULE_OF = {
     "run": "lmeval.cmd_run", "diff": "lmeval.cmd_diff", "lock": "lmeval.cmd_lock",
     "validate": "lmeval.cmd_validate", "report": "lmeval.cmd_report", "export": "lmeval.cmd_export",
     "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination", "log": "lmeval.cmd_log",
+    "export-batch": "lmeval.cmd_batch", "import-batch": "lmeval.cmd_batch",
 }  # fmt: skip
 
 
