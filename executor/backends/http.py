@@ -3,7 +3,8 @@ request budget, and the thread pool that keeps ``concurrency`` requests in fligh
 
 A request is retried when the server says "later" (429, honouring ``Retry-After``), fails on its side (500,
 502, 503, 504), times out, drops the connection or answers with a body that is not JSON (a truncated
-response); it fails at once on any other HTTP status (400, 401, 404: retrying cannot help). Backoff doubles
+response); it fails at once on any other HTTP status (400, 401, 404: retrying cannot help) and when nothing
+listens at the address (connection refused: a wrong ``base_url``). Backoff doubles
 from ``backoff_s`` up to ``max_backoff_s``. Every attempt, retries included, spends one request of the run's
 budget (``max_requests``; ``None``: unlimited). A request that fails for good raises ``RequestFailed``
 naming it; the job loop adds the task, doc and instance it belongs to.
@@ -124,6 +125,8 @@ class HttpClient:
                 last = f"timed out after {self.timeout_s:g}s"
             except (urllib.error.URLError, OSError) as err:
                 reason = getattr(err, "reason", err)
+                if isinstance(reason, ConnectionRefusedError):  # nothing listens there: a wrong URL, not a hiccup
+                    raise RequestFailed(f"{what}: cannot reach the server ({reason})", key) from None
                 last = f"timed out after {self.timeout_s:g}s" if isinstance(reason, TimeoutError) else f"{reason}"
             if attempt + 1 < attempts:
                 with self._lock:

@@ -149,3 +149,13 @@ def test_request_budget_stops_the_run_and_resume_finishes(gsm8k_plan: Path, stub
     assert len(stub.bodies) == 3 and len(read_results(out)) == 3
     _run(gsm8k_plan, out, _overrides(stub, concurrency=1, max_requests=3))
     assert len(stub.bodies) == 4 and len(read_results(out)) == 4
+
+
+def test_a_wrong_address_fails_at_once(tmp_path: Path) -> None:
+    with serving() as s:
+        url = s.url  # the port is free again once the stub is gone
+    client = HttpClient({"base_url": url, "backoff_s": 5})
+    client.sleep = lambda s: pytest.fail("a refused connection is not retried")
+    with pytest.raises(RequestFailed, match=r"/chat/completions: cannot reach the server"):
+        client.request("POST", "/chat/completions", {"model": "m"})
+    assert client.sent == 1
