@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from lmeval.executor import budgets
 from lmeval.executor.backends.base import Backend
+from lmeval.executor.backends.http import RequestFailed
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import (
@@ -202,13 +203,19 @@ class JobLoop:
             if n == 0:  # a rolling request with no tokens
                 finish(j)
         generated = 0
-        for i, out in kind.run(backend, inputs):
-            j, w = owner[i]
-            outs[j][w] = out
-            generated += kind.generated(out)
-            left[j] -= 1
-            if left[j] == 0:
-                finish(j)
+        try:
+            for i, out in kind.run(backend, inputs):
+                j, w = owner[i]
+                outs[j][w] = out
+                generated += kind.generated(out)
+                left[j] -= 1
+                if left[j] == 0:
+                    finish(j)
+        except RequestFailed as e:  # an HTTP backend's request that failed for good: name its Instance
+            named = groups.get(e.key or "")
+            if named:
+                raise RequestFailed(f"{where(self.plan_path, named[0])}: {e}", e.key) from None
+            raise
         stats.distinct_tokens += distinct_positions([x.ids for x in inputs]) + generated
         sink.flush()
 

@@ -27,7 +27,8 @@ from lmeval.plans.reasoning import Reasoning, parse_reasoning
 from lmeval.plans.records import PlanHeader
 from lmeval.plans.tokenization import TokenRule
 
-BACKENDS = ("vllm", "hf", "openai", "fake")
+BACKENDS = ("vllm", "hf", "openai", "openai-chat", "fake")
+HTTP_BACKENDS = ("openai", "openai-chat")  # a model reached over HTTP: known by name, no local directory needed
 CONF_DIR = conf_dir("model")
 
 
@@ -180,7 +181,7 @@ def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> Mode
     directory (a remote model known by name)."""
     package, gguf_file = spec.raw.get("package"), spec.raw.get("gguf_file")
     from_gguf = header is not None and (header.model.tokenizer or "").startswith("gguf-sha256:")
-    if spec.path is None and not package and spec.name != "tiny" and spec.backend != "openai":
+    if spec.path is None and not package and spec.name != "tiny" and spec.backend not in HTTP_BACKENDS:
         where = "model.path=FILE.gguf (or model=NAME)" if from_gguf else "model.path=DIR"
         raise ExecuteError(
             f"model {spec.name}: the plan does not say where the model lives (plans hold no machine paths); "
@@ -195,7 +196,7 @@ def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> Mode
     if revision is None and header is not None and header.model.revision and spec.path:
         if spec.path == header.model.path:  # the Hub id the plan was compiled for, with no revision named
             revision = header.model.revision
-    if spec.backend == "openai" and spec.path is not None and not Path(os.path.expanduser(spec.path)).is_dir():
+    if spec.backend in HTTP_BACKENDS and spec.path is not None and not Path(os.path.expanduser(spec.path)).is_dir():
         return None
     try:
         return resolve_model(spec.path, revision, gguf_file=gguf_file, package=package)

@@ -234,6 +234,15 @@ _MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_compl
 _IGNORED_KEYS = {"do_sample", "temperature", "until", BUDGET_KEY, *_MAX_TOKEN_ALIASES}
 
 
+def max_tokens_of(kwargs: dict[str, Any] | None, default_max: int) -> int:
+    """The most tokens a generation may produce: ``max_gen_toks`` or one of its aliases, else the default."""
+    kw = kwargs or {}
+    for alias in _MAX_TOKEN_ALIASES:
+        if kw.get(alias) is not None:
+            return int(kw[alias])
+    return default_max
+
+
 def gen_params(
     kwargs: dict[str, Any] | None, eos: str | None, default_max: int, repeats: int, key: str, where: str
 ) -> tuple[GenParams, list[str]]:
@@ -250,11 +259,7 @@ def gen_params(
         raise ExecuteError(f"{where}: generation_kwargs.until must be a string or a list of strings")
     if eos is not None and eos not in until:
         until.append(eos)
-    max_tokens = default_max
-    for alias in _MAX_TOKEN_ALIASES:
-        if kw.get(alias) is not None:
-            max_tokens = int(kw[alias])
-            break
+    max_tokens = max_tokens_of(kw, default_max)
     try:
         temperature = float(kw.get("temperature", 0.0) or 0.0)
     except (TypeError, ValueError):

@@ -21,6 +21,7 @@ from typing import Any
 from lmeval.executor import faults, hardware
 from lmeval.executor.backends import start_backend
 from lmeval.executor.backends.base import Backend
+from lmeval.executor.backends.http import RequestFailed
 from lmeval.executor.efficiency import efficiency
 from lmeval.executor.engineconf import model_facts
 from lmeval.executor.errors import ExecuteError
@@ -99,6 +100,12 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
     vocab = vocab_size(model_dir) if model_dir is not None and spec.backend in ("vllm", "hf") else None
     if vocab is not None:
         check_token_ids(instances, vocab, plan_path)  # a forged id never reaches the engine
+    if spec.backend == "openai-chat":
+        from lmeval.executor.backends.openai_chat import chat_refusal
+
+        refusal = chat_refusal(header, instances, plan_path)
+        if refusal:
+            raise ExecuteError(refusal)
     ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
     table = reuse_table(opts.reuse, ident) if opts.reuse else None
@@ -183,7 +190,11 @@ class _Run:
                             manifest=manifest)  # fmt: skip
             elif todo:
                 backend = self.load(factory, todo, manifest, bar)
-                JobLoop(backend, self.spec, self.plan_path, writer, stats).run(todo, bar.phase)
+                try:
+                    JobLoop(backend, self.spec, self.plan_path, writer, stats).run(todo, bar.phase)
+                except RequestFailed:
+                    writer.flush()  # the requests that finished stay: a rerun resumes after them
+                    raise
             writer.flush()
             manifest.finished = now()
             manifest.stats = stats.as_dict()

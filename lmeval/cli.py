@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_ls",
     "lmeval.cmd_contamination",
     "lmeval.cmd_power",
+    "lmeval.cmd_batch",
 )
 
 
@@ -43,6 +44,7 @@ MODULE_OF = {
     "validate": "lmeval.cmd_validate", "report": "lmeval.cmd_report", "export": "lmeval.cmd_export",
     "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination", "log": "lmeval.cmd_log",
     "plan-power": "lmeval.cmd_power",
+    "export-batch": "lmeval.cmd_batch", "import-batch": "lmeval.cmd_batch",
 }  # fmt: skip
 
 

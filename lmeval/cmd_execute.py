@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
         "overrides",
         nargs="*",
         metavar="OVERRIDE",
-        help="model=NAME, model.path=DIR, model.backend=vllm|hf|openai|fake, model.engine.KEY=VALUE",
+        help="model=NAME, model.path=DIR, model.backend=vllm|hf|openai|openai-chat|fake, model.engine.KEY=VALUE",
     )
     p.add_argument("--out", help="results directory (default: results/<plan_hash12>-<model>/)")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (by instance id)")

@@ -18,6 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--task", help="only this task")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per Instance (lm-eval's fields)")
     p.add_argument("--config", action="store_true", help="also print the resolved config")
+    p.add_argument(
+        "--cost",
+        action="store_true",
+        help="print per task the requests, prompt tokens and most generated tokens (max_gen_toks x repeats)",
+    )
+    p.add_argument("--price-in", type=float, metavar="USD", help="with --cost: price per million prompt tokens")
+    p.add_argument("--price-out", type=float, metavar="USD", help="with --cost: price per million generated tokens")
     p.set_defaults(func=run)
 
 
@@ -113,6 +120,15 @@ def run(args: argparse.Namespace) -> int:
             from lmeval.plans.errors import UserError
 
             raise UserError(f"{args.plan}: no task {args.task!r} in plan")
+        if args.cost or args.price_in is not None or args.price_out is not None:
+            from lmeval.executor.cost import cost_lines, plan_cost
+
+            costs = plan_cost(reader.header, _instances(reader, args.task))  # a full pass: verifies the plan
+            if args.task:
+                costs = [c for c in costs if c.task == args.task]
+            for line in cost_lines(costs, args.price_in, args.price_out):
+                print(line)
+            return 0
         if args.jsonl:
             write = sys.stdout.write
             for rec in _instances(reader, args.task):

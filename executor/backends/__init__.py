@@ -22,6 +22,10 @@ def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
         from lmeval.executor.backends.openai_api import OpenAIBackend
 
         return OpenAIBackend(spec, model_dir)
+    if spec.backend == "openai-chat":
+        from lmeval.executor.backends.openai_chat import OpenAIChatBackend
+
+        return OpenAIChatBackend(spec, model_dir)
     assert model_dir is not None
     if spec.backend == "hf":
         from lmeval.executor.backends.hf import HFBackend

@@ -1,0 +1,138 @@
+"""The ``openai-chat`` backend: an OpenAI-compatible chat endpoint (``/v1/chat/completions``).
+
+Each generation is one chat request: the plan's rendered prompt as a single user message (the server applies
+its own chat template), the plan's stop strings, ``max_gen_toks`` and sampling settings. The answer's text is
+cut at the stop strings as any backend's is. Log-likelihood requests cannot run on a chat endpoint, and a plan
+compiled with a chat template is refused too: the plan keeps the rendered prompt, not the messages it was
+rendered from, and the executor never renders a prompt (``chat_refusal``, checked before anything runs).
+
+Settings (``model.engine``): ``base_url`` (default ``$OPENAI_BASE_URL`` or ``http://127.0.0.1:8000/v1``),
+``model`` (default: the server's only model), ``api_key`` (default ``$OPENAI_API_KEY``), ``concurrency``
+(parallel requests, default 8), ``max_stop`` (send at most this many stop strings: OpenAI's API takes 4; all
+are still applied to the answer), and the HTTP client's ``timeout_s``, ``retries``, ``backoff_s``,
+``max_backoff_s`` and ``max_requests`` (executor/backends/http.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run
+from lmeval.executor.backends.http import HttpClient, RequestFailed, run_concurrently
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
+from lmeval.plans.budgets import KEY as BUDGET_KEY
+from lmeval.plans.records import InstanceRecord, PlanHeader
+
+NAME = "openai-chat"
+SCORING_TYPES = ("loglikelihood", "loglikelihood_rolling")
+
+
+def compiled_with_chat_template(header: PlanHeader) -> bool:
+    run = header.config.get("run") if isinstance(header.config, dict) else None
+    applied = bool(run.get("apply_chat_template")) if isinstance(run, dict) else False
+    return applied or header.model.chat_template_hash is not None
+
+
+def chat_refusal(header: PlanHeader, instances: Sequence[InstanceRecord], plan_path: str) -> str | None:
+    """Why these Instances cannot run on a chat endpoint (one line naming the task), or None."""
+    for inst in instances:
+        if BUDGET_KEY in (inst.generation_kwargs or {}):
+            return (
+                f"{plan_path}: task {inst.task}: a thinking budget runs in two phases on token ids; a chat "
+                "endpoint takes messages (run this task on the vllm or hf backend)"
+            )
+        if inst.request_type in SCORING_TYPES:
+            return (
+                f"{plan_path}: task {inst.task}: {inst.request_type} requests need log-probabilities of given "
+                f"text, which a chat endpoint does not return; run this task on the openai, vllm or hf backend"
+            )
+    if instances and compiled_with_chat_template(header):
+        return (
+            f"{plan_path}: task {instances[0].task}: the plan was compiled with run.apply_chat_template=true and "
+            "keeps the rendered prompt, not its chat messages; recompile without a chat template (the chat "
+            "server applies its own) or run on the openai backend"
+        )
+    return None
+
+
+def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str, Any]:
+    """The ``/v1/chat/completions`` body of one generation."""
+    p = x.params
+    stop = list(p.stop) if max_stop is None else list(p.stop)[:max_stop]
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": x.text}],
+        "max_tokens": p.max_tokens,
+        "temperature": p.temperature,
+        "top_p": p.top_p,
+        "n": samples_to_run(p),
+    }
+    if stop:
+        body["stop"] = stop
+    if p.seed is not None:
+        body["seed"] = p.seed
+    if p.top_k:
+        body["top_k"] = p.top_k
+    return body
+
+
+def chat_output(resp: Any, n: int, what: str) -> GenOutput:
+    """A chat completion as the executor's output; ``ValueError`` for an answer without ``n`` messages."""
+    if not isinstance(resp, dict) or not isinstance(resp.get("choices"), list):
+        raise ValueError(f"{what}: the answer has no choices")
+    choices = sorted(resp["choices"], key=lambda c: int(c.get("index", 0)) if isinstance(c, dict) else 0)
+    if len(choices) != n:
+        raise ValueError(f"{what}: {len(choices)} choices for n={n}")
+    samples = []
+    for c in choices:
+        msg = c.get("message") if isinstance(c, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if content is not None and not isinstance(content, str):
+            raise ValueError(f"{what}: message content is not text")
+        samples.append(Sample(text=content or "", token_ids=None, finish_reason=str(c.get("finish_reason") or "stop")))
+    return GenOutput(samples)
+
+
+class OpenAIChatBackend:
+    name = NAME
+
+    def __init__(self, spec: ModelSpec, model_dir: Path | None) -> None:
+        e = spec.engine
+        self.http = HttpClient(e)
+        self.base_url = self.http.base_url
+        self.concurrency = int(e.get("concurrency") or 8)
+        self.max_stop = int(e["max_stop"]) if e.get("max_stop") is not None else None
+        self.model = str(e.get("model") or self.http.only_model())
+        # with the model's tokenizer its EOS text is a stop string, as on every other backend
+        self.tokenizer = load_hf_tokenizer(model_dir) if model_dir is not None else None
+        self.max_length = int(spec.max_model_len or 1 << 20)  # the server truncates nothing we send: text
+
+    def engine_args(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "model": self.model, "concurrency": self.concurrency, "endpoint": "chat"}
+
+    def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
+        if inputs:  # run.py refuses such plans first, naming the task (chat_refusal)
+            raise ExecuteError("the openai-chat backend cannot score log-likelihoods")
+        return iter(())
+
+    def _generate_one(self, x: GenInput) -> GenOutput:
+        n = samples_to_run(x.params)
+        what = f"POST {self.base_url}/chat/completions"
+        for attempt in range(2):  # an answer that is JSON but not a chat completion: asked once more
+            resp = self.http.request("POST", "/chat/completions", chat_body(self.model, x, self.max_stop), key=x.key)
+            try:
+                return chat_output(resp, n, what)
+            except ValueError as e:
+                if attempt == 1:
+                    raise RequestFailed(str(e), x.key) from None
+        raise AssertionError("unreachable")
+
+    def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
+        return run_concurrently(self._generate_one, inputs, self.concurrency)
+
+    def close(self) -> None:
+        pass

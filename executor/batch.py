@@ -1,0 +1,267 @@
+"""The plan as a provider batch job: ``export_batch`` writes OpenAI's batch input JSONL, ``import_batch`` turns
+the provider's output file into a results directory that scores like an executed one.
+
+One line per distinct request (Instances with the same request hash are asked once, as ``execute`` does);
+its ``custom_id`` is the Instance id of the request's first Instance, and the import answers every Instance of
+that request. The body is the one the HTTP backends send (``openai_chat.chat_body`` for
+``/v1/chat/completions``, ``openai_api.completion_body`` for ``/v1/completions``), built by the executor's own
+job code from the plan and the model settings, so the import cuts answers at the same stop strings.
+
+Import checks: a line that is not JSON, a ``custom_id`` that is not one of this export's ids (a foreign id)
+or one seen twice is refused in one line and nothing is written. A request with no answer (absent, or the
+provider's error) is left out: the import is partial, its manifest unfinished, and importing another output
+file into the same directory (the re-run of the missing requests; ``export-batch --resume DIR`` exports
+only those) completes it. Rows already in the directory are kept, and answers to them skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lmeval.common.atomic import write_atomic
+from lmeval.executor.backends.base import load_hf_tokenizer
+from lmeval.executor.backends.openai_api import completion_body, completion_output
+from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
+from lmeval.executor.errors import ExecuteError
+from lmeval.executor.hardware import versions
+from lmeval.executor.instances import load_instances
+from lmeval.executor.jobloop import group, result_row, where
+from lmeval.executor.modelconf import (
+    ModelSpec,
+    check_token_rule,
+    check_tokenizer,
+    model_identity,
+    model_spec,
+    resolve_model_config,
+    resolve_model_ref,
+)
+from lmeval.executor.requests import GenJob, GenOutput, Tokenizer, gen_job, gen_result, token_rule
+from lmeval.executor.resume import check_resume
+from lmeval.executor.store import ResultsDir
+from lmeval.plans.errors import PlanError
+from lmeval.plans.records import InstanceRecord, PlanHeader
+from lmeval.plans.results import RunManifest
+from lmeval.plans.rowcheck import plan_keys
+
+ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}  # under /v1, as the backends post
+
+
+@dataclass
+class BatchRequest:
+    custom_id: str  # the Instance id of the request's first Instance
+    job: GenJob
+    members: list[InstanceRecord]  # every Instance this request answers
+
+
+@dataclass
+class BatchPlan:
+    plan_path: str
+    header: PlanHeader
+    instances: list[InstanceRecord]
+    spec: ModelSpec
+    ident: dict[str, Any]
+    tokenizer: Tokenizer | None
+    model: str  # the model name the bodies carry
+    endpoint: str  # chat | completions
+    requests: dict[str, BatchRequest]
+
+
+def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider: str = "openai") -> BatchPlan:
+    """The plan's requests as batch lines would carry them, after the checks ``execute`` makes."""
+    if endpoint not in ENDPOINTS:
+        raise ExecuteError(f"--endpoint {endpoint}: expected one of {', '.join(ENDPOINTS)}")
+    header, instances = load_instances(plan_path, None)
+    spec = model_spec(resolve_model_config(header, overrides))
+    ref = resolve_model_ref(replace(spec, backend="openai"), header)  # a model known by name is fine
+    model_dir = ref.dir if ref is not None else None
+    tok_hash = check_tokenizer(header, model_dir, plan_path)
+    spec = check_token_rule(header, spec, plan_path)
+    refusal = chat_refusal(header, instances, plan_path) if endpoint == "chat" else None
+    for inst in instances:
+        if refusal is None and inst.request_type != "generate_until":
+            refusal = (
+                f"{plan_path}: task {inst.task}: {inst.request_type} requests are not exported to a batch (yet); "
+                "run this task with lmeval execute"
+            )
+    if refusal:
+        raise ExecuteError(refusal)
+    tok = load_hf_tokenizer(model_dir) if model_dir is not None else None
+    rule = token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, tok)
+    max_length = int(spec.max_model_len or 1 << 20)
+    requests: dict[str, BatchRequest] = {}
+    for members in group(instances).values():
+        first = members[0]
+        job = gen_job(first, tok, rule, max_length, spec.max_gen_toks, where(plan_path, first), spec.reasoning)
+        requests[first.instance_id] = BatchRequest(first.instance_id, job, members)
+    ident = model_identity(replace(spec, backend=f"batch:{provider}"), model_dir, tok_hash, ref)
+    model = str(spec.engine.get("model") or spec.name)
+    return BatchPlan(plan_path, header, instances, spec, ident, tok, model, endpoint, requests)
+
+
+def request_line(bp: BatchPlan, req: BatchRequest) -> dict[str, Any]:
+    x = req.job.input
+    max_stop = bp.spec.engine.get("max_stop")
+    if bp.endpoint == "chat":
+        body = chat_body(bp.model, x, int(max_stop) if max_stop is not None else None)
+    else:
+        body = completion_body(bp.model, x)
+    return {"custom_id": req.custom_id, "method": "POST", "url": "/v1" + ENDPOINTS[bp.endpoint], "body": body}
+
+
+def export_batch(
+    plan_path: str, out: str, overrides: Sequence[str] = (), endpoint: str = "chat", resume: str | None = None
+) -> int:
+    """Write the batch input file ``out``; the number of lines. ``resume``: a results directory of this plan
+    (an earlier, partial import): only the requests it has no rows for are exported."""
+    bp = batch_plan(plan_path, overrides, endpoint)
+    done: set[str] = set()
+    if resume is not None:
+        store = ResultsDir(resume)
+        if store.existing_manifest() is None:
+            raise ExecuteError(f"--resume {resume}: not a results directory (no manifest.json)")
+        done = store.done_ids(plan_keys(bp.instances), plan_path)
+    lines = [
+        json.dumps(request_line(bp, r), ensure_ascii=False, sort_keys=True)
+        for r in bp.requests.values()
+        if not all(m.instance_id in done for m in r.members)
+    ]
+    data = "".join(line + "\n" for line in lines).encode()
+    write_atomic(out, lambda f: f.write(data))
+    return len(lines)
+
+
+@dataclass
+class Answer:
+    custom_id: str
+    output: GenOutput | None  # None: the provider's error for this request
+    error: str = ""
+
+
+def read_output(path: str, bp: BatchPlan) -> list[Answer]:
+    """The provider's output file, checked against the export (one-line ``ExecuteError`` naming the line)."""
+    answers: list[Answer] = []
+    seen: dict[str, int] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ExecuteError(f"{path}: cannot read the batch output ({e})") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        at = f"{path} line {n}"
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise ExecuteError(f"{at}: not JSON (a truncated or corrupted output file)") from None
+        cid = rec.get("custom_id") if isinstance(rec, dict) else None
+        if not isinstance(cid, str):
+            raise ExecuteError(f"{at}: no custom_id")
+        if cid not in bp.requests:
+            raise ExecuteError(f"{at}: custom_id {cid!r} is not a request of {bp.plan_path} (a foreign id)")
+        if cid in seen:
+            raise ExecuteError(f"{at}: custom_id {cid} appears twice (first on line {seen[cid]})")
+        seen[cid] = n
+        answers.append(_answer(rec, bp.requests[cid], at))
+    return answers
+
+
+def _answer(rec: dict[str, Any], req: BatchRequest, at: str) -> Answer:
+    resp = rec.get("response")
+    status = resp.get("status_code") if isinstance(resp, dict) else None
+    if rec.get("error") or status != 200:
+        return Answer(req.custom_id, None, json.dumps(rec.get("error") or {"status_code": status})[:200])
+    body = resp.get("body") if isinstance(resp, dict) else None
+    n = req.job.input.params.n if not req.job.input.params.greedy else 1
+    try:
+        if isinstance(body, dict) and body.get("object") == "text_completion":
+            return Answer(req.custom_id, completion_output(body))
+        return Answer(req.custom_id, chat_output(body, n, at))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ExecuteError(f"{at}: custom_id {req.custom_id}: not a completion ({e})") from None
+
+
+def import_batch(
+    plan_path: str, output: str, out: str, overrides: Sequence[str] = (), endpoint: str = "chat",
+    provider: str = "openai",
+) -> Path:  # fmt: skip
+    """Write the answers of ``output`` into the results directory ``out`` (see the module docstring)."""
+    plan_path = str(plan_path)
+    bp = batch_plan(plan_path, overrides, endpoint, provider)
+    answers = read_output(output, bp)
+    store = ResultsDir(out)
+    store.lock()
+    try:
+        existing = store.existing_manifest()
+        if existing is not None:
+            check_resume(existing, bp.header, None, bp.ident, store.path)
+            if existing.backend != f"batch:{provider}":
+                raise ExecuteError(f"{out}: holds results of backend {existing.backend}, not batch:{provider}")
+        try:
+            done = store.done_ids(plan_keys(bp.instances), plan_path) if existing is not None else set()
+        except PlanError as e:
+            raise ExecuteError(f"{e}; cannot import into {out}") from None
+        rows: list[dict[str, Any]] = []
+        failed = [a for a in answers if a.output is None]
+        for a in answers:
+            if a.output is None:
+                continue
+            req = bp.requests[a.custom_id]
+            res = gen_result(req.job, a.output, bp.tokenizer)
+            rows.extend(result_row(m, res) for m in req.members if m.instance_id not in done)
+        have = done | {r["instance_id"] for r in rows}
+        missing = [i for i in bp.instances if i.instance_id not in have]
+        store.open()
+        manifest = _manifest(bp, existing, output, len(rows), missing)
+        store.write_manifest(manifest)
+        if rows:
+            store.write_part(rows)
+        if not missing:
+            manifest.finished = _now()
+        store.write_manifest(manifest)
+    finally:
+        store.close()
+    note = f", {len(failed)} answered with an error" if failed else ""
+    if missing:
+        note += (
+            f"; {len(missing)} instances still missing (first: task {missing[0].task} doc {missing[0].doc_id}); "
+            f"export them with export-batch --resume {out} and import that output into {out}"
+        )
+    print(f"imported {len(rows)} instances from {output}{note} -> {out}", file=sys.stderr)
+    return Path(out)
+
+
+def _manifest(
+    bp: BatchPlan, existing: RunManifest | None, output: str, imported: int, missing: list[InstanceRecord]
+) -> RunManifest:
+    stats = dict(existing.stats) if existing is not None else {}
+    stats["imported"] = int(stats.get("imported", 0)) + imported
+    stats["missing"] = len(missing)
+    outputs = list(existing.engine_args.get("outputs", [])) if existing is not None else []
+    return RunManifest(
+        plan_hash=bp.header.plan_hash,
+        plan_path=str(Path(bp.plan_path).resolve()),
+        model=bp.ident,
+        backend=str(bp.ident["backend"]),
+        engine_args={
+            "endpoint": "/v1" + ENDPOINTS[bp.endpoint],
+            "model": bp.model,
+            "outputs": [*outputs, os.path.basename(output)],
+        },
+        versions=versions("openai"),
+        n_instances=len(bp.instances),
+        started=existing.started if existing is not None and existing.started else _now(),
+        finished=None,
+        stats=stats,
+    )
+
+
+def _now() -> str:
+    from lmeval.executor.run import now
+
+    return now()
