@@ -22,6 +22,7 @@ from lmeval.common.atomic import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError, loads_json, open_regular
 from lmeval.plans.scoredclean import Contamination, parse_contamination
+from lmeval.plans.scoredsubset import SubsetScores, parse_subset
 
 if TYPE_CHECKING:
     import polars as pl
@@ -114,6 +115,8 @@ class ScoredRun:
     """Task -> what it lacked; present only for partial results (``lmeval score --allow-partial``)."""
     contamination: Contamination | None = None
     """``lmeval score --exclude``: the excluded documents and the score on all of them (``plans.scoredclean``)."""
+    subsample: SubsetScores | None = None
+    """``run.subsample``: per task, the estimate of the full run's score and its interval (``plans.scoredsubset``)."""
 
     def table(self, column: str) -> dict[str, Any]:
         """A top-level map by its JSON name (``results``, ``groups``, ``versions``, ``n-shot``, ...)."""
@@ -174,6 +177,8 @@ class ScoredRun:
             }
         if self.contamination is not None:
             out["contamination"] = self.contamination.to_dict()
+        if self.subsample is not None:
+            out["subsample"] = self.subsample.to_dict()
         return jsonable(out)
 
 
@@ -288,6 +293,7 @@ def parse_results(data: bytes, path: Path) -> ScoredRun:
         spec=check.map_of("spec", dict, "an object"),
         partial={t: check.partial(t, p) for t, p in check.map_of("partial", dict, "an object").items()},
         contamination=parse_contamination(doc.get("contamination"), check.fail),
+        subsample=parse_subset(doc.get("subsample"), check.fail),
     )
 
 
