@@ -32,10 +32,14 @@ OPTIONAL_RUN_KEYS = (
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
 
+_TASK_SCORES = re.compile(r"^task\.[^.=]+\.(sample_scores|repeats)=", re.S)
+
+
 def optional_run_keys(overrides: list[str]) -> list[str]:
     """``run.seed_mode=V`` as ``+run.seed_mode=V`` (the key is not in conf/run/default.yaml); also
-    ``run.reasoning.end=...`` as ``+run.reasoning.end=...``."""
-    return [f"+{o}" if _OPTIONAL.match(o) else o for o in overrides]
+    ``run.reasoning.end=...`` as ``+run.reasoning.end=...``; ``task.NAME.sample_scores=V`` as
+    ``++task.NAME.sample_scores=V`` (and ``repeats``: set whether or not the task's YAML has the key)."""
+    return [f"+{o}" if _OPTIONAL.match(o) else f"++{o}" if _TASK_SCORES.match(o) else o for o in overrides]
 
 
 def _task_names(group: str) -> list[str]:
