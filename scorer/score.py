@@ -37,7 +37,7 @@ from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
 from lmeval.scorer.samplescore import with_repeats
-from lmeval.scorer.subsample import drawn_of, task_subset
+from lmeval.scorer.subsample import console_lines, drawn_of, task_subset
 from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task
 
 
@@ -126,6 +126,9 @@ def score_run(
         from lmeval.scorer.table import print_tables
 
         print_tables(outcome.run)
+        subsets = outcome.run.subsample.tasks if outcome.run.subsample is not None else {}
+        for line in console_lines(subsets, plan.header.config.get("run") or {}):
+            print(line)
         for task, agg in outcome.run.spec.items():
             cats = ", ".join(f"{c} {v['score']:.4f} (n={v['n']})" for c, v in agg["categories"].items())
             print(f"{task} by category: {cats}; overall {agg['overall']['score']:.4f} (n={agg['overall']['n']})")

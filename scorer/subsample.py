@@ -93,3 +93,20 @@ def task_subset(drawn: Drawn, fscores: list[FilterScores], tm: TaskMetrics) -> d
             metrics[f"{key},{fs.filter}"] = stratified(vals.to_list(), strata, drawn.strata_sizes).to_dict()
             sampled = max(sampled, len(ids))
     return {**drawn.setting.to_dict(), "population": drawn.population, "sampled": sampled, "metrics": metrics}
+
+
+def console_lines(subsets: dict[str, dict[str, Any]], run_config: dict[str, Any]) -> list[str]:
+    """What ``lmeval score`` prints under its tables: each subsampled task's estimate and interval; for a plan
+    compiled with ``run.limit``, that its score is of the first documents only."""
+    out = []
+    for task, rec in sorted(subsets.items()):
+        how = f"random, seed {rec['seed']}" + (f", strata {rec['strata']}" if rec.get("strata") else "")
+        est = "; ".join(f"{k} {m['estimate']:.4f} (95% CI {m['ci95'][0]:.4f}-{m['ci95'][1]:.4f})"
+                        for k, m in rec["metrics"].items())  # fmt: skip
+        out.append(f"{task}: subsample of {rec['sampled']} of {rec['population']} documents ({how}), "
+                   f"estimating the full run: {est}")  # fmt: skip
+    limit = run_config.get("limit") if isinstance(run_config, dict) else None
+    if limit is not None:
+        out.append(f"run.limit={limit}: scores of the first documents of each task only, not a sample of it "
+                   f"(run.subsample=N gives an estimate of the full score with its interval)")  # fmt: skip
+    return out
