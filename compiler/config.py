@@ -355,15 +355,21 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
         raise fail("needs run.apply_chat_template=true", field="run.chat_template_kwargs")
     r.chat_template_kwargs = ctk or None
     r.thinking_budget, r.answer_budget = _budgets(raw, r.reasoning)
-    try:
-        r.subsample = parse_subsample(raw.get("subsample"))
-        r.sample_scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
-    except (SubsampleError, SampleScoresError) as e:
-        raise CompileError(str(e)) from None
-    if r.subsample is not None and r.limit is not None:
-        raise fail("run.limit takes the first documents; run.subsample a random subset: set one", field="run.subsample")
+    r.subsample, r.sample_scores = _statistics(raw, r.limit)
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
+
+
+def _statistics(raw: dict[str, Any], limit: int | float | None) -> tuple[Subsample | None, list[str] | None]:
+    """``run.subsample`` (plans/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
+    try:
+        sub = parse_subsample(raw.get("subsample"))
+        scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
+    except (SubsampleError, SampleScoresError) as e:
+        raise CompileError(str(e)) from None
+    if sub is not None and limit is not None:
+        raise fail("run.limit takes the first documents; run.subsample a random subset: set one", field="run.subsample")
+    return sub, scores
 
 
 def _budgets(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:

@@ -1,7 +1,8 @@
 """Every sample scored (#40): gsm8k with ``repeats: 4`` on SmolLM2, sampled (temperature 0.8, per-request seeds),
-``run.sample_scores=[mean,majority,pass@1,pass@4]``. maj@4, avg@4, pass@1 and pass@4 must equal what a hand
-computation from repeats.parquet's per-sample rows gives, and those rows must be what gsm8k's own filters and
-exact_match make of the raw responses in the result parts (recomputed here with Python's ``re``).
+``sample_scores: [mean, majority, pass@1, pass@4]`` (``gsm8k_r4`` of the shared vLLM run, tests/e2e/smollm2_run.py).
+maj@4, avg@4, pass@1 and pass@4 must equal what a hand computation from repeats.parquet's per-sample rows gives,
+and those rows must be what gsm8k's own filters and exact_match make of the raw responses in the result parts
+(recomputed here with Python's ``re``).
 
 The model rarely solves gsm8k, so a second check rescores the same run after giving some repeats the gold
 answer (a known pattern of right repeats per document), so the reductions are checked on non-trivial counts.
@@ -22,27 +23,15 @@ import pytest
 
 from lmeval.plans.results import read_results
 from lmeval.plans.scoredrepeats import read_repeats
+from tests.e2e.smollm2_run import R4, R4_DOCS, R4_REPEATS
 from tests.support import cli_in_process as cli
-from tests.support import data_dir, jsonl_rows
+from tests.support import jsonl_rows
 
-DOCS, N = 3, 4
-REDUCTIONS = "[mean,majority,pass@1,pass@4]"
+DOCS, N, TASK = R4_DOCS, R4_REPEATS, R4
 KEYS = ("avg@4", "maj@4", "pass@1", "pass@4")
 STRICT = r"#### (\-?[0-9\.\,]+)"
 FLEX = r"(-?[$0-9.,]{2,})|(-?[0-9]+)"
 IGNORE = (",", r"\$", "(?s).*#### ", r"\.$")  # gsm8k's exact_match regexes_to_ignore (ignore_case: true)
-
-
-@pytest.fixture(scope="module")
-def sampled_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("repeats") / "results"
-    rc, _, err = cli(
-        "run", "+task=gsm8k", f"run.data_dir={data_dir()}", "model=smollm2", f"run.limit={DOCS}",
-        "run.num_fewshot=0", f"task.gsm8k.repeats={N}", f"task.gsm8k.sample_scores={REDUCTIONS}",
-        "run.gen_kwargs={max_gen_toks:24,do_sample:true,temperature:0.8}", "--out", str(out), "--no-progress",
-    )  # fmt: skip
-    assert rc == 0, err
-    return out
 
 
 def _extract(text: str, pattern: str, group_select: int) -> str:
@@ -80,11 +69,13 @@ def _check(out: Path) -> dict[str, dict[int, dict[str, float]]]:
     """repeats.parquet against the raw responses, and every reduction against the hand computation; returns
     the hand computations (filter -> doc -> key -> value)."""
     rep = read_repeats(out)
-    assert rep is not None and rep.height == DOCS * N * 2
+    assert rep is not None
+    rep = rep.filter(pl.col("task") == TASK)
+    assert rep.height == DOCS * N * 2
     golds = {i: d["answer"] for i, d in enumerate(jsonl_rows("gsm8k", "test", DOCS))}
-    raw = read_results(out).sort("doc_id")
-    samples = pl.read_parquet(out / "samples.parquet")
-    results = json.loads((out / "results.json").read_text())["results"]["gsm8k"]
+    raw = read_results(out).filter(pl.col("task") == TASK).sort("doc_id")
+    samples = pl.read_parquet(out / "samples.parquet").filter(pl.col("task") == TASK)
+    results = json.loads((out / "results.json").read_text())["results"][TASK]
     hand: dict[str, dict[int, dict[str, float]]] = {}
     for filt, (pattern, group) in {"strict-match": (STRICT, 0), "flexible-extract": (FLEX, -1)}.items():
         hand[filt] = {}
@@ -105,9 +96,9 @@ def _check(out: Path) -> dict[str, dict[int, dict[str, float]]]:
 
 
 @pytest.mark.vllm
-def test_every_sample_scored_on_smollm2(sampled_run: Path) -> None:
-    _check(sampled_run)
-    texts = [t for lst in read_results(sampled_run)["responses"].to_list() for t in lst]
+def test_every_sample_scored_on_smollm2(smollm2_vllm: Path) -> None:
+    _check(smollm2_vllm)
+    texts = [t for lst in read_results(smollm2_vllm).filter(pl.col("task") == TASK)["responses"].to_list() for t in lst]
     assert len(texts) == DOCS * N and len(set(texts)) > DOCS  # sampled: the repeats differ
 
 
@@ -115,25 +106,26 @@ RIGHT = {0: [1], 1: [0, 2, 3], 2: [0, 1, 2, 3]}  # the repeats given the gold an
 
 
 @pytest.mark.vllm
-def test_reductions_on_known_counts(sampled_run: Path, tmp_path: Path) -> None:
+def test_reductions_on_known_counts(smollm2_vllm: Path, tmp_path: Path) -> None:
     """The run's responses with the repeats of ``RIGHT`` replaced by the gold answer, rescored: 1, 3 and 4
     right of 4 (so pass@1 = 1/4, 3/4, 1; pass@4 = 1; maj@4 right for the 3- and 4-right documents)."""
     out = tmp_path / "results"
-    shutil.copytree(sampled_run, out)
-    (part,) = out.glob("part-*.parquet")
-    rows = pl.read_parquet(part)
+    shutil.copytree(smollm2_vllm, out)
     golds = {i: d["answer"] for i, d in enumerate(jsonl_rows("gsm8k", "test", DOCS))}
-    new: list[Any] = []
-    for doc, lst in zip(rows["doc_id"].to_list(), rows["responses"].to_list(), strict=True):
-        new.append([f" {golds[doc]}\n\n" if j in RIGHT[doc] else t for j, t in enumerate(lst)])
-    part.unlink()  # a part named without a checksum is read as it is (plans/partsum.py)
-    rows.with_columns(responses=pl.Series(new, dtype=pl.List(pl.String))).write_parquet(out / "part-000000.parquet")
+    for k, part in enumerate(sorted(out.glob("part-*.parquet"))):
+        rows = pl.read_parquet(part)
+        new: list[Any] = []
+        for task, doc, lst in zip(rows["task"], rows["doc_id"], rows["responses"].to_list(), strict=True):
+            right = RIGHT[doc] if task == TASK else []
+            new.append(None if lst is None else [f" {golds[doc]}\n\n" if j in right else t for j, t in enumerate(lst)])
+        part.unlink()  # a part named without a checksum is read as it is (plans/partsum.py)
+        changed = rows.with_columns(responses=pl.Series(new, dtype=pl.List(pl.String)))
+        changed.write_parquet(out / f"part-{k:06d}.parquet")
     rc, _, err = cli("score", str(out))
     assert rc == 0, err
     hand = _check(out)["strict-match"]
     for doc, right in RIGHT.items():
-        if len(right) in (3, 4) or doc == 0:
-            assert hand[doc]["pass@1"] >= len(right) / N  # the gold repeats count (a sampled one may be right too)
+        assert hand[doc]["pass@1"] >= len(right) / N  # the gold repeats count (a sampled one may be right too)
         assert hand[doc]["pass@4"] == 1.0
     assert hand[1]["maj@4"] == hand[2]["maj@4"] == 1.0
     assert hand[2]["avg@4"] == 1.0 and hand[2]["first"] == 1.0
