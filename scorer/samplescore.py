@@ -51,12 +51,13 @@ def task_reductions(ts: TaskSummary) -> list[str] | None:
 
 
 def per_sample_steps(pipe: Pipeline, task: str) -> Pipeline:
-    """The filter's steps before its reducer: each response's own answer."""
+    """The filter's steps before its reducers (``majority_vote`` then ``take_first``, as lm-eval's
+    self-consistency tasks, is one reduction): each response's own answer."""
     steps = pipe.steps
     cut = next((i for i, s in enumerate(steps) if s.get("function") in REDUCERS), len(steps))
-    if cut < len(steps) - 1:
+    if any(s.get("function") not in REDUCERS for s in steps[cut:]):
         raise ScoreError(f"task {task}: filter {pipe.name!r}: sample_scores needs the reducer "
-                         f"({steps[cut].get('function')}) to be the last step")  # fmt: skip
+                         f"({steps[cut].get('function')}) to come after every other step")  # fmt: skip
     return Pipeline(pipe.name, steps[:cut])
 
 
