@@ -19,6 +19,7 @@ from lmeval.compiler.functions import SHIPPED_TASKLIB, FunctionRef, resolve
 from lmeval.compiler.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
 from lmeval.compiler.render import Renderer
 from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.plans.subsample import Drawn, choose, stratum_of
 
 log = logging.getLogger("lmeval.compile")
 
@@ -172,6 +173,8 @@ class TaskBuilder:
         if limit is not None:
             limit = int(math.ceil(len(docs) * limit)) if limit < 1.0 else int(limit)
         selected = docs[:limit] if limit is not None else docs
+        drawn = self._subsample(docs)
+        keep = set(drawn.doc_ids) if drawn is not None else None
         rnd = random.Random(self.run.fewshot_random_seed)
         remove_eval_doc = s.fewshot.split == s.test_split
         shot_cache: dict[int, list[Msg]] = {}
@@ -182,6 +185,8 @@ class TaskBuilder:
                 return fail(msg, file=s.source, task=s.name, field=fld, doc_id=_d)
 
             ids = self._sample(n_shot, pool, doc if remove_eval_doc else None, rnd, where) if n_shot else []
+            if keep is not None and doc_id not in keep:
+                continue  # a subset's documents get the few-shot examples (and ids) of the full run
             messages: list[Msg] = []
             description = r.resolve_field(s.description, doc, "description", doc_id) or ""
             system = maybe_delimit(self.run.system_instruction, description, s.fewshot_delimiter)
@@ -195,7 +200,7 @@ class TaskBuilder:
                 messages.extend(turn)
             out.append(self._doc(r, doc_id, doc, ids, messages, multiple_input, where))
         nulls = r.nulls.fields(self._data_file(), s.name)
-        return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes, nulls)
+        return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes, nulls, drawn)
 
     def _data_file(self) -> str:
         """The evaluation split's data file, as a warning names it."""
@@ -203,6 +208,19 @@ class TaskBuilder:
         split = s.test_split if s.test_split is not None else s.validation_split
         assert split is not None
         return self.data.origin(split)
+
+    def _subsample(self, docs: list[dict[str, Any]]) -> Drawn | None:
+        """``run.subsample``'s documents of this task (``plans/subsample.py``), strata from the documents'
+        ``strata`` field."""
+        setting = self.run.subsample
+        if setting is None:
+            return None
+        s, field = self.config, setting.strata
+        if field is not None and field not in docs[0]:
+            raise fail(f"the documents have no field {field!r} to stratify by", file=s.source, task=s.name,
+                       field="run.subsample.strata")  # fmt: skip
+        strata = [stratum_of(d.get(field)) if field is not None else "" for d in docs]
+        return choose(s.name, strata, setting)
 
     def _probe(self, r: Renderer, first: dict[str, Any]) -> tuple[int, int]:
         """lm-eval probes the first document to detect multiple-input / multiple-target tasks: (choices of a

@@ -12,6 +12,7 @@ from typing import Any
 from lmeval.compiler.nullfields import NullField
 from lmeval.compiler.render import Renderer
 from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.plans.subsample import Drawn, Subsample
 
 ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
 
@@ -34,6 +35,8 @@ class BuildOptions:
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker (None: max_gen_toks)
     budget_end: str | None = None  # the forced end marker (run.reasoning.end[0]) and its token ids
     budget_end_ids: list[int] | None = None
+    subsample: Subsample | None = None  # run.subsample (plans/subsample.py)
+    sample_scores: list[str] | None = None  # run.sample_scores: for generate_until tasks without their own
 
 
 def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
@@ -86,6 +89,7 @@ class BuiltTask:
     multiple_target: int
     notes: list[str] = field(default_factory=list)
     null_fields: list[NullField] = field(default_factory=list)  # never in the plan (compiler/nullfields.py)
+    subsample: Drawn | None = None  # run.subsample: what was chosen (plans/subsample.py)
 
 
 @dataclass

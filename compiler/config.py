@@ -14,26 +14,34 @@ from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.plans.limits import MAX_GEN_TOKS, value_problem
 from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
+from lmeval.plans.samplescores import SampleScoresError, parse_sample_scores
+from lmeval.plans.subsample import Subsample, SubsampleError, canonical_subsample, parse_subsample
 
 CONF_DIR = conf_dir()
 
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
-    "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
+    "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields", "subsample",
+    "sample_scores",
 )  # fmt: skip
 # Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
 OPTIONAL_RUN_KEYS = (
     "seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
+    "subsample", "sample_scores",
 )  # fmt: skip
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
 
+_TASK_SCORES = re.compile(r"^task\.[^.=]+\.(sample_scores|repeats)=", re.S)
+
+
 def optional_run_keys(overrides: list[str]) -> list[str]:
     """``run.seed_mode=V`` as ``+run.seed_mode=V`` (the key is not in conf/run/default.yaml); also
-    ``run.reasoning.end=...`` as ``+run.reasoning.end=...``."""
-    return [f"+{o}" if _OPTIONAL.match(o) else o for o in overrides]
+    ``run.reasoning.end=...`` as ``+run.reasoning.end=...``; ``task.NAME.sample_scores=V`` as
+    ``++task.NAME.sample_scores=V`` (and ``repeats``: set whether or not the task's YAML has the key)."""
+    return [f"+{o}" if _OPTIONAL.match(o) else f"++{o}" if _TASK_SCORES.match(o) else o for o in overrides]
 
 
 def _task_names(group: str) -> list[str]:
@@ -185,9 +193,14 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
     run = data.get("run")
     if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
-    for key in ("reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget"):
-        if isinstance(run, dict) and key in run and run[key] in (None, {}, 0):
+    for key in ("reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "subsample", "sample_scores"):
+        if isinstance(run, dict) and key in run and run[key] in (None, {}, 0, []):
             del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
+    if isinstance(run, dict) and "subsample" in run:
+        try:  # one spelling per meaning (a bad value is refused by run_config, naming its field)
+            run["subsample"] = canonical_subsample(run["subsample"])
+        except SubsampleError:
+            pass
     if isinstance(run, dict) and "reasoning" in run:
         try:  # one spelling per meaning (a bad value is refused by run_config, naming its field)
             run["reasoning"] = canonical_reasoning(run["reasoning"])
@@ -245,6 +258,8 @@ class RunConfig:
     thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker at most
     strict_fields: bool = False  # run.strict_fields: a prompt field rendering None is an error (compiler/nullfields.py)
+    subsample: Subsample | None = None  # run.subsample (plans/subsample.py): a seeded, stratified subset
+    sample_scores: list[str] | None = None  # run.sample_scores (plans/samplescores.py): every repeat scored
 
     def options(self) -> BuildOptions:
         """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/seeds.py)."""
@@ -347,8 +362,21 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     if not isinstance(strict, bool):
         raise _bad("strict_fields", "true or false", strict)
     r.strict_fields = strict
+    r.subsample, r.sample_scores = _statistics(raw, r.limit)
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
+
+
+def _statistics(raw: dict[str, Any], limit: int | float | None) -> tuple[Subsample | None, list[str] | None]:
+    """``run.subsample`` (plans/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
+    try:
+        sub = parse_subsample(raw.get("subsample"))
+        scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
+    except (SubsampleError, SampleScoresError) as e:
+        raise CompileError(str(e)) from None
+    if sub is not None and limit is not None:
+        raise fail("run.limit takes the first documents; run.subsample a random subset: set one", field="run.subsample")
+    return sub, scores
 
 
 def _budgets(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:

@@ -8,10 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from lmeval.compiler.built import BuildOptions, BuiltTask, budgeted
+from lmeval.compiler.errors import fail
 from lmeval.compiler.functions import FunctionRef, as_data
 from lmeval.compiler.task_tree import Selection
 from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
 from lmeval.plans.records import GroupSummary, ModelInfo, PlanHeader, TaskSummary
+from lmeval.plans.samplescores import KEY as SCORES_KEY
+from lmeval.plans.samplescores import SampleScoresError, check_repeats
+from lmeval.plans.subsample import KEY as SUBSAMPLE_KEY
 
 
 def plain_data(value: Any, ref: Callable[[FunctionRef], Any]) -> Any:
@@ -36,7 +40,7 @@ def task_config_data(bt: BuiltTask, run: BuildOptions) -> dict[str, Any]:
     s = bt.config
     cfg: dict[str, Any] = {}
     for k, v in s.raw.items():
-        if v is None or k in ("fewshot_config", "generation_kwargs", "metric_list", "filter_list"):
+        if v is None or k in ("fewshot_config", "generation_kwargs", "metric_list", "filter_list", "sample_scores"):
             continue
         cfg[k] = _data(v, s, k, k in _SCORE_TIME)
     f = s.fewshot
@@ -76,7 +80,26 @@ def task_config_data(bt: BuiltTask, run: BuildOptions) -> dict[str, Any]:
         gk = dict(s.generation_kwargs or {})
         gk.update(run.gen_kwargs or {})
         cfg["generation_kwargs"] = budgeted(gk, run)
+    scores = sample_scores(s, run)
+    if scores is not None:  # absent unless asked for: plans without it keep their hashes
+        cfg[SCORES_KEY] = scores
+    if bt.subsample is not None:
+        cfg[SUBSAMPLE_KEY] = bt.subsample.to_dict()
     return cfg
+
+
+def sample_scores(s: TaskConfig, run: BuildOptions) -> list[str] | None:
+    """The task's ``sample_scores``, else ``run.sample_scores`` for a generation task (``pass@K`` checked
+    against the task's repeats)."""
+    if s.sample_scores is not None:
+        return list(s.sample_scores)
+    if run.sample_scores is None or s.output_type != "generate_until":
+        return None
+    try:
+        check_repeats(run.sample_scores, s.repeats, "run.sample_scores")
+    except SampleScoresError as e:
+        raise fail(str(e).split(": ", 1)[1], file=s.source, task=s.name, field="run.sample_scores") from None
+    return list(run.sample_scores)
 
 
 def metric_list(s: TaskConfig) -> list[dict[str, Any]]:

@@ -64,15 +64,17 @@ def _fingerprint(bt: BuiltTask) -> tuple[str, list[bytes]]:
     s = bt.config
     fp = hashlib.sha256()
     fp.update(_array_header(len(bt.eval_docs)))
-    doc_bytes: list[bytes] = []
+    doc_bytes: list[bytes] = [b""] * len(bt.docs)
+    at = {d.doc_id: k for k, d in enumerate(bt.docs)}  # the first N (run.limit) or a subset (run.subsample)
     for i, doc in enumerate(bt.eval_docs):
         try:
             b = canonical_bytes(doc)
         except TypeError as e:
             raise fail(f"document cannot be stored in a plan: {e}", file=s.source, task=s.name, doc_id=i) from None
         fp.update(b)
-        if i < len(bt.docs):
-            doc_bytes.append(b)
+        k = at.get(i)
+        if k is not None:
+            doc_bytes[k] = b
     return fp.hexdigest(), doc_bytes
 
 

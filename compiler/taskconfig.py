@@ -14,6 +14,7 @@ from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.functions import FunctionRef
 from lmeval.plans.limits import MAX_REPEATS
 from lmeval.plans.records import OUTPUT_TYPES
+from lmeval.plans.samplescores import SampleScoresError, check_repeats, parse_sample_scores
 from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 
 SAMPLERS = ("default", "first_n")
@@ -25,7 +26,7 @@ TASK_FIELDS = (
     "doc_to_target", "doc_to_image", "doc_to_audio", "unsafe_code", "doc_to_choice", "process_results",
     "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot",
     "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
-    "doc_to_decontamination_query", "gen_prefix", "metadata",
+    "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores",
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -81,6 +82,7 @@ class TaskConfig:
     metric_list: list[dict[str, Any]] | None = None
     generation_kwargs: dict[str, Any] | None = None
     repeats: int = 1
+    sample_scores: list[str] | None = None  # every repeat scored (plans/samplescores.py)
     filter_list: list[dict[str, Any]] | None = None
     gen_prefix: str | None = None
     metadata: dict[str, Any] | None = None
@@ -200,6 +202,14 @@ def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
     if not isinstance(rep, int) or isinstance(rep, bool) or not 1 <= rep <= MAX_REPEATS:
         raise _bad(s, f"must be an integer in 1..{MAX_REPEATS}, got {rep!r}", "repeats")
     s.repeats = rep
+    try:
+        s.sample_scores = parse_sample_scores(cfg.get("sample_scores"), "sample_scores")
+        if s.sample_scores is not None:
+            check_repeats(s.sample_scores, rep, "sample_scores")
+    except SampleScoresError as e:
+        raise fail(str(e).split(": ", 1)[1], file=s.source, task=s.name, field="sample_scores") from None
+    if s.sample_scores is not None and s.output_type != "generate_until":
+        raise _bad(s, f"scores the repeats of generations; this task's output_type is {s.output_type}", "sample_scores")
 
 
 def _scoring_lists(s: TaskConfig, cfg: dict[str, Any]) -> None:

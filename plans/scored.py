@@ -23,6 +23,7 @@ from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError, loads_json, open_regular
 from lmeval.plans.scoredclean import Contamination, parse_contamination
 from lmeval.plans.scoredintervals import Intervals, parse_intervals
+from lmeval.plans.scoredsubset import SubsetScores, parse_subset
 
 if TYPE_CHECKING:
     import polars as pl
@@ -117,6 +118,8 @@ class ScoredRun:
     """``lmeval score --exclude``: the excluded documents and the score on all of them (``plans.scoredclean``)."""
     intervals: Intervals | None = None
     """Clustered standard errors and 95% intervals per task or group and metric (``plans.scoredintervals``)."""
+    subsample: SubsetScores | None = None
+    """``run.subsample``: per task, the estimate of the full run's score and its interval (``plans.scoredsubset``)."""
 
     def table(self, column: str) -> dict[str, Any]:
         """A top-level map by its JSON name (``results``, ``groups``, ``versions``, ``n-shot``, ...)."""
@@ -179,6 +182,8 @@ class ScoredRun:
             out["contamination"] = self.contamination.to_dict()
         if self.intervals is not None:
             out["intervals"] = self.intervals.to_dict()
+        if self.subsample is not None:
+            out["subsample"] = self.subsample.to_dict()
         return jsonable(out)
 
 
@@ -294,6 +299,7 @@ def parse_results(data: bytes, path: Path) -> ScoredRun:
         partial={t: check.partial(t, p) for t, p in check.map_of("partial", dict, "an object").items()},
         contamination=parse_contamination(doc.get("contamination"), check.fail),
         intervals=parse_intervals(doc.get("intervals"), check.fail),
+        subsample=parse_subset(doc.get("subsample"), check.fail),
     )
 
 

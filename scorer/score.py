@@ -22,6 +22,8 @@ from lmeval.plans.results import plan_of, polars_schema, read_manifest
 from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows, shard_keys
 from lmeval.plans.scored import RESULTS_JSON, MissingInstance, ScoredRun, TaskPartial, write_scored
 from lmeval.plans.scoredclean import Contamination
+from lmeval.plans.scoredrepeats import write_repeats
+from lmeval.plans.scoredsubset import SubsetScores
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import intervals as ivl
@@ -35,6 +37,8 @@ from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
+from lmeval.scorer.samplescore import with_repeats
+from lmeval.scorer.subsample import console_lines, drawn_of, task_subset
 from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task
 
 
@@ -123,6 +127,9 @@ def score_run(
         from lmeval.scorer.table import print_tables
 
         print_tables(outcome.run)
+        subsets = outcome.run.subsample.tasks if outcome.run.subsample is not None else {}
+        for line in console_lines(subsets, plan.header.config.get("run") or {}):
+            print(line)
         for task, agg in outcome.run.spec.items():
             cats = ", ".join(f"{c} {v['score']:.4f} (n={v['n']})" for c, v in agg["categories"].items())
             print(f"{task} by category: {cats}; overall {agg['overall']['score']:.4f} (n={agg['overall']['n']})")
@@ -156,6 +163,8 @@ class _TaskScored:
     spec: dict[str, Any] | None
     partial: TaskPartial | None
     sample: ivl.TaskSample | None = None  # what its clustered stderrs and intervals are computed from
+    repeats: pl.DataFrame | None = None  # sample_scores: every repeat's rows (plans/scoredrepeats.py)
+    subset: dict[str, Any] | None = None  # run.subsample: results.json's subsample.tasks.TASK
 
 
 def _score(
@@ -195,6 +204,8 @@ def _score(
         every = {name: full for name, (_, full) in both.items() if full is not None}
         run.contamination = Contamination(report, excluded, _scored_run(plan, every, manifest, iters, aliases).results)
     samples = samples_table([f for t in scored.values() for f in t.frames])
+    repeat_frames = [t.repeats for t in scored.values() if t.repeats is not None]
+    write_repeats(results_dir, pl.concat(repeat_frames, how="diagonal_relaxed") if repeat_frames else None)
     write_scored(results_dir, run, samples)
     missing = {t: p.missing_instances for t, p in run.partial.items()}
     return ScoreOutcome(Path(results_dir), run, missing, warnings)
@@ -226,9 +237,12 @@ def _score_one(
     tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
     rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
     reasoning = plan_reasoning(plan.header.config)
-    every = score_task(ts, td, rows, tm, pipelines_of(ts.filter_list, ts.name), trust, reasoning)
+    pipes = pipelines_of(ts.filter_list, ts.name)
+    every = score_task(ts, td, rows, tm, pipes, trust, reasoning)
+    repeat_rows = with_repeats(ts, td, rows, tm, pipes, trust, reasoning, every)  # sample_scores
     alias = ts.config.get("task_alias") or aliases.get(ts.name) or ts.name
     has_spec = any(m.get("metric") == "jsonl_spec" for m in ts.metric_list)
+    drawn = drawn_of(ts)  # run.subsample: the estimate of the full run's score
 
     def share(fscores: list[FilterScores], kept: pl.DataFrame, notes: list[str], frames: bool = True) -> _TaskScored:
         metrics, sample_len, boot = _aggregate_task(ts.name, fscores, tm, iters, notes)
@@ -242,6 +256,8 @@ def _score_one(
             _spec_breakdown(td, kept) if has_spec else None,
             partial,
             ivl.task_sample(ts.name, ts.config, td, fr, means, boot) if frames else None,
+            _kept_rows(repeat_rows, kept) if frames else None,
+            task_subset(drawn, fscores, tm) if drawn is not None else None,
         )
 
     clean_rows = rows.filter(~pl.col("doc_id").is_in(drop)) if drop else rows
@@ -252,6 +268,13 @@ def _score_one(
         return whole, (None if drop is None else whole)
     clean = share([without_docs(fs, drop) for fs in every], clean_rows, warnings)
     return clean, share(every, rows, [], frames=False)
+
+
+def _kept_rows(repeat_rows: pl.DataFrame | None, kept: pl.DataFrame) -> pl.DataFrame | None:
+    """The repeats' rows of the documents of ``kept`` (the rows scored)."""
+    if repeat_rows is None:
+        return None
+    return repeat_rows.filter(pl.col("doc_id").is_in(kept["doc_id"].unique().implode()))
 
 
 def _complete_docs(
@@ -321,6 +344,7 @@ def _scored_run(
         bootstrap_iters=iters,
         spec={t: s.spec for t, s in scored.items() if s.spec is not None},
         partial={t: s.partial for t, s in scored.items() if s.partial is not None},
+        subsample=SubsetScores(subsets) if (subsets := {t: s.subset for t, s in scored.items() if s.subset}) else None,
     )
 
 

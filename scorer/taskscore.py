@@ -183,6 +183,9 @@ def _doc_metrics(
         raise ScoreError(f"{where}: cannot score ({type(e).__name__}: {e})") from None
 
 
+doc_values = _doc_metrics  # one document's metric values for ``results`` (scorer/samplescore.py scores each repeat)
+
+
 def _score_generate(
     ts: TaskSummary,
     tm: TaskMetrics,

@@ -11,6 +11,7 @@ import pytest
 from tests.e2e import real_ref, realmodel
 from tests.e2e.background import in_background
 from tests.e2e.real_tasks import write_real_tasks
+from tests.e2e.smollm2_run import run_smollm2
 from tests.support import data_dir
 
 
@@ -33,3 +34,9 @@ def real_runs(smollm2_dir, tmp_path_factory: pytest.TempPathFactory) -> realmode
     ref = ref_job.result()
     comps = {b: realmodel.compare_all(ours[b], ref) for b in realmodel.BACKENDS}
     return realmodel.Runs(smollm2_dir, tasks, ref, ours, comps)
+
+
+@pytest.fixture(scope="session")
+def smollm2_vllm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One vLLM run of SmolLM2 (arith, the capital JSONL task, gsm8k_r4: tests/e2e/smollm2_run.py), scored."""
+    return run_smollm2(tmp_path_factory.mktemp("smollm2-vllm"))

