@@ -11,11 +11,13 @@ from typing import Any
 from lmeval.common.conf import conf_dir
 from lmeval.compiler.built import BuildOptions
 from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.runchecks import bad as _bad
+from lmeval.compiler.runchecks import budget_options, statistics_options
+from lmeval.compiler.runchecks import is_int as _int
 from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
-from lmeval.plans.limits import MAX_GEN_TOKS, value_problem
+from lmeval.plans.limits import value_problem
 from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
-from lmeval.plans.samplescores import SampleScoresError, parse_sample_scores
-from lmeval.plans.subsample import Subsample, SubsampleError, canonical_subsample, parse_subsample
+from lmeval.plans.subsample import Subsample, SubsampleError, canonical_subsample
 
 CONF_DIR = conf_dir()
 
@@ -277,14 +279,6 @@ _DERIVED = {"fewshot_random_seed", "python_seed", "numpy_seed", "fewshot_as_mult
 _RUN_FIELDS = {f.name for f in fields(RunConfig)} - _DERIVED
 
 
-def _bad(key: str, want: str, got: Any) -> CompileError:
-    return fail(f"must be {want}, got {got!r}", field=f"run.{key}")
-
-
-def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def run_config(raw: dict[str, Any]) -> RunConfig:
     for key in raw:
         if key not in RUN_KEYS:
@@ -357,43 +351,14 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     if ctk and not r.apply_chat_template:
         raise fail("needs run.apply_chat_template=true", field="run.chat_template_kwargs")
     r.chat_template_kwargs = ctk or None
-    r.thinking_budget, r.answer_budget = _budgets(raw, r.reasoning)
+    r.thinking_budget, r.answer_budget = budget_options(raw, r.reasoning)
     strict = raw.get("strict_fields", False)
     if not isinstance(strict, bool):
         raise _bad("strict_fields", "true or false", strict)
     r.strict_fields = strict
-    r.subsample, r.sample_scores = _statistics(raw, r.limit)
+    r.subsample, r.sample_scores = statistics_options(raw, r.limit)
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
-
-
-def _statistics(raw: dict[str, Any], limit: int | float | None) -> tuple[Subsample | None, list[str] | None]:
-    """``run.subsample`` (plans/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
-    try:
-        sub = parse_subsample(raw.get("subsample"))
-        scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
-    except (SubsampleError, SampleScoresError) as e:
-        raise CompileError(str(e)) from None
-    if sub is not None and limit is not None:
-        raise fail("run.limit takes the first documents; run.subsample a random subset: set one", field="run.subsample")
-    return sub, scores
-
-
-def _budgets(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:
-    """``run.thinking_budget`` and ``run.answer_budget`` (plans/budgets.py); 0 or null is none."""
-    got: list[int | None] = []
-    for key in ("thinking_budget", "answer_budget"):
-        v = raw.get(key)
-        if v is not None and (not _int(v) or not 0 <= v <= MAX_GEN_TOKS):
-            raise _bad(key, f"a number of tokens (an integer in 0..{MAX_GEN_TOKS})", v)
-        got.append(v or None)
-    thinking, answer = got
-    if answer and not thinking:
-        raise fail("needs run.thinking_budget (the answer budget counts from the end marker)",
-                   field="run.answer_budget")  # fmt: skip
-    if thinking and reasoning is None:
-        raise fail("needs run.reasoning (its first end marker is the one forced)", field="run.thinking_budget")
-    return thinking, answer
 
 
 def execute_model_overrides(overrides: list[str], config: dict[str, Any]) -> list[str]:

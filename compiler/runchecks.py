@@ -1,0 +1,49 @@
+"""Checks of the run options that need more than a type: the budgets (plans/budgets.py) and the statistics
+options (``run.subsample``, ``run.sample_scores``); ``compiler.config.run_config`` calls them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lmeval.compiler.errors import CompileError, fail
+from lmeval.plans.limits import MAX_GEN_TOKS
+from lmeval.plans.reasoning import Reasoning
+from lmeval.plans.samplescores import SampleScoresError, parse_sample_scores
+from lmeval.plans.subsample import Subsample, SubsampleError, parse_subsample
+
+
+def bad(key: str, want: str, got: Any) -> CompileError:
+    return fail(f"must be {want}, got {got!r}", field=f"run.{key}")
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def statistics_options(raw: dict[str, Any], limit: int | float | None) -> tuple[Subsample | None, list[str] | None]:
+    """``run.subsample`` (plans/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
+    try:
+        sub = parse_subsample(raw.get("subsample"))
+        scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
+    except (SubsampleError, SampleScoresError) as e:
+        raise CompileError(str(e)) from None
+    if sub is not None and limit is not None:
+        raise fail("run.limit takes the first documents; run.subsample a random subset: set one", field="run.subsample")
+    return sub, scores
+
+
+def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:
+    """``run.thinking_budget`` and ``run.answer_budget`` (plans/budgets.py); 0 or null is none."""
+    got: list[int | None] = []
+    for key in ("thinking_budget", "answer_budget"):
+        v = raw.get(key)
+        if v is not None and (not is_int(v) or not 0 <= v <= MAX_GEN_TOKS):
+            raise bad(key, f"a number of tokens (an integer in 0..{MAX_GEN_TOKS})", v)
+        got.append(v or None)
+    thinking, answer = got
+    if answer and not thinking:
+        raise fail("needs run.thinking_budget (the answer budget counts from the end marker)",
+                   field="run.answer_budget")  # fmt: skip
+    if thinking and reasoning is None:
+        raise fail("needs run.reasoning (its first end marker is the one forced)", field="run.thinking_budget")
+    return thinking, answer
