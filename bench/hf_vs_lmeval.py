@@ -51,8 +51,11 @@ def main() -> int:
     ap.add_argument("--max-gen-toks", type=int, default=256)
     ap.add_argument("--lmeval-batch-size", type=int, default=8)
     ap.add_argument("--batch-size", default="auto", help="ours: model.batch_size (default auto)")
-    ap.add_argument("--cached-lmeval", action="store_true", help="reuse lm-eval's cached output (its wall time: "
-                    "the cached run's own, from inside its process)")
+    ap.add_argument(
+        "--cached-lmeval",
+        action="store_true",
+        help="reuse lm-eval's cached output (its wall time: the cached run's own, from inside its process)",
+    )
     ap.add_argument("--skip", default="", help="comma-separated: mmlu, arc_easy, gsm8k")
     a = ap.parse_args()
     if a.model == "smollm2":

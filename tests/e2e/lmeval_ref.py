@@ -37,9 +37,7 @@ TASK_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 MMLU_SUBJECTS = ("abstract_algebra", "anatomy", "astronomy", "college_biology", "high_school_geography",
                  "marketing")  # fmt: skip
-TASK_SOURCES.update(
-    {f"mmlu_{s}": (f"mmlu/default/mmlu_{s}.yaml", f"mmlu/{s}", ("dev", "test")) for s in MMLU_SUBJECTS}
-)
+TASK_SOURCES.update({f"mmlu_{s}": (f"mmlu/default/mmlu_{s}.yaml", f"mmlu/{s}", ("dev", "test")) for s in MMLU_SUBJECTS})
 PREFIX = "e2e_"
 
 

@@ -270,9 +270,13 @@ SMOLLM2 = ModelDims(hidden=576, intermediate=1536, layers=30, heads=9, kv_dim=19
 
 def test_batch_size_rule_is_the_documented_one() -> None:
     """docs/how-to/hf-backend.md's worked example: SmolLM2 in float32, a 1,024-token phase, 16 GiB free."""
-    assert per_sequence(SMOLLM2, 1024) == 1024 * 4 * (4 * 576 + 2 * 192 + 3 * 1536) + 1024 * 2 * 30 * 192 * 4 + (
-        1024 * 9 * 1024 * 4
-    ) + 1024 * 49152 * 8
+    assert (
+        per_sequence(SMOLLM2, 1024)
+        == 1024 * 4 * (4 * 576 + 2 * 192 + 3 * 1536)
+        + 1024 * 2 * 30 * 192 * 4
+        + (1024 * 9 * 1024 * 4)
+        + 1024 * 49152 * 8
+    )
     assert auto_batch_size(SMOLLM2, 1024, 16 << 30) == 16
     assert auto_batch_size(SMOLLM2, 100, 16 << 30) == 64  # capped
     assert auto_batch_size(SMOLLM2, 8192, 1 << 30) == 1  # never 0
