@@ -39,6 +39,11 @@ _DTYPES = {
 }
 
 
+# architectures whose forward is ``lm_head(decoder(...).last_hidden_state)`` and nothing more (no logit
+# soft-capping or scaling): their head can run on the rows scoring reads only
+_PLAIN_HEAD = frozenset({"llama", "mistral", "qwen2", "qwen3", "olmo", "olmo2", "smollm3"})
+
+
 class HFBackend:
     name = "hf"
 
@@ -77,6 +82,11 @@ class HFBackend:
 
         self.model.generation_config = GenerationConfig()
         self._can_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        self._plain_head = (
+            getattr(cfg, "model_type", None) in _PLAIN_HEAD
+            and hasattr(self.model, "lm_head")
+            and hasattr(self.model, "get_decoder")
+        )
         self._args = {"model": str(model_dir), "dtype": dtype_name, "batch_size": spec.batch_size or "auto"}
 
     def engine_args(self) -> dict[str, Any]:
@@ -110,16 +120,41 @@ class HFBackend:
     def _score_group(self, inputs: Sequence[ScoreInput], g: PrefixGroup, bs: int) -> Iterator[tuple[int, ScoreOutput]]:
         import torch
 
-        with torch.inference_mode():
-            out = self.model(input_ids=torch.tensor([g.forwards[0].ids[: g.prefix]]), use_cache=True,
-                             **self._keep(torch.tensor([g.prefix - 1])))  # fmt: skip
-        cache = out.past_key_values
+        ids = torch.tensor([g.forwards[0].ids[: g.prefix]])
+        _, cache = self._forward(ids, torch.ones_like(ids), None, [], keep_cache=True)
         fw = sorted(g.forwards, key=lambda f: -len(f.ids))
         for b in batches([len(f.ids) for f in fw], bs, bs * len(fw[0].ids)):
             yield from self._score_batch(inputs, [fw[k] for k in b], g.prefix, cache)
 
-    def _keep(self, positions: Any) -> dict[str, Any]:
-        return {"logits_to_keep": positions} if self._can_keep else {}
+    def _forward(self, ids: Any, mask: Any, cache: Any, pairs: list[tuple[int, int]],
+                 keep_cache: bool = False) -> tuple[Any, Any]:  # fmt: skip
+        """The logits at ``pairs`` (batch row, position of ``ids``) as a (len(pairs), vocab) tensor, and
+        the cache when ``keep_cache``; ``cache`` holds keys and values of a prefix ``mask`` starts with.
+        A plain-head model (``_PLAIN_HEAD``) runs its decoder and applies the head to those rows only;
+        another one computes the union of the positions (``logits_to_keep``) or, without it, all."""
+        import torch
+
+        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": keep_cache}
+        if cache is not None:
+            c = copy.deepcopy(cache)
+            c.batch_repeat_interleave(ids.shape[0])
+            kwargs.update(past_key_values=c, use_cache=True)
+        r_idx = torch.tensor([r for r, _ in pairs], dtype=torch.long)
+        p_idx = torch.tensor([p for _, p in pairs], dtype=torch.long)
+        with torch.inference_mode():
+            if self._plain_head:
+                out = self.model.get_decoder()(**kwargs)
+                logits = self.model.lm_head(out.last_hidden_state[r_idx, p_idx]) if pairs else None
+            else:
+                kept = sorted({p for _, p in pairs}) or [ids.shape[1] - 1]
+                where = torch.tensor([kept.index(p) for p in p_idx.tolist()], dtype=torch.long)
+                if self._can_keep:
+                    out = self.model(**kwargs, logits_to_keep=torch.tensor(kept))
+                    logits = out.logits[r_idx, where]
+                else:
+                    out = self.model(**kwargs)
+                    logits = out.logits[r_idx, p_idx]
+        return logits, (out.past_key_values if keep_cache else None)
 
     def _score_batch(self, inputs: Sequence[ScoreInput], fws: list[Forward], prefix: int,
                      cache: Any) -> Iterator[tuple[int, ScoreOutput]]:  # fmt: skip
@@ -131,29 +166,21 @@ class HFBackend:
         ids = torch.full((len(fws), width), self._pad_id, dtype=torch.long)
         mask = torch.zeros((len(fws), prefix + width), dtype=torch.long)
         mask[:, :prefix] = 1
-        rows: set[int] = set()
+        slot: dict[tuple[int, int], int] = {}
         for r, f in enumerate(fws):
             n = len(f.ids) - prefix
             ids[r, :n] = torch.tensor(f.ids[prefix:])
             mask[r, prefix : prefix + n] = 1
             for i in f.members:
-                rows.update(range(inputs[i].ctxlen - 1 - prefix, len(inputs[i].ids) - 1 - prefix))
-        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
-        if cache is not None:
-            c = copy.deepcopy(cache)
-            c.batch_repeat_interleave(len(fws))
-            kwargs.update(past_key_values=c, use_cache=True)
-        else:
-            kwargs["use_cache"] = False
-        kept = sorted(rows)
-        where = {p: k for k, p in enumerate(kept)} if self._can_keep else {p: p for p in kept}
+                for p in range(inputs[i].ctxlen - 1 - prefix, len(inputs[i].ids) - 1 - prefix):
+                    slot.setdefault((r, p), len(slot))
+        logits, _ = self._forward(ids, mask, cache, list(slot))
         with torch.inference_mode():
-            logits = self.model(**kwargs, **self._keep(torch.tensor(kept))).logits
             for r, f in enumerate(fws):
                 for i in f.members:
                     x = inputs[i]
-                    sel = [where[p] for p in range(x.ctxlen - 1 - prefix, len(x.ids) - 1 - prefix)]
-                    lp = torch.log_softmax(logits[r, sel].float(), dim=-1)
+                    sel = [slot[(r, p)] for p in range(x.ctxlen - 1 - prefix, len(x.ids) - 1 - prefix)]
+                    lp = torch.log_softmax(logits[sel].float(), dim=-1)
                     target = torch.tensor(x.ids[x.ctxlen :])
                     picked = lp.gather(1, target[:, None])[:, 0]
                     greedy = bool((lp.argmax(dim=-1) == target).all())

@@ -109,34 +109,42 @@ def reference(backend: HFBackend, all_inputs: list[ScoreInput]) -> list[tuple[fl
 
 
 class Counting:
-    """Counts the model's forward calls (prefix passes included)."""
+    """Counts the backend's forward passes (prefix passes included)."""
 
     def __init__(self, b: HFBackend) -> None:
         self.b, self.calls = b, 0
 
     def __enter__(self) -> Counting:
-        self.orig = self.b.model.forward
+        self.orig = self.b._forward
 
         def counted(*a: Any, **k: Any) -> Any:
             self.calls += 1
             return self.orig(*a, **k)
 
-        self.b.model.forward = counted
+        self.b._forward = counted  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.b.model.forward = self.orig
+        self.b._forward = self.orig  # type: ignore[method-assign]
 
 
-@pytest.mark.parametrize("batch_size", [1, 3, 64])
+@pytest.mark.parametrize(
+    ("batch_size", "head"),
+    [(1, "rows"), (3, "rows"), (64, "rows"), (3, "logits_to_keep"), (3, "all")],
+)
 def test_scores_equal_one_request_per_forward(
-    backend: HFBackend, all_inputs: list[ScoreInput], reference: list[tuple[float, bool]], batch_size: int
+    backend: HFBackend, all_inputs: list[ScoreInput], reference: list[tuple[float, bool]], batch_size: int, head: str
 ) -> None:
+    """``head``: the head on the read rows only (a plain-head model), on the union of positions
+    (``logits_to_keep``), on every position (a model without it)."""
+    saved = backend._plain_head, backend._can_keep
     backend._fixed_batch = batch_size
+    backend._plain_head, backend._can_keep = head == "rows", head != "all"
     try:
         got = dict(backend.score(all_inputs))
     finally:
         backend._fixed_batch = None
+        backend._plain_head, backend._can_keep = saved
     assert sorted(got) == list(range(len(all_inputs)))
     diffs = [abs(got[i].logprob - ref[0]) for i, ref in enumerate(reference)]
     assert max(diffs) < TOL, max(diffs)
