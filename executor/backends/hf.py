@@ -21,7 +21,15 @@ from typing import Any
 from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run, set_offline_env
 from lmeval.executor.backends.hf_memory import auto_batch_size, free_memory, model_dims
 from lmeval.executor.backends.hf_sample import Row, RowSampler, RowStops
-from lmeval.executor.backends.hf_scoreplan import Forward, PrefixGroup, batches, cover, prefix_groups
+from lmeval.executor.backends.hf_scoreplan import (
+    MIN_PREFIX,
+    Forward,
+    PrefixGroup,
+    batches,
+    common_prefix_all,
+    cover,
+    prefix_groups,
+)
 from lmeval.executor.engineconf import detect_platform, model_facts
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import ModelSpec
@@ -212,12 +220,25 @@ class HFBackend:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
-        width = max(len(x.ids) for x in xs)
+        # a prefix every prompt of the batch shares (few-shot examples) runs once, its keys and values
+        # repeated for each row; each row's own tokens follow it, left-padded within their part
+        shared = min(common_prefix_all([x.ids for x in xs]), min(len(x.ids) for x in xs) - 1)
+        prefix = shared if len(xs) > 1 and shared >= MIN_PREFIX else 0
+        own = max(len(x.ids) for x in xs) - prefix
+        width = prefix + own
         ids = torch.full((len(xs), width), self._pad_id, dtype=torch.long)
         mask = torch.zeros((len(xs), width), dtype=torch.long)
+        ids[:, :prefix] = torch.tensor(xs[0].ids[:prefix])
+        mask[:, :prefix] = 1
         for r, x in enumerate(xs):
-            ids[r, width - len(x.ids) :] = torch.tensor(x.ids)
-            mask[r, width - len(x.ids) :] = 1
+            ids[r, width - (len(x.ids) - prefix) :] = torch.tensor(x.ids[prefix:])
+            mask[r, width - (len(x.ids) - prefix) :] = 1
+        extra: dict[str, Any] = {}
+        if prefix:
+            p_ids = ids[:1, :prefix]
+            _, cache = self._forward(p_ids, torch.ones_like(p_ids), None, [], keep_cache=True)
+            cache.batch_repeat_interleave(len(xs))
+            extra["past_key_values"] = cache
         rows = [Row(x.params, s) for x, (_, s) in zip(xs, batch, strict=True)]
         longest = max(x.params.max_tokens for x in xs)
         if longest <= 0:
@@ -232,6 +253,7 @@ class HFBackend:
                 generation_config=cfg,
                 logits_processor=LogitsProcessorList([RowSampler(rows, [x.ids for x in xs], width)]),
                 stopping_criteria=StoppingCriteriaList([stops]),
+                **extra,
             )
         samples = []
         for r in range(len(xs)):

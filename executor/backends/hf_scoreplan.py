@@ -64,6 +64,14 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def common_prefix_all(seqs: Sequence[list[int]]) -> int:
+    """How many leading tokens all of ``seqs`` share."""
+    if not seqs:
+        return 0
+    lo, hi = min(seqs), max(seqs)  # lexicographic extremes: what they share, all share
+    return common_prefix(lo, hi)
+
+
 def prefix_groups(forwards: Sequence[Forward], min_prefix: int = MIN_PREFIX) -> list[PrefixGroup]:
     """Runs of neighbouring forwards (lexicographic order) that share at least ``min_prefix`` leading
     tokens; a run's prefix is what all its members share, never past a member's ``first_row`` (each row a

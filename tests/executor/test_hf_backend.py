@@ -300,3 +300,18 @@ def test_backend_uses_the_rule_unless_set(backend: HFBackend, tiny_model: Path) 
     fixed = HFBackend(ModelSpec("tiny", str(tiny_model), "hf", batch_size=5), tiny_model)
     assert fixed.batch_size_for(500) == 5 and fixed.engine_args()["batch_size"] == 5
     assert backend.engine_args()["batch_size"] == "auto"
+
+
+def test_generation_shared_prefix_runs_once_and_changes_nothing(backend: HFBackend) -> None:
+    """gsm8k prompts share their few-shot examples: a batch runs them once (one prefix pass), and the
+    tokens are those of each prompt generated alone."""
+    prompts = gsm_prompts(backend)
+    xs = [GenInput(p, GenParams(24, ["\n\n"]), str(i)) for i, p in enumerate(prompts)]
+    alone = _gen(backend, xs, batch_size=1)
+    backend._fixed_batch = 4
+    try:
+        with Counting(backend) as c:
+            together = {i: [s.token_ids for s in o.samples] for i, o in backend.generate(xs)}
+    finally:
+        backend._fixed_batch = None
+    assert c.calls == 1 and together == alone
