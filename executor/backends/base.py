@@ -52,6 +52,7 @@ class HFTokenizer:
         self._tok = tok
         self.eos_token_id: int | None = tok.eos_token_id
         self.bos_token_id: int | None = tok.bos_token_id
+        self.pad_token_id: int | None = getattr(tok, "pad_token_id", None)
 
     def encode(self, text: str, add_special_tokens: bool) -> list[int]:
         return list(self._tok(text, add_special_tokens=add_special_tokens)["input_ids"])

@@ -35,6 +35,9 @@ TASK_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "arc_challenge": ("arc/arc_challenge.yaml", "arc_challenge", ("train", "validation", "test")),
     "gsm8k": ("gsm8k/gsm8k.yaml", "gsm8k", ("train", "test")),
 }
+MMLU_SUBJECTS = ("abstract_algebra", "anatomy", "astronomy", "college_biology", "high_school_geography",
+                 "marketing")  # fmt: skip
+TASK_SOURCES.update({f"mmlu_{s}": (f"mmlu/default/mmlu_{s}.yaml", f"mmlu/{s}", ("dev", "test")) for s in MMLU_SUBJECTS})
 PREFIX = "e2e_"
 
 
