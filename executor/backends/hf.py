@@ -96,6 +96,8 @@ class HFBackend:
             and hasattr(self.model, "get_decoder")
         )
         self._args = {"model": str(model_dir), "dtype": dtype_name, "batch_size": spec.batch_size or "auto"}
+        # token positions run through the model, padding included (executor/efficiency.py)
+        self.cache_stats = {"computed_tokens": 0}
 
     def engine_args(self) -> dict[str, Any]:
         return dict(self._args)
@@ -142,6 +144,7 @@ class HFBackend:
         another one computes the union of the positions (``logits_to_keep``) or, without it, all."""
         import torch
 
+        self.cache_stats["computed_tokens"] += int(ids.numel())
         kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": keep_cache}
         if cache is not None:
             c = copy.deepcopy(cache)
@@ -255,6 +258,9 @@ class HFBackend:
                 stopping_criteria=StoppingCriteriaList([stops]),
                 **extra,
             )
+        # the rows' own prompt tokens (the shared prefix was counted by its forward) and every decoding step of
+        # every row until the batch's last one stopped
+        self.cache_stats["computed_tokens"] += len(xs) * (own + out.shape[1] - width)
         samples = []
         for r in range(len(xs)):
             n = stops.lengths[r]

@@ -168,6 +168,26 @@ def test_one_forward_per_mmlu_question(backend: HFBackend) -> None:
     assert c.calls == 1 + 5  # the prefix, then one forward per question (batch size 1)
 
 
+def test_computed_tokens_are_the_prefix_once_and_each_question(backend: HFBackend) -> None:
+    """The efficiency figure's work side (``cache_stats["computed_tokens"]``): at batch size 1 no padding,
+    so the prefix once plus each question's own tokens, fewer than the distinct positions of the requests
+    (the choices are read from one row, never run) and far fewer than one forward per request."""
+    from lmeval.executor.efficiency import distinct_positions
+
+    xs = mmlu_inputs(backend, docs=5)
+    prefix = prefix_groups(cover(xs))[0].prefix
+    contexts = {tuple(x.ids[: x.ctxlen]) for x in xs}
+    before = backend.cache_stats["computed_tokens"]
+    backend._fixed_batch = 1
+    try:
+        list(backend.score(xs))
+    finally:
+        backend._fixed_batch = None
+    computed = backend.cache_stats["computed_tokens"] - before
+    assert computed == prefix + sum(len(c) - prefix for c in contexts)
+    assert computed < distinct_positions([x.ids for x in xs]) < sum(len(x.ids) for x in xs)
+
+
 def test_extended_continuation_read_from_the_longer_forward(backend: HFBackend) -> None:
     xs = arc_inputs(backend, docs=3)
     fw = cover(xs)
