@@ -33,7 +33,9 @@ TOL = 1e-4
 
 # what lmeval itself prints during `lmeval run` (everything else would be a library talking)
 OWN_LINE = re.compile(
-    r"^(plan: .*|pre-flight: .*|executed \d+ instances .*|[┏┃┡│└].*|/.*|results/.*)$"
+    r"^(plan: .*|pre-flight: .*|executed \d+ instances .*|[┏┃┡│└].*|/.*|results/.*"
+    r"|(\x1b\[[0-9;]*m|\\x1b\[[0-9;]*m)?\s*Clustered stderr and 95% intervals\s*(\x1b\[[0-9;]*m|\\x1b\[[0-9;]*m)?"
+    r"|run\.limit=\d+: scores of the first documents of each task only, .*)$"
 )  # fmt: skip
 
 
