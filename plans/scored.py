@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from lmeval.common.atomic import write_atomic
 from lmeval.plans.errors import PlanError
-from lmeval.plans.limits import InputError, loads_json, open_regular
+from lmeval.plans.limits import loads_json
+from lmeval.plans.parquetfile import read_bounded, read_parquet
 from lmeval.plans.scoredclean import Contamination, parse_contamination
 from lmeval.plans.scoredintervals import Intervals, parse_intervals
 from lmeval.plans.scoredsubset import SubsetScores, parse_subset
@@ -256,19 +257,9 @@ def read_scored(results_dir: str | os.PathLike[str], *, samples: bool = True) ->
     rp = d / RESULTS_JSON
     if not os.path.lexists(rp):
         raise PlanError(f"{results_dir}: not a scored run (no {RESULTS_JSON}; run `lmeval score {results_dir}` first)")
-    run = parse_results(_read_bounded(rp, MAX_RESULTS_BYTES, RESULTS_JSON), rp)
+    run = parse_results(read_bounded(rp, MAX_RESULTS_BYTES, RESULTS_JSON), rp)
     frame = _read_samples(d / SAMPLES_PARQUET, results_dir) if samples else empty_samples()
     return ScoredFiles(run, frame)
-
-
-def _read_bounded(path: Path, limit: int, what: str) -> bytes:
-    try:
-        with open_regular(path, max_bytes=limit, what=what) as f:
-            return f.read()
-    except InputError as e:
-        raise PlanError(str(e)) from None
-    except OSError as e:
-        raise PlanError(f"{path}: cannot read {what}: {e.strerror or e}") from None
 
 
 def parse_results(data: bytes, path: Path) -> ScoredRun:
@@ -376,19 +367,12 @@ class _Fields:
 
 
 def _read_samples(path: Path, results_dir: str | os.PathLike[str]) -> pl.DataFrame:
-    import io
 
     import polars as pl
 
     if not os.path.lexists(path):
         raise PlanError(f"{path}: missing; rescore with `lmeval score {results_dir}`")
-    buf = io.BytesIO(_read_bounded(path, MAX_SAMPLES_BYTES, SAMPLES_PARQUET))
-    try:
-        meta = pl.read_parquet_metadata(buf)
-        buf.seek(0)
-        frame = pl.read_parquet(buf)
-    except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-        raise PlanError(f"{path}: not a Parquet file ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    meta, frame = read_parquet(path, MAX_SAMPLES_BYTES, SAMPLES_PARQUET)
     version = meta.get(VERSION_KEY, str(SCORED_VERSION))  # written before the key existed: the same layout
     if version != str(SCORED_VERSION):
         raise PlanError(f"{path}: {SAMPLES_PARQUET} version {version[:20]!r}; this lmeval reads {SCORED_VERSION}")

@@ -10,14 +10,13 @@ Versioned on its own (key-value metadata ``lmeval-repeats``), so readers of samp
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lmeval.common.atomic import write_atomic
 from lmeval.plans.errors import PlanError
-from lmeval.plans.limits import InputError, open_regular
+from lmeval.plans.parquetfile import read_parquet
 
 if TYPE_CHECKING:
     import polars as pl
@@ -54,19 +53,7 @@ def read_repeats(results_dir: str | os.PathLike[str]) -> pl.DataFrame | None:
     path = Path(results_dir) / REPEATS_PARQUET
     if not os.path.lexists(path):
         return None
-    try:
-        with open_regular(path, max_bytes=MAX_REPEATS_BYTES, what=REPEATS_PARQUET) as f:
-            buf = io.BytesIO(f.read())
-    except InputError as e:
-        raise PlanError(str(e)) from None
-    except OSError as e:
-        raise PlanError(f"{path}: cannot read ({e.strerror or e})") from None
-    try:
-        meta = pl.read_parquet_metadata(buf)
-        buf.seek(0)
-        frame = pl.read_parquet(buf)
-    except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-        raise PlanError(f"{path}: not a Parquet file ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    meta, frame = read_parquet(path, MAX_REPEATS_BYTES, REPEATS_PARQUET)
     version = meta.get(VERSION_KEY)
     if version != str(REPEATS_VERSION):
         raise PlanError(f"{path}: {REPEATS_PARQUET} version {str(version)[:20]!r}; this lmeval reads {REPEATS_VERSION}")
