@@ -48,14 +48,14 @@ def main() -> None:
         cold: list[tuple[float, float]] = []
         for i in range(a.repeats):
             e = dict(env, LMEVAL_CACHE=str(Path(tmp) / f"cold{i}"))
-            cold.append(_run([py, "-c", "from compiler.catalog import catalog; assert catalog()"], e))
+            cold.append(_run([py, "-c", "from lmeval.compiler import catalog; assert catalog()"], e))
         rows.append(("lmeval: index lm_eval/tasks, cold (no cache)", cold))
         warm_env = dict(env, LMEVAL_CACHE=str(Path(tmp) / "cold0"))
         steps = {
             "lmeval: index from its cache (stat walk + JSON)": [
                 py,
                 "-c",
-                "from compiler.catalog import catalog; assert catalog()",
+                "from lmeval.compiler import catalog; assert catalog()",
             ],  # fmt: skip
             "lmeval ls (all names), warm cache": [py, "-m", "lmeval", "ls"],
             "lmeval compile run.tasks=[lm_eval:piqa] limit 10, warm cache": [

@@ -1,7 +1,7 @@
 """Where a cold compile's time goes, phase by phase (CPU and wall seconds), one task at a time in this process.
 
 The compile pipeline's own steps run one after another here (tokenizing is not overlapped with encoding as in
-``compiler.task_records``), so each phase is measured alone; the total is what a serial cold ``lmeval compile
+``compiler.encode.plan_records``), so each phase is measured alone; the total is what a serial cold ``lmeval compile
 --no-cache -j 1`` spends, less the overlap. The cyclic garbage collector is off, as in a compile.
 
     .venv/bin/python bench/compile_phases.py [--data-dir DIR] [OVERRIDES...]
@@ -49,14 +49,14 @@ def main(argv: list[str] | None = None) -> int:
             return fn()
 
     with phase("imports (compiler, Hydra, tokenizers)"):
-        from lmeval.compiler import task_records as tr
-        from lmeval.compiler.build import TaskBuilder
+        from lmeval.compiler.build.builder import TaskBuilder
+        from lmeval.compiler.build.seeds import has_python, seeded_globals
         from lmeval.compiler.config import compose, run_config
-        from lmeval.compiler.header import plan_header, task_summary
-        from lmeval.compiler.modelinfo import load_model_info as model_identity
+        from lmeval.compiler.encode import plan_records as tr
+        from lmeval.compiler.encode.header import plan_header, task_summary
+        from lmeval.compiler.encode.modelinfo import load_model_info as model_identity
         from lmeval.compiler.scorecheck import check_groups, check_task
-        from lmeval.compiler.seeds import has_python, seeded_globals
-        from lmeval.compiler.task_selection import select_tasks
+        from lmeval.compiler.tasks.select import select_tasks
         from lmeval.plans.identity import split_locations
         from lmeval.plans.packids import IdsPacker
         from lmeval.plans.sealparts import EncodedTask, encode_frames, seal_tasks, write_tasks

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
-from lmeval.compiler.spec import load_spec_task, validate_file  # noqa: E402
+from lmeval.compiler import load_spec_task, validate_file  # noqa: E402
 
 VALIDATE_TARGET_S = 5.0
 COMPILE_TARGET_S = 20.0

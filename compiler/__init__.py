@@ -12,19 +12,67 @@ the environment).
 - ``compile_to_file(overrides, out=None) -> Path``
 - ``compile_sweep(overrides, out=None) -> [(combo, Compiled)]`` (``lmeval compile -m``)
 - ``expand_sweep(overrides) -> list[list[str]]``
+
+Its subsystems, each behind its own face: ``tasks`` (which tasks a compile covers), ``build`` (rendering and
+Instance building), ``encode`` (token ids and plan encoding), ``cache`` (the build cache) and ``jsonl_spec``
+(the frozen JSONL task spec). The names code outside the compiler needs from them (``catalog``,
+``find_names``, ``validate_file``, ...) are re-exported here, imported on first use (PEP 562).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lmeval.compiler.config import CONF_DIR, execute_model_overrides
+    from lmeval.compiler.errors import CompileError
+    from lmeval.compiler.jsonl_spec import SpecReadError, load_spec_task, validate_file
     from lmeval.compiler.parallel import BuildSettings
     from lmeval.compiler.pipeline import Compiled
+    from lmeval.compiler.tasks import catalog, find_names
     from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
 
-__all__ = ["compile_located", "compile_plan", "compile_sweep", "compile_to_file", "expand_sweep"]
+__all__ = [
+    "CONF_DIR",
+    "BuildSettings",
+    "CompileError",
+    "Compiled",
+    "SpecReadError",
+    "catalog",
+    "compile_located",
+    "compile_plan",
+    "compile_sweep",
+    "compile_to_file",
+    "execute_model_overrides",
+    "expand_sweep",
+    "find_names",
+    "load_spec_task",
+    "validate_file",
+]
+
+# names re-exported from the compiler's modules and subsystem faces, imported on first use
+_WHERE = {
+    "CONF_DIR": "lmeval.compiler.config",
+    "BuildSettings": "lmeval.compiler.parallel",
+    "CompileError": "lmeval.compiler.errors",
+    "Compiled": "lmeval.compiler.pipeline",
+    "SpecReadError": "lmeval.compiler.jsonl_spec",
+    "catalog": "lmeval.compiler.tasks",
+    "execute_model_overrides": "lmeval.compiler.config",
+    "find_names": "lmeval.compiler.tasks",
+    "load_spec_task": "lmeval.compiler.jsonl_spec",
+    "validate_file": "lmeval.compiler.jsonl_spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name, imported from its module on first use (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)
 
 
 def compile_plan(

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.conf import conf_dir
-from lmeval.compiler.built import BuildOptions
+from lmeval.compiler.build import DEFAULT_SEED_MODE, BuildOptions, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.runchecks import bad as _bad
 from lmeval.compiler.runchecks import budget_options, statistics_options
 from lmeval.compiler.runchecks import is_int as _int
-from lmeval.compiler.seeds import DEFAULT_SEED_MODE, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.plans.limits import value_problem
 from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
 from lmeval.plans.subsample import Subsample, SubsampleError, canonical_subsample
@@ -107,7 +106,7 @@ def catalog_names(overrides: list[str]) -> list[str]:
             inner = val[1:-1] if val.startswith("[") and val.endswith("]") else val
             items = [x.strip().strip("'\"") for x in inner.split(",") if x.strip()]
             if items and all(_NAME.fullmatch(x) for x in items) and any(x not in conf_names for x in items):
-                from lmeval.compiler.catalog import QUALIFIER, catalog
+                from lmeval.compiler.tasks import QUALIFIER, catalog
 
                 cat = catalog()
                 known = cat.index.entries if cat is not None else {}
@@ -138,7 +137,7 @@ _CHECKED: dict[Path, tuple[int, int]] = {}
 def check_conf_files(root: Path) -> None:
     """Every YAML under ``root`` within the input limits (``plans.limits``: a regular file, no alias
     bomb, 64-bit ints) before Hydra and OmegaConf, which expand aliases, read any of them."""
-    from lmeval.compiler.lmyaml import load_yaml
+    from lmeval.compiler.tasks import load_yaml
 
     for path in sorted(root.glob("**/*.yaml")):
         try:
@@ -152,11 +151,11 @@ def check_conf_files(root: Path) -> None:
 
 def compose(overrides: list[str], memo: Path | None = None) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``. ``memo``: the build cache's
-    folder, where the composition is remembered (``compiler.composecache``; None: composed by Hydra)."""
+    folder, where the composition is remembered (``compiler.cache.compose``; None: composed by Hydra)."""
     overrides = optional_run_keys(catalog_names(shorthand(overrides)))
     if memo is None:
         return _compose(overrides)
-    from lmeval.compiler import composecache as cc
+    from lmeval.compiler import cache as cc
 
     split = cc.split_slots(overrides)
     key = cc.compose_key(split[0], CONF_DIR) if split is not None else None
@@ -253,18 +252,18 @@ class RunConfig:
     tasks: list[str] | None = None
     out: str | None = None
     gen_kwargs: dict[str, Any] | None = None
-    seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/seeds.py)
-    seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/seeds.py)
+    seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/build/seeds.py)
+    seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/build/seeds.py)
     reasoning: Reasoning | None = None  # run.reasoning (plans/reasoning.py): scoring only
     chat_template_kwargs: dict[str, Any] | None = None  # run.chat_template_kwargs: into the chat template
     thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker at most
-    strict_fields: bool = False  # run.strict_fields: a prompt field rendering None is an error (compiler/nullfields.py)
+    strict_fields: bool = False  # run.strict_fields: a field rendering None is an error (compiler/build/nullfields.py)
     subsample: Subsample | None = None  # run.subsample (plans/subsample.py): a seeded, stratified subset
     sample_scores: list[str] | None = None  # run.sample_scores (plans/samplescores.py): every repeat scored
 
     def options(self) -> BuildOptions:
-        """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/seeds.py)."""
+        """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/build/seeds.py)."""
         same = {f.name: getattr(self, f.name) for f in fields(BuildOptions) if f.name in _RUN_FIELDS}
         return BuildOptions(
             **same,

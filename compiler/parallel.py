@@ -5,8 +5,8 @@ With N workers, N - 1 processes are forked (they inherit the composed config, th
 imported task code, so they start at once) and take the tasks from the first one on, while this process builds
 from the last one down until it meets them (it then needs no entry for its own tasks: a worker's entry costs
 packing, unpacking and decompressing its records again). Each builds whole tasks, exactly as the serial loop
-does: a task's global generators are seeded afresh for it (``compiler.seeds``) and its bytes depend on nothing
-another task did. A worker hands back its task as a build-cache entry (``compiler.taskpart``), checked like one
+does: a task's global generators are seeded afresh for it (``compiler.build.seeds``) and its bytes depend on nothing
+another task did. A worker hands back its task as a build-cache entry (``compiler.cache.part``), checked like one
 read from disk. The workers' results are taken in task order, and they build every task before the ones this
 process took, so the first failing task's error is the one raised, as in a serial compile.
 
@@ -23,15 +23,24 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lmeval.compiler.build import TaskBuilder
-from lmeval.compiler.buildcache import BuildCache, CacheStats, default_dir, enabled_from_env, max_bytes_from_env
-from lmeval.compiler.built import BuildOptions, ChatFn
-from lmeval.compiler.cachekey import task_key, tokenizer_key, workers_from_env
-from lmeval.compiler.seeds import has_python, seeded_globals
-from lmeval.compiler.task_tree import Selection
-from lmeval.compiler.taskconfig import TaskConfig
-from lmeval.compiler.taskpart import TaskPart, entry_digest, pack_part, part_of, unpack_part
-from lmeval.compiler.tokens import ModelTokenizer
+from lmeval.compiler.build import BuildOptions, ChatFn, TaskBuilder, has_python, seeded_globals
+from lmeval.compiler.cache import (
+    BuildCache,
+    CacheStats,
+    TaskPart,
+    default_dir,
+    enabled_from_env,
+    entry_digest,
+    max_bytes_from_env,
+    pack_part,
+    part_of,
+    task_key,
+    tokenizer_key,
+    unpack_part,
+    workers_from_env,
+)
+from lmeval.compiler.encode import ModelTokenizer
+from lmeval.compiler.tasks import Selection, TaskConfig
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ def build_parts(
 def lm_eval_order_parts(
     sel: Selection, opts: BuildOptions, chat: ChatFn | None, tok: ModelTokenizer | None
 ) -> list[TaskPart]:
-    """Every task's part under ``run.seed_mode=lm_eval`` (``compiler.seeds``), in plan order: the global
+    """Every task's part under ``run.seed_mode=lm_eval`` (``compiler.build.seeds``), in plan order: the global
     generators seeded once and, in lm-eval's load order (``Selection.load_order``), every task's documents
     processed, then every task rendered, as lm-eval's ``simple_evaluate`` does. One process, no cache: what a
     task draws depends on every task before it."""

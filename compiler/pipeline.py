@@ -10,19 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.gcpause import gc_paused
-from lmeval.compiler.buildcache import BuildCache, CacheStats, default_dir, plan_hash_key
-from lmeval.compiler.built import BuildOptions
+from lmeval.compiler.build import BuildOptions
+from lmeval.compiler.cache import BuildCache, CacheStats, TaskPart, default_dir, plan_hash_key, records_of
 from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
+from lmeval.compiler.encode import Record, load_model_info, plan_header, plan_path
 from lmeval.compiler.errors import CompileError, fail
-from lmeval.compiler.functions import forget_loaded
-from lmeval.compiler.header import plan_header
-from lmeval.compiler.modelinfo import load_model_info
 from lmeval.compiler.parallel import BuildSettings, build_parts, lm_eval_order_parts
-from lmeval.compiler.plan_files import plan_path
 from lmeval.compiler.scorecheck import check_groups, check_task
-from lmeval.compiler.task_records import Record
-from lmeval.compiler.task_selection import select_tasks
-from lmeval.compiler.taskpart import TaskPart, records_of
+from lmeval.compiler.tasks import forget_loaded, select_tasks
 from lmeval.plans.identity import split_locations
 from lmeval.plans.integrity import header_hash_bytes
 from lmeval.plans.records import PlanHeader
@@ -43,7 +38,7 @@ class Compiled:
 
     @property
     def warnings(self) -> list[str]:
-        """One line per task, prompt field and document field that rendered None (``compiler.nullfields``)."""
+        """One line per task, prompt field and document field that rendered None (``compiler.build.nullfields``)."""
         return [n.message() for p in self.parts for n in p.null_fields]
 
     @cached_property

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lmeval.compiler.encode import plain_data
 from lmeval.compiler.errors import fail
-from lmeval.compiler.header import plain_data
-from lmeval.compiler.task_tree import GroupInfo
-from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.compiler.tasks import GroupInfo, TaskConfig
 from lmeval.plans.funcref import name_data
 from lmeval.plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
 

@@ -69,8 +69,7 @@ def _summary(header: object) -> str:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from lmeval.compiler import compile_located, compile_sweep
-    from lmeval.compiler.parallel import BuildSettings
+    from lmeval.compiler import BuildSettings, compile_located, compile_sweep
 
     settings = BuildSettings()
     if args.no_cache:

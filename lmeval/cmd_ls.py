@@ -39,8 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.compiler.catalog import catalog
-    from lmeval.compiler.task_selection import find_names
+    from lmeval.compiler import catalog, find_names
 
     kind = None if args.what == "all" else KINDS[args.what]
     rows = find_names(args.include_path, kind, args.source, args.pattern)

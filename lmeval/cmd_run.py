@@ -29,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
-    from lmeval.compiler import compile_located
-    from lmeval.compiler.config import execute_model_overrides
+    from lmeval.compiler import compile_located, execute_model_overrides
     from lmeval.plans.verified import show_check_cost
 
     if args.verbose:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lmeval.compiler.spec.validate import SpecReadError, validate_file
+from lmeval.compiler import SpecReadError, validate_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.config import CONF_DIR
+from lmeval.compiler import CONF_DIR
 from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, LockCheck, compare, entries_from_header, load_lock
 from lmeval.lock.lockfile import write_lock as _write_lock
 from lmeval.plans.errors import UserError

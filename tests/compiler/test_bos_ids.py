@@ -16,7 +16,7 @@ from typing import Any
 import lm_eval.models.huggingface as hf  # the oracle: a plain import, never a skip
 import pytest
 
-from lmeval.compiler.tokens import ModelTokenizer
+from lmeval.compiler.encode.tokenizer import ModelTokenizer
 from tests.bos_model import LLAMA_BOS, build_bos_model
 
 pytestmark = pytest.mark.lmeval_parity

@@ -1,4 +1,4 @@
-"""The compiler's build cache (compiler/buildcache.py, cachekey.py, taskpart.py) and parallel builds
+"""The compiler's build cache (compiler/cache/store.py, cachekey.py, taskpart.py) and parallel builds
 (compiler/parallel.py): cached, cold, serial and parallel compiles give byte-identical plans; a corrupt entry
 is detected and rebuilt; the key sees data and task code; the cache stays under its cap."""
 
@@ -61,9 +61,9 @@ def test_workers_do_not_change_bytes(tmp_path: Path, data: Path) -> None:
 
 def test_tokenizing_thread_does_not_change_bytes(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Token ids computed in a second thread (a tokenizer whose work runs in Rust) or in the building one
-    (``compiler.bytelevel`` in Python: the tiny model's) give the same plan, errors in the same order."""
-    from lmeval.compiler import task_records
-    from lmeval.compiler.tokens import ModelTokenizer
+    (``compiler.encode.bytelevel`` in Python: the tiny model's) give the same plan, errors in the same order."""
+    from lmeval.compiler.encode import plan_records as task_records
+    from lmeval.compiler.encode.tokenizer import ModelTokenizer
 
     monkeypatch.setattr(task_records, "_CHUNK_DOCS", 7)  # several batches per task
     ov = ["+task=[mmlu_anatomy,gsm8k]", "run.num_fewshot=2", f"run.data_dir={data}", "run.limit=20", "model=tiny"]
@@ -238,7 +238,7 @@ def test_cli_no_cache_and_env(tmp_path: Path, data: Path, cli, monkeypatch: pyte
 def test_pieces_split_as_defined() -> None:
     import random
 
-    from lmeval.compiler.tokens import _last_piece, _pieces
+    from lmeval.compiler.encode.tokenizer import _last_piece, _pieces
 
     rnd = random.Random(3)
     alphabet = ["a", "\n", " ", "\t", "\u00a0", "\u2028", "\r", "b", "\x1c", "\u3000", "\u0085"]
@@ -250,7 +250,7 @@ def test_pieces_split_as_defined() -> None:
 
 
 def test_constant_templates_render_as_jinja() -> None:
-    from lmeval.compiler.render import _ENV, Renderer
+    from lmeval.compiler.build.render import _ENV, Renderer
 
     r = Renderer("t", None, ["x"], False)
     for text in ("The following are questions about anatomy.\n\n", "a\r\nb\n", "plain } text", "\n", "x"):

@@ -1,4 +1,4 @@
-"""``compiler.bytelevel``: plain ASCII texts pre-tokenized in Python give the tokenizer's own ids, and every other
+"""``encode.bytelevel``: plain ASCII texts pre-tokenized in Python give the tokenizer's own ids, and every other
 text is left to the tokenizer."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _added(backend: Any) -> list[str]:
 def test_plain_ascii_texts_get_the_tokenizers_own_ids(backend: Any) -> None:
     """Random texts over every printable ASCII character, tabs, newlines, runs of spaces, digits, contractions
     (the GPT-2 regex's cases), each against ``encode(text, add_special_tokens=False)``."""
-    from lmeval.compiler.bytelevel import ByteLevelWords
+    from lmeval.compiler.encode.bytelevel import ByteLevelWords
 
     words = ByteLevelWords.of(backend, _added(backend))
     assert words is not None
@@ -44,7 +44,7 @@ def test_plain_ascii_texts_get_the_tokenizers_own_ids(backend: Any) -> None:
 
 @pytest.mark.parametrize("text", ["caf\u00e9", "a\rb", "a\x0bb", "a\x0cb", "a\x1cb", "\u00a0", "x<|im_start|>y"])
 def test_other_texts_are_left_to_the_tokenizer(backend: Any, text: str) -> None:
-    from lmeval.compiler.bytelevel import ByteLevelWords
+    from lmeval.compiler.encode.bytelevel import ByteLevelWords
 
     words = ByteLevelWords.of(backend, _added(backend))
     assert words is not None
@@ -54,7 +54,7 @@ def test_other_texts_are_left_to_the_tokenizer(backend: Any, text: str) -> None:
 def test_a_tokenizer_that_pads_is_not_taken(backend: Any) -> None:
     from tokenizers import Tokenizer
 
-    from lmeval.compiler.bytelevel import ByteLevelWords
+    from lmeval.compiler.encode.bytelevel import ByteLevelWords
 
     padded = Tokenizer.from_str(backend.to_str())
     padded.enable_padding(length=64)

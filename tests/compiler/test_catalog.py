@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.compiler.catalog import catalog, listing
 from lmeval.compiler.config import CONF_DIR, catalog_names
+from lmeval.compiler.tasks.lm_eval_catalog import catalog, listing
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_listing_marks_unsupported_python_tasks() -> None:
 
 
 def test_index_cache_is_reused_and_rebuilt_when_a_yaml_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lmeval.compiler.catalog as cat_mod
+    import lmeval.compiler.tasks.lm_eval_catalog as cat_mod
 
     root = tmp_path / "tasks"
     (root / "a").mkdir(parents=True)
@@ -115,7 +115,7 @@ def test_index_cache_key_is_path_size_and_mtime(tmp_path: Path, monkeypatch: pyt
     """The documented key, exactly: a same-size edit with another mtime rebuilds (the mtime part), a size
     change with the mtime put back rebuilds (the size part), a renamed file rebuilds (the path part), and an
     edit that keeps size and mtime both is, as documented, not seen (the content is not hashed)."""
-    import lmeval.compiler.catalog as cat_mod
+    import lmeval.compiler.tasks.lm_eval_catalog as cat_mod
 
     root = tmp_path / "tasks"
     (root / "a").mkdir(parents=True)
@@ -156,7 +156,7 @@ def test_catalog_tag_members_are_lmevals_not_conf_tasks() -> None:
     """lm-eval's tag ai2_arc names arc_easy and arc_challenge, which conf/task also defines: inside a catalog
     group or tag, members resolve in the catalog (as in lm-eval's own index); by name alone, conf/task wins."""
     from lmeval.compiler.config import compose, run_config
-    from lmeval.compiler.task_selection import select_tasks
+    from lmeval.compiler.tasks.select import select_tasks
     from tests.compiler.conftest import data_dir
 
     cfg = compose(["run.tasks=[ai2_arc]", f"run.data_dir={data_dir()}"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.compiler.errors import CompileError
-from lmeval.compiler.functions import FunctionRef, resolve, score_ref_data
+from lmeval.compiler.tasks.functions import FunctionRef, resolve, score_ref_data
 from lmeval.scorer import pyref
 from lmeval.scorer.errors import ScoreError
 

@@ -1,4 +1,4 @@
-"""A document field the prompt names that is missing from a data row or null in it (compiler/nullfields.py):
+"""A document field the prompt names that is missing from a data row or null in it (compiler/build/nullfields.py):
 rendered ``None`` as lm-eval does (the same prompt bytes), with a one-line warning naming the data file, task,
 prompt field, document field, count and first doc id, the same from a fresh build, a forked worker's and a
 cache hit; under ``run.strict_fields=true`` the compile stops with that line (exit 2)."""

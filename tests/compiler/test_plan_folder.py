@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lmeval.compiler.plan_files import DEFAULT_PLAN_DIR
+from lmeval.compiler.encode.destination import DEFAULT_PLAN_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.cli import main
-from lmeval.compiler.functions import FunctionRef, score_ref_data
+from lmeval.compiler.tasks.functions import FunctionRef, score_ref_data
 from lmeval.plans.io import read_header
 from lmeval.scorer import pyref
 from lmeval.scorer.errors import ScoreError

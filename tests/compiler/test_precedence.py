@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import lmeval.compiler.task_selection as task_selection
-from lmeval.compiler.catalog import load_catalog
+import lmeval.compiler.tasks.select as task_selection
+from lmeval.compiler.tasks.lm_eval_catalog import load_catalog
 from lmeval.plans import read_plan
 from tests.compiler.conftest import data_dir
 

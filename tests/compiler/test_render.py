@@ -11,9 +11,9 @@ from typing import Any
 import jinja2
 import pytest
 
+from lmeval.compiler.build.plaintemplate import direct_string, field_ref, plain_template, render_plain
+from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.errors import CompileError
-from lmeval.compiler.plaintemplate import direct_string, field_ref, plain_template, render_plain
-from lmeval.compiler.render import Renderer
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -127,7 +127,7 @@ _MMLU = "{{question.strip()}}\nA. {{choices[0]}}\nB. {{choices[1]}}\nC. {{choice
 
 def _sandboxed(text: str, doc: dict[str, Any]) -> str:
     """What the compiler's own (sandboxed, bounded) Jinja environment renders."""
-    from lmeval.compiler.render import compile_template
+    from lmeval.compiler.build.render import compile_template
 
     return compile_template(text, task="t", field="f", source=None).render(**doc)
 
@@ -191,7 +191,7 @@ def test_plain_templates_leave_other_values_to_jinja(doc: dict[str, Any]) -> Non
 
 
 def test_plain_template_output_over_the_cap_is_refused_like_jinja() -> None:
-    from lmeval.compiler.bounded import MAX_VALUE_CHARS
+    from lmeval.compiler.build.bounded import MAX_VALUE_CHARS
 
     doc = {"q": "x" * MAX_VALUE_CHARS}
     parts = plain_template("{{q}}!")

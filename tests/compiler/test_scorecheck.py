@@ -163,7 +163,7 @@ def test_every_shipped_task_passes() -> None:
     """The shipped configs use only what the scorer implements (the release lock compiles them all too)."""
     from lmeval.compiler.config import CONF_DIR, compose, run_config
     from lmeval.compiler.scorecheck import check_groups, check_task
-    from lmeval.compiler.task_selection import select_tasks
+    from lmeval.compiler.tasks.select import select_tasks
 
     names = sorted(p.stem for p in (CONF_DIR / "task").glob("*.yaml") if p.stem != "jsonl")
     cfg = compose([f"+task=[{','.join(names)}]"])

@@ -1,4 +1,4 @@
-"""``run.seed`` is lm-eval's ``--seed`` for what happens at compile time (compiler/seeds.py): Python's and
+"""``run.seed`` is lm-eval's ``--seed`` for what happens at compile time (compiler/build/seeds.py): Python's and
 numpy's global generators for a task's own functions, and the few-shot seed."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lmeval import compiler
+from lmeval.compiler.build.seeds import Seeds, parse_seed
 from lmeval.compiler.errors import CompileError
-from lmeval.compiler.seeds import Seeds, parse_seed
 
 # gpqa's process_docs shuffles the choices with the global ``random``; this one also draws from numpy
 UTILS = """\

@@ -1,4 +1,4 @@
-"""``run.seed_mode`` (compiler/seeds.py): ``per_task`` seeds the global generators afresh for each task (the
+"""``run.seed_mode`` (compiler/build/seeds.py): ``per_task`` seeds the global generators afresh for each task (the
 default); ``lm_eval`` seeds them once and the tasks draw from that one stream in lm-eval's load order, every
 task's documents processed before any is rendered, the few-shot source before the evaluation split."""
 

@@ -10,20 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.compiler.spec import (
-    CATEGORIES,
-    GENERATION_KWARGS,
-    LEGAL,
-    METRICS,
-    RULES,
-    SpecError,
-    SpecReadError,
-    check_record,
-    load_spec_task,
-    render_prompt,
-    validate_file,
-)
-from lmeval.compiler.spec.rules import MAX_LINE_BYTES
+from lmeval.compiler.jsonl_spec import CATEGORIES, METRICS
+from lmeval.compiler.jsonl_spec.load import SpecError, load_spec_task, render_prompt
+from lmeval.compiler.jsonl_spec.rules import GENERATION_KWARGS, LEGAL, MAX_LINE_BYTES, RULES
+from lmeval.compiler.jsonl_spec.validate import SpecReadError, check_record, validate_file
 from lmeval.plans.errors import UserError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "spec"
@@ -314,7 +304,7 @@ def test_load_spec_task_docs_and_config() -> None:
 
 
 def test_task_config_goes_through_the_compilers_task_checks() -> None:
-    from lmeval.compiler.taskconfig import build_task_config
+    from lmeval.compiler.tasks.taskconfig import build_task_config
 
     cfg = load_spec_task(str(GOOD), allow_bad_tasks=False).task_config
     spec = build_task_config(cfg, source=str(GOOD))

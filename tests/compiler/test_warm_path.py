@@ -1,6 +1,6 @@
-"""What makes a warm compile fast (issue #30) keeps its bytes: the plan-hash memo (compiler/buildcache.py), the
-memo of Hydra's composition (compiler/composecache.py) and the tokenizer's word-level fast path
-(compiler/tokens.py) give what the slow paths give, and a bad memo is ignored."""
+"""What makes a warm compile fast (issue #30) keeps its bytes: the plan-hash memo (compiler/cache/store.py), the
+memo of Hydra's composition (compiler/cache/compose.py) and the tokenizer's word-level fast path
+(compiler/encode/tokenizer.py) give what the slow paths give, and a bad memo is ignored."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.compiler import composecache
+from lmeval.compiler.cache import compose as composecache
 from lmeval.compiler.config import CONF_DIR, compose
 from lmeval.compiler.parallel import BuildSettings
 from lmeval.compiler.pipeline import compile_located
@@ -104,7 +104,7 @@ def test_word_level_fast_path_equals_plain_encoding() -> None:
     once) against the tokenizer's own encoding of the whole text, on texts made of the characters where the
     GPT-2 pre-tokenizer's rules differ (contractions, digits, punctuation, Unicode spaces and letters)."""
     from lmeval.common.tinymodel import ensure_tiny_model
-    from lmeval.compiler.tokens import ModelTokenizer, _pieces, _words
+    from lmeval.compiler.encode.tokenizer import ModelTokenizer, _pieces, _words
     from lmeval.plans.tokenization import encode_pairs
 
     tok = ModelTokenizer(ensure_tiny_model(), None, "tiny")
@@ -141,7 +141,7 @@ def test_fast_path_is_off_for_added_tokens_a_cut_could_change(tmp_path: Path, ad
     is "<mask>" + "b", the word " b" alone is "Ġb"), turns the word-level fast path off, and the ids stay the
     tokenizer's own."""
     from lmeval.common.tinymodel import ensure_tiny_model
-    from lmeval.compiler.tokens import ModelTokenizer
+    from lmeval.compiler.encode.tokenizer import ModelTokenizer
 
     src = ensure_tiny_model()
     model = tmp_path / "model"
@@ -162,7 +162,7 @@ def test_fast_path_is_off_for_added_tokens_a_cut_could_change(tmp_path: Path, ad
 def test_shared_starts_give_each_texts_own_pieces() -> None:
     """``_shared_pieces`` (texts in a row compared, not cut again) and ``_join_shared`` give what cutting and
     joining every text alone gives, whatever the texts share."""
-    from lmeval.compiler.tokens import _join_shared, _pieces, _shared_pieces
+    from lmeval.compiler.encode.tokenizer import _join_shared, _pieces, _shared_pieces
 
     rnd = random.Random(7)
     blocks = ["Q: a\n", "b\n\n", "\n", " c \n", "d", "\nA:", "x\ny", "  \n", "e\t\n", ""]

@@ -1,4 +1,4 @@
-"""Template bombs (bounded rendering, ``compiler/bounded.py``): each is a one-line compile error naming the task
+"""Template bombs (bounded rendering, ``compiler/build/bounded.py``): each is a one-line compile error naming the task
 file, task, field and doc, within seconds; ``test_bounded.py`` measures their peak memory and time."""
 
 from __future__ import annotations

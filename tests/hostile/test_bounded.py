@@ -62,9 +62,9 @@ def test_template_bomb_is_cheap_and_one_line(name: str, measured: dict[str, dict
 
 
 def test_a_hook_call_is_stopped_at_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lmeval.compiler.render as render
+    import lmeval.compiler.build.render as render
     from lmeval.compiler.errors import CompileError
-    from lmeval.compiler.functions import FunctionRef
+    from lmeval.compiler.tasks.functions import FunctionRef
 
     def spin(doc: dict[str, Any]) -> str:
         while True:
@@ -81,7 +81,7 @@ def test_a_hook_call_is_stopped_at_its_time_limit(monkeypatch: pytest.MonkeyPatc
 
 
 def test_rendering_is_unchanged_for_ordinary_templates() -> None:
-    from lmeval.compiler.render import Renderer
+    from lmeval.compiler.build.render import Renderer
 
     r = Renderer("mini", "t.yaml", ["question", "choices"], False)
     doc = {"question": "2+2", "choices": ["3", "4"], "n": 7}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import lmeval.compiler.catalog as cat_mod
+import lmeval.compiler.tasks.lm_eval_catalog as cat_mod
 from tests.hostile.corpus import MINI_ROWS, MINI_YAML, env
 
 _EVIL_PY = "from pathlib import Path\nPath({marker!r}).write_text('ran')\n\ndef hook(doc):\n    return 'x'\n"
@@ -26,7 +26,7 @@ def _fake_lm_eval(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "a" / "mini.yaml").write_text(MINI_YAML, encoding="utf-8")
     monkeypatch.setenv("LMEVAL_CACHE", str(tmp / "cache"))
     monkeypatch.delenv("LMEVAL_BUILD_CACHE_DIR", raising=False)
-    monkeypatch.setattr(cat_mod, "lm_eval_tasks_dir", lambda: root)
+    monkeypatch.setattr(cat_mod, "catalog_root", lambda: root)
     cat_mod.catalog.cache_clear()
     return root
 
@@ -96,10 +96,10 @@ def hostile(p):
     else:
         os.mkfifo(p)
 
-import lmeval.compiler.catalog as cat
+import lmeval.compiler.tasks.lm_eval_catalog as cat
 from lmeval.common import gguf, tinymodel
-from lmeval.compiler.buildcache import BuildCache
-from lmeval.compiler.composecache import load_composed
+from lmeval.compiler.cache.store import BuildCache
+from lmeval.compiler.cache.compose import load_composed
 base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # after the imports: what reading the files adds
 root = tmp / "lm_tasks"
 (root / "a").mkdir(parents=True)
@@ -149,8 +149,8 @@ def test_ls_with_a_fifo_as_the_catalog_index_finishes(tmp_path: Path, monkeypatc
     index.parent.mkdir(parents=True)
     os.mkfifo(index)
     code = (
-        "import sys; from pathlib import Path; import lmeval.compiler.catalog as c; "
-        f"c.lm_eval_tasks_dir = lambda: Path({str(root)!r}); from lmeval.cli import entry; sys.argv[1:] = ['ls']; "
+        "import sys; from pathlib import Path; import lmeval.compiler.tasks.lm_eval_catalog as c; "
+        f"c.catalog_root = lambda: Path({str(root)!r}); from lmeval.cli import entry; sys.argv[1:] = ['ls']; "
         "entry()"
     )
     e = {**env(), "LMEVAL_CACHE": str(tmp_path / "cache")}

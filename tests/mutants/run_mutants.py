@@ -174,7 +174,7 @@ MUTATIONS = [
     # --- #26: compile-time strictness (area 1) ---------------------------------------------------------
     Mutation(
         "MC target: index -1 accepted (Python's negative indexing)",
-        "compiler/build.py",
+        "compiler/build/builder.py",
         "            if isinstance(g, int) and not 0 <= g < len(choices):\n",
         "            if isinstance(g, int) and not -len(choices) <= g < len(choices):\n",
         (f"{TS}::test_index_just_outside_the_choices_is_a_compile_error",),
@@ -182,7 +182,7 @@ MUTATIONS = [
     ),
     Mutation(
         "MC target: index == len(choices) accepted (<= for <)",
-        "compiler/build.py",
+        "compiler/build/builder.py",
         "            if isinstance(g, int) and not 0 <= g < len(choices):\n",
         "            if isinstance(g, int) and not 0 <= g <= len(choices):\n",
         (f"{TS}::test_index_just_outside_the_choices_is_a_compile_error",),
@@ -190,7 +190,7 @@ MUTATIONS = [
     ),
     Mutation(
         "MC target: index 0 refused (< for <=)",
-        "compiler/build.py",
+        "compiler/build/builder.py",
         "            if isinstance(g, int) and not 0 <= g < len(choices):\n",
         "            if isinstance(g, int) and not 0 < g < len(choices):\n",
         (f"{TS}::test_first_and_last_index_compile",),
@@ -198,7 +198,7 @@ MUTATIONS = [
     ),
     Mutation(
         "MC target: a string target matched case-insensitively",
-        "compiler/build.py",
+        "compiler/build/builder.py",
         "            if isinstance(g, str) and g not in choices:\n",
         "            if isinstance(g, str) and g.lower() not in [c.lower() for c in choices]:\n",
         (f"{TS}::test_string_target_not_among_the_choices_is_a_compile_error",),
@@ -265,7 +265,7 @@ MUTATIONS = [
     # --- #26: precedence and caching (area 3) ----------------------------------------------------------
     Mutation(
         "lookup order: conf/task before run.include_path",
-        "compiler/task_selection.py",
+        "compiler/tasks/select.py",
         "    lookups.append(unqualified(conf, QUALIFIER))\n",
         "    lookups.insert(0, unqualified(conf, QUALIFIER))\n",
         (f"{PR}::test_include_path_wins_over_conf_task_and_the_catalog",),
@@ -273,7 +273,7 @@ MUTATIONS = [
     ),
     Mutation(
         "lookup order: the catalog first (lookups reversed)",
-        "compiler/task_selection.py",
+        "compiler/tasks/select.py",
         "    lookup = chain_lookups(*lookups)\n",
         "    lookup = chain_lookups(*reversed(lookups))\n",
         (f"{PR}::test_conf_task_wins_over_the_catalog",),
@@ -281,7 +281,7 @@ MUTATIONS = [
     ),
     Mutation(
         "catalog cache key: mtime left out",
-        "compiler/catalog.py",
+        "compiler/tasks/lm_eval_catalog.py",
         '/{name}\\0{st.st_size}\\0{st.st_mtime_ns}\\n"',
         '/{name}\\0{st.st_size}\\n"',
         (f"{CAT}::test_index_cache_key_is_path_size_and_mtime",),
@@ -289,7 +289,7 @@ MUTATIONS = [
     ),
     Mutation(
         "catalog cache key: mtime in whole seconds",
-        "compiler/catalog.py",
+        "compiler/tasks/lm_eval_catalog.py",
         '/{name}\\0{st.st_size}\\0{st.st_mtime_ns}\\n"',
         '/{name}\\0{st.st_size}\\0{int(st.st_mtime)}\\n"',
         (f"{CAT}::test_index_cache_key_is_path_size_and_mtime",),
@@ -297,7 +297,7 @@ MUTATIONS = [
     ),
     Mutation(
         "catalog cache key: size left out",
-        "compiler/catalog.py",
+        "compiler/tasks/lm_eval_catalog.py",
         '/{name}\\0{st.st_size}\\0{st.st_mtime_ns}\\n"',
         '/{name}\\0{st.st_mtime_ns}\\n"',
         (f"{CAT}::test_index_cache_key_is_path_size_and_mtime",),

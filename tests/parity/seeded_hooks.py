@@ -1,6 +1,6 @@
 """Which of lm-eval's catalog tasks shape their prompts with the global random generators (#25).
 
-A task's prompts depend on ``run.seed_mode`` (compiler/seeds.py) when one of the Python functions its YAML
+A task's prompts depend on ``run.seed_mode`` (compiler/build/seeds.py) when one of the Python functions its YAML
 names for a prompt-shaping field (``process_docs``, ``doc_to_text``/``target``/``choice``, ``custom_dataset``,
 ``gen_prefix``, ``description``, the few-shot config's) draws, directly or through the functions it calls,
 from Python's global ``random`` (``random.shuffle``, ``from random import choice``, ...) or numpy's global
@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.tasks.functions import FunctionRef
 
 PROMPT_FIELDS = ("custom_dataset", "process_docs", "doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix",
                  "description")  # fmt: skip
@@ -222,8 +222,8 @@ def _drawing_modules(tasks_root: Path) -> list[Path]:
 
 def scan(tasks_root: Path | None = None, everything: bool = False) -> list[Use]:
     """Every catalog task's prompt-shaping functions that draw from the global generators, by task name."""
-    from lmeval.compiler.catalog import catalog
-    from lmeval.compiler.lmyaml import load_yaml
+    from lmeval.compiler.tasks.lm_eval_catalog import catalog
+    from lmeval.compiler.tasks.yamls import load_yaml
 
     cat = catalog()
     assert cat is not None, "lm-eval is not installed"
@@ -250,7 +250,7 @@ def scan(tasks_root: Path | None = None, everything: bool = False) -> list[Use]:
 def render(uses: list[Use], tasks_root: Path) -> str:
     """The docs' list (docs/how-to/leaderboard.md): one line per folder and hook, its task names."""
     by: dict[tuple[str, str, str, tuple[str, ...]], list[str]] = {}
-    from lmeval.compiler.catalog import catalog
+    from lmeval.compiler.tasks.lm_eval_catalog import catalog
 
     cat = catalog()
     assert cat is not None
@@ -267,7 +267,7 @@ def render(uses: list[Use], tasks_root: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from lmeval.compiler.catalog import catalog
+    from lmeval.compiler.tasks.lm_eval_catalog import catalog
 
     cat = catalog()
     if cat is None:

@@ -127,7 +127,7 @@ def test_per_task_mode_equals_each_task_run_alone(refs: dict[str, RefResult], gp
 def test_docs_list_the_scanned_tasks() -> None:
     """The list of seed-dependent catalog tasks in docs/how-to/leaderboard.md is what the hook scan finds
     (regenerate it with ``python -m tests.parity.seeded_hooks``), and the scan finds what the tests above rely on."""
-    from lmeval.compiler.catalog import catalog
+    from lmeval.compiler.tasks.lm_eval_catalog import catalog
     from tests.parity.seeded_hooks import render, scan
 
     cat = catalog()

@@ -14,12 +14,12 @@ from typing import Any
 import yaml
 
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular, value_problem
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}
-QUALIFIER = "lm_eval:"  # names lm-eval's catalog entry explicitly (compiler/catalog.py)
+QUALIFIER = "lm_eval:"  # names lm-eval's catalog entry explicitly (compiler/tasks/lm_eval_catalog.py)
 
 
 def _loader_for(path: Path) -> type:

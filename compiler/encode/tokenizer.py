@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.modelref import tokenizer_hash
-from lmeval.compiler.bytelevel import ByteLevelWords
+from lmeval.compiler.encode.bytelevel import ByteLevelWords
 from lmeval.compiler.errors import fail
 from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
@@ -214,7 +214,7 @@ class ModelTokenizer:
     # lookaheads (``\s+(?!\S)``) reaches back across it: encode(a + b) == encode(a) + encode(b). Encoding
     # distinct words instead of whole texts skips the pre-tokenizer's regex over repeated text, most of the
     # tokenizer's time. Pieces of plain ASCII are not cut into words: they are cut into pre-tokens in Python
-    # and only the distinct pre-tokens go to the BPE model (``compiler.bytelevel``), which is faster still.
+    # and only the distinct pre-tokens go to the BPE model (``compiler.encode.bytelevel``), which is faster still.
     # The first encodings of every compile are checked against the plain encoding; any difference turns
     # the fast path off.
     def _splittable(self) -> bool:
@@ -260,7 +260,7 @@ class ModelTokenizer:
         return None
 
     def _encode_pieces(self, pieces: list[str]) -> None:
-        """Every piece's ids into the piece cache: from its pre-tokens where ``compiler.bytelevel`` can cut it
+        """Every piece's ids into the piece cache: from its pre-tokens where ``compiler.encode.bytelevel`` can cut it
         (plain ASCII), else from its words (``_words``), each distinct one encoded once."""
         if self._bytelevel is not None:
             direct = self._bytelevel.encode(pieces)
@@ -278,7 +278,7 @@ class ModelTokenizer:
         self._seg_cache.update((p, list(flat(map(get, ws)))) for p, ws in zip(pieces, split, strict=True))
 
     def _encode_words(self, words: list[str]) -> list[list[int]]:
-        """The words' ids without special tokens: from the model alone where ``compiler.bytelevel`` can cut
+        """The words' ids without special tokens: from the model alone where ``compiler.encode.bytelevel`` can cut
         them (plain ASCII), the rest in one batch."""
         if self._bytelevel is None:
             return self._batch(words, False)
@@ -312,7 +312,7 @@ class ModelTokenizer:
     @property
     def threaded(self) -> bool:
         """Whether encoding runs mostly in the tokenizers library (which releases the GIL, so a second thread
-        overlaps it with other work): not when ``compiler.bytelevel`` cuts plain text in Python."""
+        overlaps it with other work): not when ``compiler.encode.bytelevel`` cuts plain text in Python."""
         return self._bytelevel is None or not self.fast
 
     # -- chat template

@@ -12,13 +12,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from lmeval.compiler.built import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request, budgeted
-from lmeval.compiler.data import DataSource, apply_process_docs
+from lmeval.compiler.build.documents import DataSource, apply_process_docs
+from lmeval.compiler.build.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
+from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request, budgeted
+from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import SHIPPED_TASKLIB, FunctionRef, resolve
-from lmeval.compiler.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
-from lmeval.compiler.render import Renderer
-from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
 from lmeval.plans.subsample import Drawn, choose, stratum_of
 
 log = logging.getLogger("lmeval.compile")
@@ -52,7 +51,7 @@ class TaskBuilder:
         # its ConfigurableTask.__init__ processes the few-shot source (fewshot_docs) before the evaluation
         # docs, even at 0 shots, and datasets' map cache hands back the same split processed by the same
         # function without running it again; what a function drawing from the global ``random`` sees
-        # depends on that order (compiler/seeds.py).
+        # depends on that order (compiler/build/seeds.py).
         f = self.config.fewshot
         self._lm_eval_order = any(
             isinstance(ref, FunctionRef) and not ref.qualname.startswith(SHIPPED_TASKLIB)

@@ -7,8 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.compiler.spec.rules import DEFAULT_GENERATION_KWARGS, EXAMPLE_JOIN, EXAMPLE_SEPARATOR, GENERATION_KWARGS
-from lmeval.compiler.spec.validate import SpecReport, validate_file
+from lmeval.compiler.jsonl_spec.rules import (
+    DEFAULT_GENERATION_KWARGS,
+    EXAMPLE_JOIN,
+    EXAMPLE_SEPARATOR,
+    GENERATION_KWARGS,
+)
+from lmeval.compiler.jsonl_spec.validate import SpecReport, validate_file
 
 SPEC_VERSION = 1
 TASK_NAME = "jsonl"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lmeval.compiler.bounded import MAX_VALUE_CHARS
+from lmeval.compiler.build.bounded import MAX_VALUE_CHARS
 
 # a reference: (name, index or None, ".strip()" applied)
 Ref = tuple[str, int | None, bool]

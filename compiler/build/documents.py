@@ -13,10 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.bounded import PROCESS_DOCS_SECONDS, Bounded, deadline
+from lmeval.compiler.build.bounded import PROCESS_DOCS_SECONDS, Bounded, deadline
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef, resolve
-from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.compiler.tasks import FunctionRef, TaskConfig, resolve
 from lmeval.plans.limits import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
 
 # (dataset_path, dataset_name) -> local directory; name None matches any name

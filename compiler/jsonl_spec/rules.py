@@ -1,7 +1,7 @@
 """The frozen JSONL task spec's per-category tables and rule list (the data behind the validator); the
 vocabulary itself (fields, categories, metrics, post-process rules) is the contract's, ``plans/jsonl_spec.py``.
 
-See ``compiler/spec/__init__.py`` for the schema and the rules in words.
+See ``compiler/jsonl_spec/__init__.py`` for the schema and the rules in words.
 """
 
 from __future__ import annotations

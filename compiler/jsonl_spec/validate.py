@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.compiler.spec.rules import LEGAL, MAX_FEW_SHOT, MAX_LINE_BYTES
+from lmeval.compiler.jsonl_spec.rules import LEGAL, MAX_FEW_SHOT, MAX_LINE_BYTES
 from lmeval.plans.errors import UserError
 from lmeval.plans.jsonl_spec import (
     ALL_FIELDS,

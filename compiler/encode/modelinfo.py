@@ -8,9 +8,9 @@ import dataclasses
 from typing import Any
 
 from lmeval.common.modelref import ModelRef, ModelRefError, model_name, resolve_model
-from lmeval.compiler.built import ChatFn
+from lmeval.compiler.build import ChatFn
+from lmeval.compiler.encode.tokenizer import ModelTokenizer, sha256_text
 from lmeval.compiler.errors import CompileError, fail
-from lmeval.compiler.tokens import ModelTokenizer, sha256_text
 from lmeval.plans.records import ModelInfo
 
 

@@ -1,5 +1,5 @@
 """The records a task build produces and takes: ``BuildOptions`` (what building needs), ``Request``, ``BuiltDoc``,
-``BuiltTask`` and ``Prepared`` (``compiler/build.py``'s two halves), so the modules downstream of the builder
+``BuiltTask`` and ``Prepared`` (``compiler/build/builder.py``'s two halves), so the modules downstream of the builder
 (header, task records, pipeline) depend on data, not on the builder.
 """
 
@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.compiler.nullfields import NullField
-from lmeval.compiler.render import Renderer
-from lmeval.compiler.taskconfig import TaskConfig
+from lmeval.compiler.build.nullfields import NullField
+from lmeval.compiler.build.render import Renderer
+from lmeval.compiler.tasks import TaskConfig
 from lmeval.plans.subsample import Drawn, Subsample
 
 ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
@@ -24,7 +24,7 @@ class BuildOptions:
     num_fewshot: int | None = None
     limit: int | float | None = None
     fewshot_random_seed: int | None = 1234
-    python_seed: int | None = None  # run.seed's slots for the global generators (compiler/seeds.py)
+    python_seed: int | None = None  # run.seed's slots for the global generators (compiler/build/seeds.py)
     numpy_seed: int | None = None
     apply_chat_template: bool = False
     fewshot_as_multiturn: bool = False
@@ -45,7 +45,7 @@ def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
     task's own ``max_gen_toks`` (lm-eval's 256 when it has none); unchanged without a budget."""
     if not opts.thinking_budget:
         return gk
-    from lmeval.compiler.taskconfig import DEFAULT_MAX_GEN_TOKS
+    from lmeval.compiler.tasks import DEFAULT_MAX_GEN_TOKS
     from lmeval.plans.budgets import KEY, ThinkingBudget
     from lmeval.plans.limits import MAX_GEN_TOKS
 
@@ -88,7 +88,7 @@ class BuiltTask:
     multiple_input: int
     multiple_target: int
     notes: list[str] = field(default_factory=list)
-    null_fields: list[NullField] = field(default_factory=list)  # never in the plan (compiler/nullfields.py)
+    null_fields: list[NullField] = field(default_factory=list)  # never in the plan (compiler/build/nullfields.py)
     subsample: Drawn | None = None  # run.subsample: what was chosen (plans/subsample.py)
 
 

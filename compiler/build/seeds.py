@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.tasks import FunctionRef
 
 DEFAULT_SEED = 1234  # lm-eval's default for the numpy, torch and few-shot slots (and run.fewshot_random_seed's)
 SEED_MODES = ("per_task", "lm_eval")

@@ -1,7 +1,7 @@
 """lm-eval's installed task catalog by name, and the listing behind ``lmeval ls``.
 
 When lm-eval is installed, its ``lm_eval/tasks`` folder is a built-in include path: every task, group and
-tag name it defines resolves as lm-eval's ``TaskManager`` resolves it (``compiler.lmyaml`` indexes it with
+tag name it defines resolves as lm-eval's ``TaskManager`` resolves it (``compiler.tasks.yamls`` indexes it with
 the same rules). Lookup order for a name: ``run.include_path`` folders, then ``conf/task`` (our configs
 win on a clash), then lm-eval's catalog; ``lm_eval:NAME`` names the catalog's entry explicitly.
 
@@ -25,19 +25,20 @@ from typing import Any
 from lmeval.common.atomic import write_atomic
 from lmeval.common.cachefile import discard, read_cache_file
 from lmeval.common.errors import InputError
-from lmeval.compiler.lmyaml import QUALIFIER, Entry, Index, build_index
-from lmeval.plans.funcref import lm_eval_tasks_dir as installed_tasks_dir
+from lmeval.compiler.tasks.yamls import QUALIFIER, Entry, Index, build_index
+from lmeval.plans.funcref import lm_eval_tasks_dir
 
 INDEX_FORMAT = 2  # bump when what build_index records changes
 MAX_INDEX_BYTES = 64 << 20  # lm-eval's whole catalog indexes to a few MB; a longer cache file is not ours
 _KINDS = ("task", "group", "tag")
 
 
-def lm_eval_tasks_dir() -> Path | None:
-    """lm-eval's installed task folder, found without importing lm-eval (``LMEVAL_NO_CATALOG=1``: none)."""
+def catalog_root() -> Path | None:
+    """The folder the catalog indexes: lm-eval's installed task folder (the contract's ``lm_eval_tasks_dir``)
+    when it is one, none with ``LMEVAL_NO_CATALOG=1``."""
     if os.environ.get("LMEVAL_NO_CATALOG", "").strip() not in ("", "0"):
         return None
-    d = installed_tasks_dir()
+    d = lm_eval_tasks_dir()
     return d if d is not None and d.is_dir() else None
 
 
@@ -163,7 +164,7 @@ def _from_json(data: Any, root: Path, *, fresh: bool = False) -> Catalog:
 @cache
 def catalog() -> Catalog | None:
     """lm-eval's catalog (cached on disk), or None when lm-eval is not installed."""
-    root = lm_eval_tasks_dir()
+    root = catalog_root()
     if root is None:
         return None
     return load_catalog(root, cache_dir())
@@ -207,7 +208,7 @@ class Listed:
 def listing(conf_task_dir: Path, include_index: Index | None = None) -> list[Listed]:
     """Everything that can be named in ``run.tasks``/``+task``, each name once, resolved in lookup order;
     a shadowed lm-eval entry stays listed under ``lm_eval:NAME``."""
-    from lmeval.compiler.task_tree import conf_entries
+    from lmeval.compiler.tasks.lookup import conf_entries
 
     out: dict[str, Listed] = {}
     if include_index is not None:

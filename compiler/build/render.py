@@ -17,7 +17,7 @@ import jinja2
 import jinja2.meta
 import jinja2.sandbox
 
-from lmeval.compiler.bounded import (
+from lmeval.compiler.build.bounded import (
     HOOK_SECONDS,
     RENDER_SECONDS,
     TASK_RENDER_SECONDS,
@@ -26,10 +26,10 @@ from lmeval.compiler.bounded import (
     deadline,
     render_capped,
 )
+from lmeval.compiler.build.nullfields import NullCounter
+from lmeval.compiler.build.plaintemplate import plain_template, render_plain
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef, resolve
-from lmeval.compiler.nullfields import NullCounter
-from lmeval.compiler.plaintemplate import plain_template, render_plain
+from lmeval.compiler.tasks import FunctionRef, resolve
 
 
 def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
@@ -38,9 +38,9 @@ def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
 
 # Sandboxed: a task file is data, so a template reaches no Python internals (``cycler.__init__.__globals__``,
 # ``''.__class__.__mro__``); every lm-eval template renders the same bytes in it (tests/parity, the lock test).
-# Bounded (compiler/bounded.py): no template can make the compiler run out of memory or time.
+# Bounded (compiler/build/bounded.py): no template can make the compiler run out of memory or time.
 # Every ``{{ }}`` output passes ``_finalize`` unchanged (the same bytes); it counts the Nones printed, so a
-# document field missing or null in the data is reported (compiler/nullfields.py), not rendered silently.
+# document field missing or null in the data is reported (compiler/build/nullfields.py), not rendered silently.
 _NONES = [0]
 
 

@@ -2,7 +2,7 @@
 for the distinct pre-tokens (each once per compile): the same ids as the tokenizer's own ``encode``, without
 running its pre-tokenizer regex (most of its time) over every word.
 
-For a tokenizer the fast path of ``compiler.tokens`` accepts (``ByteLevel`` pre-tokenizer with its regex and no
+For a tokenizer the fast path of ``encode.tokenizer`` accepts (``ByteLevel`` pre-tokenizer with its regex and no
 prefix space, no normalizer, a BPE model) and with no truncation or padding set, ``encode(text,
 add_special_tokens=False).ids`` is: the text cut at its added tokens, every other stretch cut by the GPT-2 regex
 into pre-tokens, each pre-token's bytes mapped to characters (``bytes_to_unicode``) and given to the model,

@@ -1,4 +1,4 @@
-"""The compiler's build cache: compiled tasks (``compiler.taskpart`` entries) stored by key (``compiler.cachekey``)
+"""The compiler's build cache: compiled tasks (``compiler.cache.part`` entries) stored by key (``compiler.cache.key``)
 under ``$LMEVAL_CACHE/build`` (default ``~/.cache/lmeval/build``; ``LMEVAL_BUILD_CACHE_DIR`` moves it).
 
 - Entries are written atomically (``common.atomic``), so a crash or a concurrent compile never leaves half an
@@ -27,12 +27,12 @@ from typing import IO
 from lmeval.common.atomic import write_atomic
 from lmeval.common.cachefile import discard, read_cache_file
 from lmeval.common.errors import InputError
-from lmeval.compiler.taskpart import CorruptEntry, TaskPart, unpack_part
+from lmeval.compiler.cache.part import CorruptEntry, TaskPart, unpack_part
 
 DEFAULT_MAX_MB = 2048  # a full MMLU 5-shot compile stores about 10 MB
 _SUFFIX = ".lbc"
 _MEMO = ".lph"  # a plan-hash memo
-_EVICTABLE = (_SUFFIX, _MEMO, ".lcc")  # and compiler.composecache's memos
+_EVICTABLE = (_SUFFIX, _MEMO, ".lcc")  # and compiler.cache.compose's memos
 # the largest cache file read back (``common.cachefile``): anything longer, or not a regular file, is a miss
 MAX_ENTRY_BYTES = 512 << 20  # a full MMLU 5-shot entry is well under 1 MB
 _MAX_MEMO_BYTES = 4096  # "<64 hex> <16 hex>\n"

@@ -3,7 +3,7 @@ encoded records, ``plans.sealparts.EncodedTask``), built from a ``BuiltTask``, a
 build-cache entry, which worker processes also hand back.
 
 An entry is ``MAGIC``, the sha256 of the payload, the payload's length (8 bytes, big-endian), then the payload: a
-msgpack map of the cache key, the summary, the notes, the null-field counts (``compiler.nullfields``: a cached
+msgpack map of the cache key, the summary, the notes, the null-field counts (``compiler.build.nullfields``: a cached
 build warns as a fresh one does), the record lengths and counts and the task's zstd frames (each with zstd's own
 content checksum). ``unpack_part`` checks all of it (length, sha256, key, every frame's
 declared size and checksum, the lengths adding up) and raises ``CorruptEntry`` on any mismatch: an entry is
@@ -18,11 +18,8 @@ from typing import Any
 import msgpack
 import zstandard
 
-from lmeval.compiler.built import BuildOptions, BuiltTask
-from lmeval.compiler.header import task_summary
-from lmeval.compiler.nullfields import NullField
-from lmeval.compiler.task_records import task_records
-from lmeval.compiler.tokens import ModelTokenizer
+from lmeval.compiler.build import BuildOptions, BuiltTask, NullField
+from lmeval.compiler.encode import ModelTokenizer, task_records, task_summary
 from lmeval.plans.integrity import task_hash
 from lmeval.plans.records import TaskSummary
 from lmeval.plans.sealparts import EncodedTask, encode_frames

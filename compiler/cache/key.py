@@ -37,12 +37,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.built import BuildOptions
-from lmeval.compiler.data import DataSource, local_name
-from lmeval.compiler.functions import FunctionRef, locate
-from lmeval.compiler.seeds import has_python
-from lmeval.compiler.taskconfig import TaskConfig
-from lmeval.compiler.tokens import ModelTokenizer
+from lmeval.compiler.build import BuildOptions, DataSource, has_python, local_name
+from lmeval.compiler.encode import ModelTokenizer
+from lmeval.compiler.tasks import FunctionRef, TaskConfig, locate
 from lmeval.plans.funcref import BUILTIN_MODULE, hash_tree, split_qualname, walk_code
 
 CACHE_FORMAT = 1
@@ -56,20 +53,27 @@ class Uncacheable(Exception):
     """Some input of a task cannot be pinned down: no key."""
 
 
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # lmeval/compiler/cache/key.py -> lmeval (links resolved)
+
+
+def hashed_sources() -> list[Path]:
+    """Every Python file of the compiler (its subsystems and task library included), plans and common."""
+    out: list[Path] = []
+    for sub in ("compiler", "plans", "common"):
+        out += [p for p in sorted((_PACKAGE_ROOT / sub).rglob("*.py")) if "__pycache__" not in p.parts]
+    return out
+
+
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
     """sha256 over the compiler's, plans' and common's Python sources, lmeval's and the libraries' versions."""
     from importlib.metadata import PackageNotFoundError, version
 
-    pkg = Path(__file__).resolve().parent.parent  # lmeval/compiler -> the checkout (links resolved)
+    pkg = _PACKAGE_ROOT
     h = hashlib.sha256(f"lmeval-build-cache {CACHE_FORMAT}\n{sys.version}\n".encode())
-    for sub in ("compiler", "plans", "common"):
-        root = pkg / sub
-        for p in sorted(root.rglob("*.py")):
-            if "__pycache__" in p.parts:
-                continue
-            h.update(f"{p.relative_to(pkg).as_posix()}\0".encode())
-            h.update(hashlib.sha256(p.read_bytes()).digest())
+    for p in hashed_sources():
+        h.update(f"{p.relative_to(pkg).as_posix()}\0".encode())
+        h.update(hashlib.sha256(p.read_bytes()).digest())
     for name in ("lmeval", *_LIBRARIES):
         try:
             v = version(name)

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.compiler.built import BuildOptions, BuiltTask, budgeted
+from lmeval.compiler.build import BuildOptions, BuiltTask, budgeted
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import FunctionRef, as_data
-from lmeval.compiler.task_tree import Selection
-from lmeval.compiler.taskconfig import DEFAULT_METRICS, TaskConfig
+from lmeval.compiler.tasks import FunctionRef, Selection, TaskConfig, as_data
 from lmeval.plans.records import GroupSummary, ModelInfo, PlanHeader, TaskSummary
 from lmeval.plans.samplescores import KEY as SCORES_KEY
 from lmeval.plans.samplescores import SampleScoresError, check_repeats
+from lmeval.plans.scoring import DEFAULT_METRICS
 from lmeval.plans.subsample import KEY as SUBSAMPLE_KEY
 
 

@@ -1,25 +1,36 @@
-"""Which tasks a compile covers: ``+task=...`` entries of the Hydra config and ``run.tasks`` names (from
-``run.include_path`` lm-eval YAMLs, else ``conf/task``), with groups and tags expanded as lm-eval's
+"""Which tasks a compile selects: ``+task=NAME`` nodes (conf/task files, inline task configs,
+``kind: jsonl_spec`` nodes) and ``run.tasks`` names, looked up in ``run.include_path``, conf/task and, only
+when some name needs it, lm-eval's installed catalog (``lookup``); groups and tags expanded as lm-eval's
 TaskFactory does (group-level task fields become defaults of the member tasks; an inline member's own
-keys win).
+keys win). Also the names ``lmeval ls`` lists (``find_names``).
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmeval.compiler.config import CONF_DIR, RunConfig
 from lmeval.compiler.errors import fail
-from lmeval.compiler.functions import from_hydra_value
-from lmeval.compiler.lmyaml import QUALIFIER, Index, build_index, load_yaml
-from lmeval.compiler.taskconfig import TaskConfig, build_task_config
+from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
+from lmeval.compiler.tasks.lookup import (
+    GROUP_FIELDS,
+    Found,
+    Lookup,
+    chain_lookups,
+    conf_lookup,
+    hydra_found,
+    include_index,
+    index_lookup,
+    unqualified,
+)
+from lmeval.compiler.tasks.taskconfig import TaskConfig, build_task_config
 from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular
 from lmeval.plans.scoring import check_group_metric
-
-GROUP_FIELDS = ("group", "group_alias", "task", "aggregate_metric_list", "metadata")
 
 
 @dataclass
@@ -42,19 +53,6 @@ class Selection:
     load_order: list[str] = field(default_factory=list)
 
     bad_lines: list[str] = field(default_factory=list)  # JSONL-spec lines left out (header extra.spec_bad_lines)
-
-
-@dataclass
-class Found:
-    cfg: dict[str, Any]
-    source: str | None
-    kind: str  # task | group | tag
-    members: list[str] = field(default_factory=list)
-    namespace_inline: bool = True  # lm-eval names inline group members "<group>::<name>"
-    scope: Callable[[str], Found | None] | None = None  # where its members resolve first (its own index)
-
-
-Lookup = Callable[[str], Found | None]
 
 
 def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]]:
@@ -210,183 +208,106 @@ class Expander:
         return name
 
 
-def conf_lookup(conf_task_dir: Path) -> Lookup:
-    """Tasks and groups defined as ``conf/task/<name>.yaml`` (Hydra format, ``# @package task.<name>``),
-    and the members of the groups defined there (``run.tasks=[mmlu_anatomy]``)."""
-    cache: dict[str, Found | None] = {}
+def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
+    task_dir = CONF_DIR / "task"
+    conf = conf_lookup(task_dir)
+    index = include_index(run.include_path) if run.include_path else None
+    lookups = [unqualified(index_lookup(index), QUALIFIER)] if index is not None else []
+    lookups.append(unqualified(conf, QUALIFIER))
+    broken = dict(index.broken) if index is not None else {}
+    cat = catalog() if _needs_catalog(cfg, run, index, conf) else None
+    if cat is not None:
+        lookups.append(index_lookup(cat.index, QUALIFIER))
+    lookup = chain_lookups(*lookups)
 
-    def lookup(name: str) -> Found | None:
-        if name not in cache:
-            path = conf_task_dir / f"{name}.yaml"
-            if "/" in name:
-                cache[name] = None
-            elif not path.is_file():
-                cache[name] = _member_of_conf_group(conf_task_dir, name)
-            else:
-                cache[name] = hydra_found(name, _load_conf_file(path), conf_task_dir, str(path))
-        return cache[name]
+    def known() -> list[str]:
+        names = sorted(p.stem for p in task_dir.glob("*.yaml"))
+        return (index.names() if index is not None else []) + names + (cat.index.names() if cat else [])
 
-    return lookup
-
-
-_CONF_FILES: dict[Path, dict[str, Any]] = {}
-
-
-def _load_conf_file(path: Path) -> dict[str, Any]:
-    """A conf/task file as plain data (C YAML parser; OmegaConf only when it uses interpolation)."""
-    cfg = _CONF_FILES.get(path)
-    if cfg is None:
-        text = path.read_text(encoding="utf-8")
-        if "${" in text:
-            from omegaconf import OmegaConf
-
-            loaded: Any = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    ex = Expander(lookup, known, broken)
+    hydra_tasks = cfg.get("task") or {}
+    if not isinstance(hydra_tasks, dict):
+        raise fail("the 'task' config must map task names to task configs (use +task=NAME)")
+    for key in sorted(hydra_tasks):
+        body = hydra_tasks[key]
+        if not isinstance(body, dict):
+            raise fail(f"task.{key} must be a task config mapping, got {type(body).__name__}")
+        src = task_dir / f"{key}.yaml"
+        if body.get("kind") == "jsonl_spec":
+            ex.sel.top += _jsonl_spec_task(ex, key, body)
+            continue
+        found = hydra_found(key, body, task_dir, str(src) if src.is_file() else f"task.{key}")
+        if found.kind == "group":
+            ex.sel.top.append(ex.add_group(str(found.cfg["group"]), found.cfg, found.source, None, [], False))
         else:
-            loaded = load_yaml(path)
-        if not isinstance(loaded, dict):
-            raise fail("expected a mapping", file=str(path))
-        cfg = loaded
-        _CONF_FILES[path] = cfg
-    return dict(cfg)
+            ex.sel.top += ex.add_task(found.cfg, found.source, [], default_name=key)
+    for name in run.tasks or []:
+        ex.sel.top += ex.add_named(name, [], where="run.tasks")
+    if not ex.sel.tasks:
+        raise fail("no task selected: pass +task=NAME (e.g. +task=arith) or run.tasks=[...]")
+    ex.sel.load_order = [s.name for s in ex.sel.tasks]
+    ex.sel.tasks.sort(key=lambda s: s.name)
+    return ex.sel
 
 
-def _member_of_conf_group(conf_task_dir: Path, name: str) -> Found | None:
-    """A subtask or subgroup defined inline in a conf/task group (e.g. mmlu_anatomy, mmlu_stem of mmlu), with
-    the task-level defaults it inherits from its enclosing groups."""
-    for path in sorted(conf_task_dir.glob("*.yaml")):
-        cfg = _load_conf_file(path)
-        if "group" not in cfg:
+def _needs_catalog(cfg: dict[str, Any], run: RunConfig, index: Any, conf: Any) -> bool:
+    """Whether some selected name is neither in run.include_path nor conf/task (so the ~14,000-file catalog
+    index is only read when it is needed). Group members are resolved later and may need it too: any
+    name that is not a plain conf/task file name turns it on."""
+    for name in run.tasks or []:
+        if name.startswith(QUALIFIER):
+            return True
+        if index is not None and name in index.entries:
             continue
-        full = _with_definition(cfg, conf_task_dir, str(path))
-        hit = _walk(full, name, {})
-        if hit is not None:
-            return hydra_found(name, hit, conf_task_dir, str(path))
-    return None
+        if not (CONF_DIR / "task" / f"{name}.yaml").is_file():
+            return True
+    return False
 
 
-def _walk(group: dict[str, Any], name: str, inherited: dict[str, Any]) -> dict[str, Any] | None:
-    over = {**{k: v for k, v in group.items() if k not in GROUP_FIELDS}, **inherited}
-    for item in group.get("task") or []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("group") == name:
-            return {**item, **over}
-        if item.get("task") == name and "group" not in item:
-            return {**over, **item}
-        if "group" in item:
-            hit = _walk(item, name, over)
-            if hit is not None:
-                return hit
-    return None
+def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any]) -> list[str]:
+    """A ``kind: jsonl_spec`` task node (compiler/jsonl_spec): validated docs + a task config for the normal path."""
+    from lmeval.compiler.jsonl_spec import load_spec_task
+
+    path = body.get("path")
+    if not isinstance(path, str) or not path or path == "???":
+        raise fail(f"set task.{key}.path=FILE (the JSONL task spec)", field=f"task.{key}.path")
+    allow = body.get("allow_bad_tasks", False)
+    if not isinstance(allow, bool):
+        raise fail(f"must be true or false, got {allow!r}", field=f"task.{key}.allow_bad_tasks")
+    st = load_spec_task(path, allow, name=key)
+    # the plan keeps the file's name, not where it lives (plans/identity.py)
+    ex.sel.bad_lines += [_portable_line(line, path) for line in st.bad_lines]
+    names = ex.add_task(dict(st.task_config), path, [], default_name=key)
+    spec = ex.sel.tasks[-1]
+    split = spec.test_split if spec.test_split is not None else spec.validation_split
+    assert split is not None
+    spec.preloaded = {split: st.docs}
+    spec.per_doc_generation_kwargs = True
+    return names
 
 
-def _with_definition(cfg: dict[str, Any], base_dir: Path, source: str) -> dict[str, Any]:
-    """A group node with ``definition: FILE`` (relative to conf/task): the file's config, the node's keys on top."""
-    ref = cfg.get("definition")
-    if ref is None:
-        return cfg
-    if not isinstance(ref, str):
-        raise fail("must be a file name", file=source, field="definition")
-    path = base_dir / ref
-    if not path.is_file():
-        raise fail(f"definition file {path} not found", file=source, field="definition")
-    loaded = _load_conf_file(path)
-    return {**loaded, **{k: v for k, v in cfg.items() if k != "definition"}}
+def _portable_line(line: str, path: str) -> str:
+    return Path(path).name + line[len(path) :] if line.startswith(path + ":") else line
 
 
-def hydra_found(key: str, cfg: dict[str, Any], base_dir: Path, source: str) -> Found:
-    cfg = _with_definition(cfg, base_dir, source)
-    cfg = from_hydra_value(cfg, str(base_dir), source)
-    if "group" in cfg:
-        return Found(cfg, source, "group", namespace_inline=False)
-    return Found({"task": key, **cfg}, source, "task")
+def find_names(
+    include_path: list[str], kind: str | None = None, source: str | None = None, pattern: str | None = None
+) -> list[Listed]:
+    """``lmeval ls``: every name ``run.tasks``/``+task`` can compile (``catalog.listing``: include path
+    folders, conf/task, lm-eval's catalog), of one ``kind`` (task, group, tag) and ``source`` when given,
+    whose name (or the name without ``lm_eval:``) matches ``pattern``: a shell-style glob or a substring."""
+    inc = include_index(include_path) if include_path else None
+    return [
+        r
+        for r in listing(CONF_DIR / "task", inc)
+        if (kind is None or r.kind == kind) and (source is None or r.source == source) and _match(r.name, pattern)
+    ]
 
 
-def index_lookup(index: Index, qualifier: str = "") -> Lookup:
-    """Names defined by an lmyaml Index; with ``qualifier``, ``<qualifier>NAME`` names them too. A group's or
-    tag's members resolve in this index first (``Found.scope``)."""
-
-    def lookup(name: str) -> Found | None:
-        if qualifier and name.startswith(qualifier):
-            name = name[len(qualifier) :]
-        e = index.entries.get(name)
-        if e is None:
-            return None
-        if e.kind == "tag":
-            return Found({}, None, "tag", members=list(e.members), scope=plain)
-        assert e.path is not None
-        if e.unsupported:
-            raise fail(f"task {name!r} is {e.unsupported}", file=str(e.path))
-        cfg = load_yaml(e.path)
-        return Found(cfg, str(e.path), e.kind, scope=plain)
-
-    def plain(name: str) -> Found | None:
-        return None if name.startswith(QUALIFIER) else lookup(name)
-
-    return lookup
-
-
-def unqualified(lookup: Lookup, qualifier: str) -> Lookup:
-    def plain(name: str) -> Found | None:
-        return None if name.startswith(qualifier) else lookup(name)
-
-    return plain
-
-
-def conf_entries(conf_task_dir: Path) -> list[tuple[str, str, str | None, str]]:
-    """(name, kind, output_type, file) of every task and group ``conf/task`` defines, inline group members
-    included (``mmlu_anatomy`` of ``mmlu``)."""
-    out: list[tuple[str, str, str | None, str]] = []
-    for path in sorted(conf_task_dir.glob("*.yaml")):
-        cfg = _load_conf_file(path)
-        if cfg.get("kind") == "jsonl_spec":
-            out.append((path.stem, "task", "generate_until", str(path)))
-            continue
-        if "group" not in cfg:
-            out.append((path.stem, "task", str(cfg.get("output_type", "generate_until")), str(path)))
-            continue
-        out.append((str(cfg["group"]), "group", None, str(path)))
-        full = _with_definition(cfg, conf_task_dir, str(path))
-        _members(full, {}, out, str(path))
-    return out
-
-
-def _members(
-    group: dict[str, Any], inherited: dict[str, Any], out: list[tuple[str, str, str | None, str]], source: str
-) -> None:
-    over = {**{k: v for k, v in group.items() if k not in GROUP_FIELDS}, **inherited}
-    for item in group.get("task") or []:
-        if not isinstance(item, dict):
-            continue
-        if "group" in item:
-            out.append((str(item["group"]), "group", None, source))
-            _members(item, over, out, source)
-        elif isinstance(item.get("task"), str):
-            merged = {**over, **item}
-            out.append((item["task"], "task", str(merged.get("output_type", "generate_until")), source))
-
-
-def chain_lookups(*lookups: Lookup) -> Lookup:
-    def lookup(name: str) -> Found | None:
-        for lk in lookups:
-            f = lk(name)
-            if f is not None:
-                return f
-        return None
-
-    return lookup
-
-
-def include_index(include_path: str | list[str]) -> Index:
-    paths = [include_path] if isinstance(include_path, str) else list(include_path)
-    dirs = []
-    for p in paths:
-        d = Path(p).expanduser()
-        if not d.is_dir():
-            raise fail(f"run.include_path {p!r} is not a directory")
-        if d.resolve() == Path(
-            d.anchor or "/"
-        ):  # the whole file system (/proc, /sys, others' files): not a task folder
-            raise fail(f"run.include_path {p!r} is the file-system root; name the folder that holds the task YAMLs")
-        dirs.append(d)
-    return build_index(dirs)
+def _match(name: str, pattern: str | None) -> bool:
+    if pattern is None:
+        return True
+    names = {name, name.removeprefix(QUALIFIER)}
+    if any(c in pattern for c in "*?["):
+        return any(fnmatch.fnmatchcase(n, pattern) for n in names)
+    return any(pattern in n for n in names)

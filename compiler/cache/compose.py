@@ -1,4 +1,4 @@
-"""A memo of Hydra's composition, kept in the build cache (``compiler.buildcache``): a compile whose overrides and
+"""A memo of Hydra's composition, kept in the build cache (``compiler.cache.store``): a compile whose overrides and
 ``conf/`` are those of an earlier one takes the composed config from there and imports neither Hydra nor
 OmegaConf (most of a warm compile's time otherwise).
 
@@ -24,7 +24,7 @@ from typing import Any
 import msgpack
 
 from lmeval.common.cachefile import discard, read_cache_file
-from lmeval.compiler.buildcache import put_bytes
+from lmeval.compiler.cache.store import put_bytes
 
 _MAGIC = b"LMEVAL-COMPOSED-1\n"
 _SUFFIX = ".lcc"
@@ -78,7 +78,7 @@ def fill_slots(data: dict[str, Any], slots: dict[str, str]) -> dict[str, Any] | 
 
 def compose_key(overrides: list[str], conf: Path) -> str | None:
     """The memo key of composing ``conf`` with ``overrides`` (None: not to be memoized)."""
-    from lmeval.compiler.cachekey import compiler_version
+    from lmeval.compiler.cache.key import compiler_version
 
     if any("${" in o or o.lstrip("+~").startswith("hydra") for o in overrides):
         return None  # a resolver may read the environment; hydra.searchpath may add config folders

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.compiler.errors import CompileError, fail
-from lmeval.compiler.functions import FunctionRef
+from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans.limits import MAX_REPEATS
 from lmeval.plans.records import OUTPUT_TYPES
 from lmeval.plans.samplescores import SampleScoresError, check_repeats, parse_sample_scores

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import msgpack
 
-from lmeval.compiler.built import BuiltTask
+from lmeval.compiler.build import BuiltTask
+from lmeval.compiler.encode.tokenizer import ModelTokenizer
 from lmeval.compiler.errors import fail
-from lmeval.compiler.tokens import ModelTokenizer
 from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.packids import IdsPacker
 from lmeval.plans.recordcodec import encode_doc, encode_doc_instances, encode_instance
