@@ -1,7 +1,7 @@
 """Suite-wide settings: the tests never touch the network (CI has none), so Hugging Face libraries are told
 so up front instead of retrying the Hub. Compiles build every task in-process and skip the build cache (no
 entries written to the user's cache, no forked workers under pytest's capture), unless a test asks for them
-(tests/compiler/test_build_cache.py)."""
+(tests/compiler/cache/test_build_cache.py)."""
 
 import os
 

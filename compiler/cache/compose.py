@@ -4,7 +4,7 @@ OmegaConf (most of a warm compile's time otherwise).
 
 The key (``compose_key``) is a sha256 over everything the composition reads: the overrides as Hydra gets them
 (a location's path left out: ``SLOTS``), the path and the bytes of every file under the config folder, the
-compiler's version (``cachekey``: lmeval's sources, Hydra's, OmegaConf's and PyYAML's versions among the rest)
+compiler's version (``cache.key``: lmeval's sources, Hydra's, OmegaConf's and PyYAML's versions among the rest)
 and the installed Hydra plugins. There is no key (no memo) when an override holds an interpolation (``${...}``:
 a resolver may read the environment) or sets ``hydra.*`` (a search path), or a config file holds one. An entry
 is a sha256 and the msgpack of the composed config (plain data: msgpack keeps int, float, bool, str and None

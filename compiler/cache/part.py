@@ -48,7 +48,7 @@ def entry_digest(entry: bytes) -> str:
 
 
 def part_of(bt: BuiltTask, opts: BuildOptions, tok: ModelTokenizer | None) -> TaskPart:
-    """A built task's records encoded (``task_records``), its summary and zstd frames."""
+    """A built task's records encoded (``encode.task_records``), its summary and zstd frames."""
     blobs, fingerprint = task_records(bt, tok)
     summary = task_summary(bt, opts, fingerprint)
     lengths = [len(b) for b in blobs]

@@ -3,7 +3,7 @@ under ``$LMEVAL_CACHE/build`` (default ``~/.cache/lmeval/build``; ``LMEVAL_BUILD
 
 - Entries are written atomically (``common.atomic``), so a crash or a concurrent compile never leaves half an
   entry under a key; two compiles writing one key write the same bytes.
-- An entry is verified when read (``taskpart.unpack_part``); one that fails any check is deleted and the task
+- An entry is verified when read (``part.unpack_part``); one that fails any check is deleted and the task
   is built again.
 - The cache is bounded: after a compile stores entries, the oldest ones (by mtime; a hit refreshes it, so this
   is least-recently used) are removed until the total is under ``LMEVAL_BUILD_CACHE_MB`` megabytes (default
@@ -102,7 +102,7 @@ class BuildCache:
         return part
 
     def store(self, key: str, entry: bytes) -> None:
-        """Write ``entry`` (``taskpart.pack_part``'s bytes) atomically; a cache that cannot be written is skipped."""
+        """Write ``entry`` (``part.pack_part``'s bytes) atomically; a cache that cannot be written is skipped."""
         if put_bytes(self.path(key), entry):
             self.stats.stored += 1
 

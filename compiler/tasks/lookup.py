@@ -122,7 +122,7 @@ def hydra_found(key: str, cfg: dict[str, Any], base_dir: Path, source: str) -> F
 
 
 def index_lookup(index: Index, qualifier: str = "") -> Lookup:
-    """Names defined by an lmyaml Index; with ``qualifier``, ``<qualifier>NAME`` names them too. A group's or
+    """Names defined by a ``yamls.Index``; with ``qualifier``, ``<qualifier>NAME`` names them too. A group's or
     tag's members resolve in this index first (``Found.scope``)."""
 
     def lookup(name: str) -> Found | None:

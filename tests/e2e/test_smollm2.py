@@ -77,5 +77,5 @@ def test_hf_backend_runs_a_gguf_plan(spec: Path, tmp_path: Path, form: str) -> N
 @pytest.mark.vllm
 def test_vllm_runs_a_gguf_file_path(spec: Path, tmp_path: Path) -> None:
     """``model.path=FILE.gguf`` on vLLM (the preset above is the folder-and-name form, found in the package;
-    one plan hash for both forms: tests/compiler/test_gguf_identity.py)."""
+    one plan hash for both forms: tests/compiler/encode/test_gguf_identity.py)."""
     assert _capital_run(spec, tmp_path / "vllm", _model_source("file")) == 1.0

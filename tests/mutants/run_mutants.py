@@ -47,8 +47,8 @@ class Mutation:
 
 TS = "tests/compiler/test_target_strictness.py"
 UB = "tests/scorer/test_unreached_branches.py"
-PR = "tests/compiler/test_precedence.py"
-CAT = "tests/compiler/test_catalog.py"
+PR = "tests/compiler/tasks/test_precedence.py"
+CAT = "tests/compiler/tasks/test_catalog.py"
 BR = "tests/report/test_browser.py"
 CO = "tests/compiler/test_consent.py"
 VR = "tests/plans/test_validate_refusals.py"  # every refusal of plans/validate.py reached by its own plan
@@ -60,7 +60,7 @@ MUTATIONS = [
         "plans/tokenization.py",
         "    return True if add_bos_token is None else add_bos_token\n",
         "    return bool(add_bos_token)\n",
-        ("tests/plans/test_tokenization.py", "tests/compiler/test_bos_ids.py::test_ids_equal_hflm"),
+        ("tests/plans/test_tokenization.py", "tests/compiler/encode/test_bos_ids.py::test_ids_equal_hflm"),
         area="compile",
     ),
     Mutation(
@@ -68,7 +68,7 @@ MUTATIONS = [
         "plans/tokenization.py",
         "    if prefix_text and text.startswith(prefix_text):\n        return False\n",
         "    if False:\n        return False\n",
-        ("tests/compiler/test_bos_ids.py::test_chat_templated_prompts_get_one_bos",),
+        ("tests/compiler/encode/test_bos_ids.py::test_chat_templated_prompts_get_one_bos",),
         area="compile",
     ),
     Mutation(

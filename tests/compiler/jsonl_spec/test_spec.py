@@ -16,7 +16,7 @@ from lmeval.compiler.jsonl_spec.rules import GENERATION_KWARGS, LEGAL, MAX_LINE_
 from lmeval.compiler.jsonl_spec.validate import SpecReadError, check_record, validate_file
 from lmeval.plans.errors import UserError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "spec"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "spec"
 GOOD = FIXTURES / "tasks.jsonl"
 BAD = FIXTURES / "tasks_bad.jsonl"
 

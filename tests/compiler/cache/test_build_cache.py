@@ -1,4 +1,4 @@
-"""The compiler's build cache (compiler/cache/store.py, cachekey.py, taskpart.py) and parallel builds
+"""The compiler's build cache (compiler/cache/: store.py, key.py, part.py) and parallel builds
 (compiler/parallel.py): cached, cold, serial and parallel compiles give byte-identical plans; a corrupt entry
 is detected and rebuilt; the key sees data and task code; the cache stays under its cap."""
 

@@ -32,7 +32,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Any]:
-    from .conftest import data_dir
+    from tests.compiler.conftest import data_dir
 
     root = tmp_path_factory.mktemp("edge")
     src = data_dir() / "arc_easy"

@@ -19,7 +19,7 @@ from lmeval.compiler.config import CONF_DIR, compose
 from lmeval.compiler.parallel import BuildSettings
 from lmeval.compiler.pipeline import compile_located
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_plan_hash_memo_gives_the_same_plan_and_a_bad_memo_is_ignored(tmp_path: Path, data: Path) -> None:

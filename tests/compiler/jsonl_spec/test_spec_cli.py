@@ -11,7 +11,7 @@ import pytest
 
 from lmeval.cli import main
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "spec"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "spec"
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<id>\S+): (?P<rule>[a-z0-9_]+) \((?P<field>[^)]+)\): .+$")
 
 
