@@ -12,9 +12,9 @@ import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from lmeval.compiler.config import CONF_DIR, RunConfig
+from lmeval.common.conf import CONF_DIR
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
@@ -31,6 +31,16 @@ from lmeval.compiler.tasks.lookup import (
 from lmeval.compiler.tasks.taskconfig import TaskConfig, build_task_config
 from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular
 from lmeval.plans.scoring import check_group_metric
+
+
+class TaskOptions(Protocol):
+    """The run options a selection reads (``compiler.config.RunConfig`` holds them)."""
+
+    @property
+    def include_path(self) -> str | list[str] | None: ...
+
+    @property
+    def tasks(self) -> list[str] | None: ...
 
 
 @dataclass
@@ -208,7 +218,7 @@ class Expander:
         return name
 
 
-def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
+def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
     task_dir = CONF_DIR / "task"
     conf = conf_lookup(task_dir)
     index = include_index(run.include_path) if run.include_path else None
@@ -250,7 +260,7 @@ def select_tasks(cfg: dict[str, Any], run: RunConfig) -> Selection:
     return ex.sel
 
 
-def _needs_catalog(cfg: dict[str, Any], run: RunConfig, index: Any, conf: Any) -> bool:
+def _needs_catalog(cfg: dict[str, Any], run: TaskOptions, index: Any, conf: Any) -> bool:
     """Whether some selected name is neither in run.include_path nor conf/task (so the ~14,000-file catalog
     index is only read when it is needed). Group members are resolved later and may need it too: any
     name that is not a plain conf/task file name turns it on."""

@@ -163,3 +163,23 @@ def test_catalog_root_is_the_contracts_lm_eval_tasks_dir(monkeypatch: pytest.Mon
     assert lm_eval_catalog.catalog_root() == root
     monkeypatch.setenv("LMEVAL_NO_CATALOG", "1")
     assert lm_eval_catalog.catalog_root() is None
+
+
+# tasks <- build <- encode <- cache <- the pipeline (config, pipeline, parallel, ...): each imports only those before it
+ORDER = ["tasks", "build", "encode", "cache"]
+PIPELINE = ["config", "pipeline", "parallel", "runchecks", "scorecheck"]
+
+
+def test_subsystems_import_only_the_ones_below_them() -> None:
+    bad = []
+    for i, sub in enumerate(ORDER):
+        later = {f"lmeval.compiler.{s}" for s in [*ORDER[i + 1 :], *PIPELINE]}
+        files = sorted((COMPILER / sub).rglob("*.py"))
+        assert files, sub
+        for path in files:
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    mods = [node.module]
+                bad += [f"{sub}/{path.name}: {m}" for m in mods if any(m == t or m.startswith(t + ".") for t in later)]
+    assert bad == []
