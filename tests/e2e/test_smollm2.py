@@ -5,7 +5,7 @@ converted once into the lmeval cache (shared by every test of the session, and b
   scores a non-zero exact_match with its stderr, and "The capital of France is" (a JSONL spec task) greedily
   continues with " Paris".
 - ``model.path=FILE.gguf`` and ``model.path=DIR model.gguf_file=NAME`` on the hf backend, and the file form on
-  vLLM: the same Paris answer, scored.
+  vLLM: the same Paris answer, scored (on vLLM through ``--reuse`` of the shared run: the same model identity).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lmeval.common.gguf import smollm2_gguf
-from lmeval.plans.results import read_results
+from lmeval.plans.results import read_manifest, read_results
 from tests.e2e.smollm2_run import CAPITAL
 from tests.support import cli_in_process as cli
 
@@ -75,7 +75,24 @@ def test_hf_backend_runs_a_gguf_plan(spec: Path, tmp_path: Path, form: str) -> N
 
 
 @pytest.mark.vllm
-def test_vllm_runs_a_gguf_file_path(spec: Path, tmp_path: Path) -> None:
-    """``model.path=FILE.gguf`` on vLLM (the preset above is the folder-and-name form, found in the package;
-    one plan hash for both forms: tests/compiler/encode/test_gguf_identity.py)."""
-    assert _capital_run(spec, tmp_path / "vllm", _model_source("file")) == 1.0
+def test_vllm_runs_a_gguf_file_path(smollm2_vllm: Path, spec: Path, tmp_path: Path) -> None:
+    """``model.path=FILE.gguf`` on vLLM is the same model as the preset (the folder-and-name form, found in the
+    package; one plan hash for both forms: tests/compiler/encode/test_gguf_identity.py): executed with ``--reuse`` of
+    the shared vLLM run, every answer is that run's (same request hashes, same model identity: path, tokenizer
+    and config hash, backend, dtype, context length), so no engine starts (CI time); the hf test above runs the
+    file form's engine."""
+    plan, out = tmp_path / "file.msgpack", tmp_path / "vllm"
+    rc, _, err = cli("compile", "+task=jsonl", f"task.path={spec}", *_model_source("file"), "--out", str(plan))
+    assert rc == 0, err
+    # the preset's name (a label: the file form names the model from the GGUF's metadata; --reuse compares names)
+    rc, _, err = cli("execute", str(plan), *_model_source("file"), "model.name=smollm2", "--reuse", str(smollm2_vllm),
+                     "--out", str(out), "--no-progress")  # fmt: skip
+    assert rc == 0, err
+    manifest, shared = read_manifest(out), read_manifest(smollm2_vllm)
+    assert manifest.model["backend"] == "vllm" and manifest.model == shared.model
+    assert manifest.stats["reused"] == manifest.n_instances == 1 and manifest.stats["load_ms"] == 0
+    rc, _, err = cli("score", str(out))
+    assert rc == 0, err
+    assert _response(out, "jsonl").startswith(" Paris")
+    capital = _results(out)["results"]["jsonl"]
+    assert capital[next(k for k in capital if k.startswith("exact_match,"))] == 1.0
