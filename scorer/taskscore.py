@@ -17,15 +17,14 @@ import polars as pl
 
 from lmeval.plans.reasoning import Reasoning
 from lmeval.plans.records import OUTPUT_TYPES, DocRecord, TaskSummary, instance_id_for
-from lmeval.scorer import doc_metrics, vector_metrics
+from lmeval.scorer import doc_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
-from lmeval.scorer.metrics import TaskMetrics
+from lmeval.scorer.metrics import METRICS, TaskMetrics
 from lmeval.scorer.planload import TaskDocs
 from lmeval.scorer.pyref import Trust
 from lmeval.scorer.reasoning import generation_responses
 
-_FAST_GEN = {"exact_match", "bleu", "chrf", "chrf++", "ter"}
 _FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "f1", "mcc"}
 _MC_KEYS = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info")
 
@@ -155,7 +154,9 @@ def _runs_programs(tm: TaskMetrics) -> bool:
     from lmeval.scorer import codehooks
 
     hooks = set(codehooks.HOOKS.values())
-    return tm.process_results is None and any(m.builtin == "pass_at_k" or m.fn in hooks for m in tm.metrics)
+    return tm.process_results is None and any(
+        (m.builtin is not None and METRICS[m.builtin].runs_code) or m.fn in hooks for m in tm.metrics
+    )
 
 
 def _doc_metrics(
@@ -202,7 +203,7 @@ def _score_generate(
         fo.kind == "scalar"
         and tm.process_results is None
         and not multiple_target
-        and all(s.builtin in _FAST_GEN for s in tm.metrics)
+        and all(s.builtin is not None and METRICS[s.builtin].vector is not None for s in tm.metrics)
         and "bypass" not in names
     )
     if not fast_ok:
@@ -228,13 +229,13 @@ def _score_generate(
     preds, golds = preds_df["v"], golds_series
     values: dict[str, Any] = {}
     for entry in tm.metrics:
-        if entry.builtin == "exact_match":
-            try:
-                values["exact_match"] = vector_metrics.exact_match(preds, golds, entry.kwargs, cache)
-            except TypeError as e:
-                raise ScoreError(f"task {ts.name}: metric exact_match: {e}") from None
-        else:
-            values[entry.name] = [[a, b] for a, b in zip(golds.to_list(), preds.to_list(), strict=True)]
+        assert entry.builtin is not None
+        metric = METRICS[entry.builtin]
+        assert metric.vector is not None
+        try:
+            values[entry.name] = metric.vector(preds, golds, entry.kwargs, cache)
+        except TypeError as e:
+            raise ScoreError(f"task {ts.name}: metric {entry.builtin}: {e}") from None
     return FilterScores(filt, g["doc_id"], values, preds.alias("filtered"))
 
 

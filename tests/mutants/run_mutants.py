@@ -162,7 +162,7 @@ MUTATIONS = [
     ),
     Mutation(
         "pass@k: estimator off by one",
-        "scorer/passk.py",
+        "scorer/metrics/pass_at_k.py",
         "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))\n",
         "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c, n + 1)))\n",
         (
@@ -256,7 +256,7 @@ MUTATIONS = [
     ),
     Mutation(
         "exact_match ignore_punctuation: strips Unicode punctuation and symbols (lm-eval: ASCII only)",
-        "scorer/vector_metrics.py",
+        "scorer/metrics/exact_match.py",
         '_PUNCT_CLASS = "[" + "".join(f"\\\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"\n',
         '_PUNCT_CLASS = r"[\\p{P}\\p{S}]"\n',
         ("tests/scorer/test_exact_match.py::test_ignore_punctuation_strips_ascii_only_like_lm_eval",),
