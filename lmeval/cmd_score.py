@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from lmeval.scorer.compare import compare, print_comparison
+    from lmeval.diff import compare_runs as compare
+    from lmeval.diff import print_comparison
 
     print_comparison(compare(args.a, args.b), max_flips=args.max_flips)
     return 0

@@ -24,7 +24,7 @@ LAYERS: dict[str, set[str]] = {
     "compiler": {"plans", "common"},
     "executor": {"plans", "common"},
     "scorer": {"plans", "common"},
-    "diff": {"plans", "common"},  # tools built on the contract
+    "diff": {"plans", "common", "scorer"},  # tools built on the contract; runs.py: the scorer's paired statistics
     "lock": {"plans", "common", "diff", "compiler"},
     "report": {"plans", "common", "scorer", "diff"},
 }

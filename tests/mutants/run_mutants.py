@@ -97,7 +97,7 @@ MUTATIONS = [
     ),
     Mutation(
         "compare: p-value without the sqrt(2)",
-        "scorer/compare.py",
+        "diff/runs.py",
         "        md.p = math.erfc(abs(md.z) / math.sqrt(2))\n",
         "        md.p = math.erfc(abs(md.z))\n",
         ("tests/scorer/test_errors.py::test_samples_parquet_and_compare",),
