@@ -117,7 +117,7 @@ def score_run(
     _check_rows(rows, plan, manifest.shard)
     drop: dict[str, list[int]] | None = None
     if exclude is not None:
-        from lmeval.scorer.contamination.report import excluded
+        from lmeval.contamination import excluded
 
         drop = excluded(exclude, plan.header.plan_hash)
     outcome = _score(
