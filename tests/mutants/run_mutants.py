@@ -146,7 +146,7 @@ MUTATIONS = [
     ),
     Mutation(
         "custom filter: documents handed over in the wrong order",
-        "scorer/filters.py",
+        "scorer/filters/custom.py",
         "    return Responses.from_py(list(f(st.to_py(), ctx.docs())))\n",
         "    return Responses.from_py(list(f(st.to_py(), ctx.docs()[::-1])))\n",
         ("tests/scorer/test_parity_hooks.py",),
@@ -154,7 +154,7 @@ MUTATIONS = [
     ),
     Mutation(
         "rouge: Porter stemmer on (lm-eval/evaluate use none)",
-        "scorer/doc_metrics.py",
+        "scorer/metrics/rouge.py",
         "    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=False)\n",
         "    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=True)\n",
         ("tests/scorer/test_parity_hooks.py",),

@@ -31,7 +31,7 @@ def test_the_scorer_resolves_every_metric_of_the_contract_with_its_defaults() ->
 
 def test_aggregation_and_filter_registries_equal_the_contract() -> None:
     assert aggregate.AGGREGATIONS == scoring.AGGREGATIONS
-    assert tuple(filters.FILTER_REGISTRY) == tuple(scoring.FILTERS)
+    assert tuple(filters.FILTERS) == tuple(scoring.FILTERS)
 
 
 def test_metric_options_are_the_implementations_keyword_arguments() -> None:
