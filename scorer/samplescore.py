@@ -25,8 +25,8 @@ from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import Pipeline, apply_pipeline
 from lmeval.scorer.metrics import TaskMetrics, estimate_pass_at_k
 from lmeval.scorer.planload import TaskDocs
-from lmeval.scorer.pyref import Trust
 from lmeval.scorer.taskscore import FilterScores, doc_values, items_json
+from lmeval.scorer.usercode import Trust
 
 REDUCERS = ("take_first", "majority_vote", "take_first_k")
 

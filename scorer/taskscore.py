@@ -22,8 +22,8 @@ from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from lmeval.scorer.metrics import METRICS, TaskMetrics
 from lmeval.scorer.planload import TaskDocs
-from lmeval.scorer.pyref import Trust
 from lmeval.scorer.reasoning import generation_responses
+from lmeval.scorer.usercode import Trust
 
 _FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "f1", "mcc"}
 _MC_KEYS = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info")
@@ -151,9 +151,9 @@ def _score_python(
 
 def _runs_programs(tm: TaskMetrics) -> bool:
     """Whether the task's metrics execute generated code (lmeval's sandboxed pass@k built-ins)."""
-    from lmeval.scorer import codehooks
+    from lmeval.scorer.usercode import builtin_hooks
 
-    hooks = set(codehooks.HOOKS.values())
+    hooks = set(builtin_hooks().values())
     return tm.process_results is None and any(
         (m.builtin is not None and METRICS[m.builtin].runs_code) or m.fn in hooks for m in tm.metrics
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmeval.scorer import pyref
+from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters.registry import Context, register_filter
 from lmeval.scorer.responses import Responses

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.scorer import pyref
+from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters.registry import FILTERS, Context
 from lmeval.scorer.responses import Responses

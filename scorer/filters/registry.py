@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.scorer import pyref
+from lmeval.scorer import usercode as pyref
 from lmeval.scorer.responses import Responses
 
 

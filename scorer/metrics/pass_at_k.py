@@ -1,6 +1,6 @@
 """pass@k: HF ``code_eval``'s unbiased estimator (Chen et al. 2021) over candidate programs run in
 ``scorer.sandbox``; the one implementation behind the ``pass_at_k`` metric (registered here) and lmeval's
-humaneval/mbpp hooks (``scorer.codehooks``)."""
+humaneval/mbpp hooks (``scorer.usercode``)."""
 
 from __future__ import annotations
 

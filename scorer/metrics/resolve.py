@@ -12,7 +12,7 @@ from typing import Any
 
 from lmeval.plans.scoring import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
 from lmeval.plans.scoring import METRICS as VOCABULARY
-from lmeval.scorer import pyref
+from lmeval.scorer import usercode as pyref
 from lmeval.scorer.aggregate import AGGREGATIONS
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics.registry import METRICS
