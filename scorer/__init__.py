@@ -6,7 +6,7 @@ compares two scored runs with them)."""
 
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.power import Z_ALPHA, mde, paired_test
-from lmeval.scorer.score import score
+from lmeval.scorer.score import ScoreOutcome, score, score_run
 from lmeval.scorer.usercode import check_user_code
 
-__all__ = ["Z_ALPHA", "ScoreError", "check_user_code", "mde", "paired_test", "score"]
+__all__ = ["ScoreError", "ScoreOutcome", "Z_ALPHA", "check_user_code", "mde", "paired_test", "score", "score_run"]

@@ -48,6 +48,7 @@ class ScoreOutcome:
     run: ScoredRun  # results.json as written
     missing: dict[str, int] = field(default_factory=dict)  # task -> missing instances
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the subset notes printed under the results table
 
     @property
     def results(self) -> dict[str, Any]:
@@ -100,7 +101,9 @@ def score_run(
 ) -> ScoreOutcome:
     """``include_path``: folders holding the task folders of user scoring code (``--include-path``); the
     plan records that code by content only (``plans.funcref``). ``exclude``: a contamination report folder
-    (``lmeval contamination``); its contaminated documents are left out of the score (``run.excluded``)."""
+    (``lmeval contamination``); its contaminated documents are left out of the score (``run.excluded``).
+    Nothing is printed but warnings (stderr): the CLI prints the tables from the outcome (``console`` is kept
+    for callers that pass it and has no effect)."""
     # only the caller's explicit --trust-code grants trust (never the environment)
     trust = Trust.of(include_path) if trust_code else None
     with reraised_as(ScoreError):
@@ -123,16 +126,10 @@ def score_run(
     outcome = _score(
         results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters, drop, str(exclude or "")
     )
-    if console:
-        from lmeval.scorer.table import print_tables
-
-        print_tables(outcome.run)
-        subsets = outcome.run.subsample.tasks if outcome.run.subsample is not None else {}
-        for line in console_lines(subsets, plan.header.config.get("run") or {}):
-            print(line)
-        for task, agg in outcome.run.spec.items():
-            cats = ", ".join(f"{c} {v['score']:.4f} (n={v['n']})" for c, v in agg["categories"].items())
-            print(f"{task} by category: {cats}; overall {agg['overall']['score']:.4f} (n={agg['overall']['n']})")
+    # what the CLI prints under its tables (lmeval/results_table.py prints them from this data)
+    outcome.notes = console_lines(
+        outcome.run.subsample.tasks if outcome.run.subsample is not None else {}, plan.header.config.get("run") or {}
+    )
     for w in outcome.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
     return outcome
