@@ -23,9 +23,10 @@ from lmeval.plans.records import DocRecord, TaskSummary
 from lmeval.plans.samplescores import KEY, MAJORITY, MEAN, parse_sample_scores, pass_k, reduced_key
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import Pipeline, apply_pipeline
+from lmeval.scorer.filterscores import FilterScores, items_json
 from lmeval.scorer.metrics import TaskMetrics, estimate_pass_at_k
 from lmeval.scorer.planload import TaskDocs
-from lmeval.scorer.taskscore import FilterScores, doc_values, items_json
+from lmeval.scorer.taskscore import doc_values
 from lmeval.scorer.usercode import Trust
 
 REDUCERS = ("take_first", "majority_vote", "take_first_k")

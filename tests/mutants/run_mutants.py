@@ -232,7 +232,7 @@ MUTATIONS = [
     ),
     Mutation(
         "acc_norm (vectorised path): divides by UTF-8 bytes, not characters",
-        "scorer/taskscore.py",
+        "scorer/choice_scores.py",
         "    clen = ch.str.len_chars().cast(pl.Float64).to_numpy().reshape(m, k)\n",
         "    clen = ch.str.len_bytes().cast(pl.Float64).to_numpy().reshape(m, k)\n",
         (f"{UB}::test_acc_norm_counts_characters_and_acc_bytes_bytes",),
