@@ -69,9 +69,9 @@ def make_corpus(plan: str, path: Path, mb: int, planted: int) -> list[int]:
 def child(impl: str, plan: str, corpus: str, limit: int) -> None:
     times: list[float] = []
     if impl == "lmeval":
-        from lmeval.scorer.contamination.plantext import build_index
-        from lmeval.scorer.contamination.report import build_report
-        from lmeval.scorer.contamination.scan import match_corpus
+        from lmeval.contamination.plantext import build_index
+        from lmeval.contamination.report import build_contamination_report
+        from lmeval.contamination.scan import match_corpus
 
         t0 = time.perf_counter()
         index = build_index(plan, 13, ("prompt",))
@@ -79,7 +79,7 @@ def child(impl: str, plan: str, corpus: str, limit: int) -> None:
         t1, c1 = time.perf_counter(), time.process_time()
         matches, stats = match_corpus(index, 13, [corpus], "text")
         times = [time.perf_counter() - t1, time.process_time() - c1]
-        rep = build_report(index, matches, stats, 13, ("prompt",), 0.0)
+        rep = build_contamination_report(index, matches, stats, 13, ("prompt",), 0.0)
         found = {t.task: t.contaminated for t in rep.tasks if t.contaminated}
         nbytes = rep.summary["corpus"]["bytes"]
     else:
@@ -94,10 +94,10 @@ def _plain(
     impl: str, plan: str, corpus: str, limit: int, times: list[float]
 ) -> tuple[dict[str, list[int]], float, int]:
     """The plainest correct implementations: a set of n-grams, one corpus line at a time."""
+    from lmeval.contamination.ngrams import words
+    from lmeval.contamination.plantext import question_of
     from lmeval.plans.io import PlanReader
     from lmeval.plans.records import InstanceRecord
-    from lmeval.scorer.contamination.ngrams import words
-    from lmeval.scorer.contamination.plantext import question_of
 
     n = 13
     t0 = time.perf_counter()

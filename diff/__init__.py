@@ -7,27 +7,33 @@
 
 Plans are read and their hashes checked through the contract (``lmeval.plans.io.PlanReader``,
 ``lmeval.plans.integrity``). These names are the package's public face; its modules are: ``compare``
-(``diff_plans``), ``tasks`` (one task compared doc by doc), ``docs`` (a task's documents of both plans joined
-by doc_id), ``changes`` (config differences and their causes), ``model`` (the report's types) and ``render``
-(text, whitespace made visible).
+(``diff_plans``), ``runs`` (two scored runs compared: ``compare_runs``), ``tasks`` (one task compared doc by doc),
+``docs`` (a task's documents of both plans joined by doc_id), ``changes`` (config differences and their
+causes), ``model`` (the report's types) and ``render`` (text, whitespace made visible).
 """
 
 from lmeval.diff.changes import cause_of_path, dict_changes
 from lmeval.diff.compare import diff_plans
 from lmeval.diff.model import CAUSES, CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.diff.render import change_line, render_text, short, short_pair, visible_inline, visible_line, visible_lines
+from lmeval.diff.runs import Comparison, MetricDelta, print_comparison
+from lmeval.diff.runs import compare as compare_runs
 
 __all__ = [
     "CAUSES",
     "CauseStat",
     "Change",
+    "Comparison",
     "DiffReport",
+    "MetricDelta",
     "PromptDiff",
     "TaskDiff",
     "cause_of_path",
     "change_line",
+    "compare_runs",
     "dict_changes",
     "diff_plans",
+    "print_comparison",
     "render_text",
     "short",
     "short_pair",

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.scorer.contamination import FIELDS, check, write_report
+    from lmeval.contamination import FIELDS, check, write_contamination_report
 
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     bad = [f for f in fields if f not in FIELDS]
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         address=args.ray,
     )
-    out = write_report(report, args.out)
+    out = write_contamination_report(report, args.out)
     c = report.summary["corpus"]
     print(f"{'task':<40} {'checked':>8} {'contaminated':>12}")
     for t in report.tasks:

@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.compiler import compile_located, execute_model_overrides
     from lmeval.plans.verified import show_check_cost
+    from lmeval.results_table import print_score
 
     if args.verbose:
         show_check_cost()
@@ -52,6 +53,6 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         verbose=args.verbose,
     )
-    scorer.score(str(results), plan_path=str(plan), trust_code=trust, include_path=include)
+    print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
     print(results)
     return 0

@@ -65,7 +65,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.scorer.score import score_run
+    from lmeval.results_table import print_score
+    from lmeval.scorer import score_run
 
     if args.log_to:  # an unknown tracker or a missing library: said before anything is scored
         from lmeval.report.trackers import parse_trackers, require
@@ -85,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         bootstrap_iters=args.bootstrap_iters,
         exclude=args.exclude,
     )
+    if not args.quiet:
+        print_score(out)
     print(out.path)
     if out.partial and not args.allow_partial:
         raise out.partial_error()
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from lmeval.scorer.compare import compare, print_comparison
+    from lmeval.diff import compare_runs as compare
+    from lmeval.diff import print_comparison
 
     print_comparison(compare(args.a, args.b), max_flips=args.max_flips)
     return 0

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common.atomic import write_atomic
+from lmeval.diff import Comparison
+from lmeval.diff import compare_runs as compare
 from lmeval.plans.errors import reraised_as
 from lmeval.report.cleanscore import contamination_section, has_contamination
 from lmeval.report.diagnostics import LABELS, Finding, run_findings
@@ -19,7 +21,6 @@ from lmeval.report.plansection import plans_section
 from lmeval.report.provenance import provenance_table
 from lmeval.report.samples import LL_DIGITS, task_order, task_payload
 from lmeval.report.tables import charts, comparison_matrix, interval_table, results_table
-from lmeval.scorer.compare import Comparison, compare
 from lmeval.scorer.errors import ScoreError
 
 GENERATOR = "lmeval report"

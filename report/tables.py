@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lmeval.diff import Comparison, MetricDelta
 from lmeval.report.charts import Bar, Group, task_chart
 from lmeval.report.html import esc, fmt, is_num, raw
 from lmeval.report.inputs import Run
-from lmeval.scorer.compare import Comparison, MetricDelta
 
 _DROP = ("alias", "name", "sample_len", "sample_count")
 ARROWS = {True: "↑", False: "↓"}

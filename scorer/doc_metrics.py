@@ -1,83 +1,29 @@
 """Per-document scoring in Python with lm-eval's ``process_results`` semantics (the reference path).
 
-The vectorised paths in ``scorer.vector_metrics`` must agree with these functions on every document; they are
-used for everything the fast paths do not cover (lists of targets, NaN log-likelihoods, user metrics,
+The vectorised paths beside the metrics (``Metric.vector``, e.g. ``scorer.metrics.exact_match``) must agree
+with these functions on every document; they are used for everything the fast paths do not cover (lists of
+targets, NaN log-likelihoods, user metrics,
 ``process_results`` references, exotic filter outputs).
 """
 
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics import TaskMetrics
-from lmeval.scorer.passk import pass_at_k
-
-
-def exact_match_np(
-    predictions: Sequence[Any],
-    references: Sequence[Any],
-    regexes_to_ignore: Sequence[str] | None = None,
-    ignore_case: bool = False,
-    ignore_punctuation: bool = False,
-    ignore_numbers: bool = False,
-) -> float:
-    """HF evaluate's exact_match as lm-eval runs it (numpy string arrays, mean of equalities)."""
-    if regexes_to_ignore is not None:
-        preds = np.array([x for x in predictions])
-        refs = np.array([x for x in references])
-        for s in regexes_to_ignore:
-            preds = np.array([re.sub(s, "", x) for x in preds])
-            refs = np.array([re.sub(s, "", x) for x in refs])
-    else:
-        preds = np.asarray(predictions)
-        refs = np.asarray(references)
-    if ignore_case:
-        preds = np.char.lower(preds)
-        refs = np.char.lower(refs)
-    if ignore_punctuation:
-        table = string.punctuation.maketrans("", "", string.punctuation)
-        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
-        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
-    if ignore_numbers:
-        table = string.digits.maketrans("", "", string.digits)
-        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
-        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
-    return float(np.mean(preds == refs))
-
-
-def _rouge(references: list[Any], predictions: list[Any]) -> dict[str, float]:
-    from rouge_score import rouge_scorer, scoring
-
-    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
-    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=False)
-    agg = scoring.BootstrapAggregator()
-    for ref, pred in zip(references, predictions, strict=True):
-        agg.add_scores(scorer.score(ref, pred))
-    res = agg.aggregate()
-    return {k: float(res[k].mid.fmeasure) for k in types}
+from lmeval.scorer.metrics import METRICS, TaskMetrics, exact_match_np
 
 
 def _call_gen_metric(
     builtin: str | None, fn: Any, gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]
 ) -> Any:
-    if builtin == "exact_match":
-        return {"exact_match": exact_match_np(predictions=[result], references=[gold], **kwargs)}
-    if builtin in ("bleu", "chrf", "chrf++", "ter", "bypass"):
-        return None if builtin == "bypass" else [gold, result]
-    if builtin == "rouge":
-        return _rouge([gold], [result])
-    if builtin == "pass_at_k":
-        return pass_at_k([gold], [result], **kwargs)
-    if builtin == "jsonl_spec":
-        from lmeval.scorer import spec_scoring  # type: ignore[attr-defined]
-
-        return dict(spec_scoring.score_spec_doc(doc, result))
+    metric = METRICS.get(builtin) if builtin is not None else None
+    if metric is not None and metric.generate is not None:
+        return metric.generate(gold, result, kwargs, doc)
     if fn is not None:
         try:
             return fn(references=[gold], predictions=[result], **kwargs)

@@ -8,8 +8,8 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans.scored import ITEMS, REASONING_COLUMNS, empty_samples
+from lmeval.scorer.filterscores import MISSING, FilterScores, items_json
 from lmeval.scorer.planload import TaskDocs
-from lmeval.scorer.taskscore import MISSING, FilterScores, items_json
 
 
 def sample_frames(task: str, td: TaskDocs, fscores: list[FilterScores]) -> list[pl.DataFrame]:

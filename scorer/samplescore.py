@@ -4,7 +4,8 @@ For each of the task's filters, every response of a document's first Instance go
 before its reducer (``take_first``, ``majority_vote``, ``take_first_k``: what turns N answers into one), is
 scored by the task's metrics as lm-eval scores a single answer, and the N scores are reduced per document:
 ``mean`` (avg@N), ``majority`` (the score of the most common filtered answer, ties to the first seen: lm-eval's
-``majority_vote``, maj@N) and ``pass@K`` (the unbiased estimator of ``scorer.passk``; the metric must be 0/1).
+``majority_vote``, maj@N) and ``pass@K`` (the unbiased estimator of ``scorer.metrics.pass_at_k``; the metric must be
+0/1).
 The reductions join the filter's per-document values (aggregated by mean, with its stderr); every repeat's
 answer and scores form repeats.parquet's rows (plans/scoredrepeats.py).
 """
@@ -20,13 +21,13 @@ import polars as pl
 
 from lmeval.plans.records import DocRecord, TaskSummary
 from lmeval.plans.samplescores import KEY, MAJORITY, MEAN, parse_sample_scores, pass_k, reduced_key
-from lmeval.scorer import passk
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import Pipeline, apply_pipeline
-from lmeval.scorer.metrics import TaskMetrics
+from lmeval.scorer.filterscores import FilterScores, items_json
+from lmeval.scorer.metrics import TaskMetrics, estimate_pass_at_k
 from lmeval.scorer.planload import TaskDocs
-from lmeval.scorer.pyref import Trust
-from lmeval.scorer.taskscore import FilterScores, doc_values, items_json
+from lmeval.scorer.taskscore import doc_values
+from lmeval.scorer.usercode import Trust
 
 REDUCERS = ("take_first", "majority_vote", "take_first_k")
 
@@ -138,7 +139,7 @@ def _reduce(red: str, vals: list[Any], answers: list[Any], task: str, doc_id: in
         raise ScoreError(f"task {task} doc {doc_id}: {red} needs {metric} to be 0 or 1 per repeat, got {xs}")
     if k > len(xs):
         raise ScoreError(f"task {task} doc {doc_id}: {red} needs {k} repeats, the document has {len(xs)}")
-    return passk.estimate(len(xs), int(sum(xs)), k)
+    return estimate_pass_at_k(len(xs), int(sum(xs)), k)
 
 
 def majority_index(answers: list[Any]) -> int:

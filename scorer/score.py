@@ -28,18 +28,18 @@ from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import intervals as ivl
 from lmeval.scorer import metrics as met
-from lmeval.scorer.docsubset import without_docs
 from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
+from lmeval.scorer.filterscores import MISSING, FilterScores, without_docs
 from lmeval.scorer.planload import PlanData, TaskDocs, load
-from lmeval.scorer.pyref import Trust
 from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
 from lmeval.scorer.samplescore import with_repeats
 from lmeval.scorer.subsample import console_lines, drawn_of, task_subset
-from lmeval.scorer.taskscore import MISSING, FilterScores, describe_missing, score_task
+from lmeval.scorer.taskscore import describe_missing, score_task
+from lmeval.scorer.usercode import Trust
 
 
 @dataclass
@@ -48,6 +48,7 @@ class ScoreOutcome:
     run: ScoredRun  # results.json as written
     missing: dict[str, int] = field(default_factory=dict)  # task -> missing instances
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the subset notes printed under the results table
 
     @property
     def results(self) -> dict[str, Any]:
@@ -100,7 +101,9 @@ def score_run(
 ) -> ScoreOutcome:
     """``include_path``: folders holding the task folders of user scoring code (``--include-path``); the
     plan records that code by content only (``plans.funcref``). ``exclude``: a contamination report folder
-    (``lmeval contamination``); its contaminated documents are left out of the score (``run.excluded``)."""
+    (``lmeval contamination``); its contaminated documents are left out of the score (``run.excluded``).
+    Nothing is printed but warnings (stderr): the CLI prints the tables from the outcome (``console`` is kept
+    for callers that pass it and has no effect)."""
     # only the caller's explicit --trust-code grants trust (never the environment)
     trust = Trust.of(include_path) if trust_code else None
     with reraised_as(ScoreError):
@@ -117,22 +120,16 @@ def score_run(
     _check_rows(rows, plan, manifest.shard)
     drop: dict[str, list[int]] | None = None
     if exclude is not None:
-        from lmeval.scorer.contamination.report import excluded
+        from lmeval.contamination import excluded
 
         drop = excluded(exclude, plan.header.plan_hash)
     outcome = _score(
         results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters, drop, str(exclude or "")
     )
-    if console:
-        from lmeval.scorer.table import print_tables
-
-        print_tables(outcome.run)
-        subsets = outcome.run.subsample.tasks if outcome.run.subsample is not None else {}
-        for line in console_lines(subsets, plan.header.config.get("run") or {}):
-            print(line)
-        for task, agg in outcome.run.spec.items():
-            cats = ", ".join(f"{c} {v['score']:.4f} (n={v['n']})" for c, v in agg["categories"].items())
-            print(f"{task} by category: {cats}; overall {agg['overall']['score']:.4f} (n={agg['overall']['n']})")
+    # what the CLI prints under its tables (lmeval/results_table.py prints them from this data)
+    outcome.notes = console_lines(
+        outcome.run.subsample.tasks if outcome.run.subsample is not None else {}, plan.header.config.get("run") or {}
+    )
     for w in outcome.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
     return outcome

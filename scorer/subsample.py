@@ -19,8 +19,8 @@ import polars as pl
 from lmeval.plans.records import TaskSummary
 from lmeval.plans.subsample import KEY, Drawn, SubsampleError
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.filterscores import FilterScores
 from lmeval.scorer.metrics import TaskMetrics
-from lmeval.scorer.taskscore import FilterScores
 
 Z95 = 1.959963984540054
 

@@ -12,8 +12,8 @@ import pytest
 
 from lmeval.compiler.errors import CompileError
 from lmeval.compiler.tasks.functions import FunctionRef, resolve, score_ref_data
-from lmeval.scorer import pyref
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.usercode import refs as pyref
 
 
 def _canary(path: Path) -> str:

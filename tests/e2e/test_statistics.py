@@ -106,7 +106,7 @@ def test_table_shows_the_interval(runs: dict[str, Path]) -> None:
 def test_compare_prints_mcnemar_and_mde(runs: dict[str, Path]) -> None:
     from scipy.stats import binomtest
 
-    from lmeval.scorer.compare import compare
+    from lmeval.diff.runs import compare
 
     rc, out, err = cli("compare", str(runs["a"]), str(runs["b"]))
     assert rc == 0, err

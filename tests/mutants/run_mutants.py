@@ -97,7 +97,7 @@ MUTATIONS = [
     ),
     Mutation(
         "compare: p-value without the sqrt(2)",
-        "scorer/compare.py",
+        "diff/runs.py",
         "        md.p = math.erfc(abs(md.z) / math.sqrt(2))\n",
         "        md.p = math.erfc(abs(md.z))\n",
         ("tests/scorer/test_errors.py::test_samples_parquet_and_compare",),
@@ -146,7 +146,7 @@ MUTATIONS = [
     ),
     Mutation(
         "custom filter: documents handed over in the wrong order",
-        "scorer/filters.py",
+        "scorer/filters/custom.py",
         "    return Responses.from_py(list(f(st.to_py(), ctx.docs())))\n",
         "    return Responses.from_py(list(f(st.to_py(), ctx.docs()[::-1])))\n",
         ("tests/scorer/test_parity_hooks.py",),
@@ -154,7 +154,7 @@ MUTATIONS = [
     ),
     Mutation(
         "rouge: Porter stemmer on (lm-eval/evaluate use none)",
-        "scorer/doc_metrics.py",
+        "scorer/metrics/rouge.py",
         "    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=False)\n",
         "    scorer = rouge_scorer.RougeScorer(rouge_types=types, use_stemmer=True)\n",
         ("tests/scorer/test_parity_hooks.py",),
@@ -162,7 +162,7 @@ MUTATIONS = [
     ),
     Mutation(
         "pass@k: estimator off by one",
-        "scorer/passk.py",
+        "scorer/metrics/pass_at_k.py",
         "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))\n",
         "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c, n + 1)))\n",
         (
@@ -232,7 +232,7 @@ MUTATIONS = [
     ),
     Mutation(
         "acc_norm (vectorised path): divides by UTF-8 bytes, not characters",
-        "scorer/taskscore.py",
+        "scorer/choice_scores.py",
         "    clen = ch.str.len_chars().cast(pl.Float64).to_numpy().reshape(m, k)\n",
         "    clen = ch.str.len_bytes().cast(pl.Float64).to_numpy().reshape(m, k)\n",
         (f"{UB}::test_acc_norm_counts_characters_and_acc_bytes_bytes",),
@@ -256,7 +256,7 @@ MUTATIONS = [
     ),
     Mutation(
         "exact_match ignore_punctuation: strips Unicode punctuation and symbols (lm-eval: ASCII only)",
-        "scorer/vector_metrics.py",
+        "scorer/metrics/exact_match.py",
         '_PUNCT_CLASS = "[" + "".join(f"\\\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"\n',
         '_PUNCT_CLASS = r"[\\p{P}\\p{S}]"\n',
         ("tests/scorer/test_exact_match.py::test_ignore_punctuation_strips_ascii_only_like_lm_eval",),

@@ -14,11 +14,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from lmeval.diff import visible_lines
+from lmeval.diff.runs import compare
 from lmeval.plans.io import PlanReader
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import read_results
 from lmeval.report.html import fmt
-from lmeval.scorer.compare import compare
 
 PAGE_SIZE = 20
 

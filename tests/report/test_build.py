@@ -190,7 +190,7 @@ def test_partial_results_are_diagnosed(two_runs: dict[str, Any], tmp_path: Path)
 def test_intervals_and_paired_tests_shown(two_runs: dict[str, Any]) -> None:
     """#40: the intervals table holds each run's results.json ``intervals``; the comparison matrix the
     paired test's p, the interval of Δ and the MDE of ``lmeval compare``."""
-    from lmeval.scorer.compare import compare
+    from lmeval.diff.runs import compare
 
     a, b = str(two_runs["a"]), str(two_runs["b"])
     page = build_report([a, b])

@@ -51,7 +51,7 @@ def _hooks_runs(tmp: Path) -> list[Path]:
         )  # fmt: skip
         rdir = results_for_plan(dict(golden, tasks={name: golden["tasks"][name]}), Path(plan), tmp / name)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("lmeval.scorer.codehooks.TIMEOUT_S", 30.0)  # a loaded machine; no completion loops
+            mp.setattr("lmeval.scorer.usercode.hooks.TIMEOUT_S", 30.0)  # a loaded machine; no completion loops
             res = score_run(str(rdir), console=False, trust_code=True, include_path=[GOLDEN_TASKS], bootstrap_iters=10)
         assert not res.partial
         out.append(rdir)

@@ -51,7 +51,7 @@ def _compile(tmp_path: Path, name: str, *extra: str) -> Path:
 def _patient_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """code_eval's 3 s wall clock per program flakes on a loaded 2-core CI machine; the verdicts tested here
     do not depend on it."""
-    monkeypatch.setattr("lmeval.scorer.codehooks.TIMEOUT_S", 30.0)
+    monkeypatch.setattr("lmeval.scorer.usercode.hooks.TIMEOUT_S", 30.0)
 
 
 @pytest.mark.parametrize(("name", "limit"), [("humaneval", None), ("lm_eval:humaneval", 12)])
@@ -93,7 +93,7 @@ def _independent_pass_at_k(n: int, c: int, k: int) -> float:
 def test_pass_at_k_is_code_evals_estimator(n: int, c: int, ks: list[int]) -> None:
     """The built-in pass_at_k (what lm-eval's humaneval gets instead of code_eval) on n programs of which c
     pass equals the estimator computed independently; code_eval's own formula is the same."""
-    from lmeval.scorer.codehooks import pass_at_k
+    from lmeval.scorer.usercode.hooks import humaneval_pass_at_k as pass_at_k
 
     test = "assert add(2, 3) == 5"
     good, bad = "def add(a, b):\n    return a + b", "def add(a, b):\n    return a * b"
@@ -103,7 +103,7 @@ def test_pass_at_k_is_code_evals_estimator(n: int, c: int, ks: list[int]) -> Non
 
 def test_sandboxed_hook_refuses_network_and_files(tmp_path: Path) -> None:
     """Generated code runs in the sandbox, not in the scorer's process: it cannot write outside it."""
-    from lmeval.scorer.codehooks import pass_at_1
+    from lmeval.scorer.usercode.hooks import pass_at_1
 
     target = tmp_path / "pwned"
     prog = f"open({str(target)!r}, 'w').write('x')\ndef add(a, b):\n    return a + b"

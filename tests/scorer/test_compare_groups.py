@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from lmeval.scorer.compare import compare
+from lmeval.diff.runs import compare
 
 SIZES = {"t1": 40, "t2": 90, "t3": 25}
 

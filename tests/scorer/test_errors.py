@@ -142,7 +142,7 @@ def test_samples_parquet_and_compare(golden: dict, tmp_path: Path, capsys: pytes
     df.write_parquet(part)
     assert main(["score", str(rb), "--quiet"]) == 0
     capsys.readouterr()
-    from lmeval.scorer.compare import compare
+    from lmeval.diff.runs import compare
 
     c = compare(str(ra), str(rb))
     acc = next(d for d in c.deltas if d.task == "arc_challenge" and d.metric == "acc")

@@ -8,7 +8,7 @@ import lm_eval.api.metrics as lm_metrics  # noqa: E402
 import polars as pl
 import pytest
 
-from lmeval.scorer import vector_metrics
+from lmeval.scorer.metrics import exact_match_vector
 
 PIECES = [
     "#### ",
@@ -51,7 +51,7 @@ def _strings(n: int, seed: int) -> list[str]:
 def test_exact_match_matches_lm_eval(opts: dict) -> None:
     preds = _strings(1500, 1)
     golds = [p if i % 3 == 0 else q for i, (p, q) in enumerate(zip(preds, _strings(1500, 2), strict=True))]
-    got = vector_metrics.exact_match(pl.Series(preds), pl.Series(golds), opts).to_list()
+    got = exact_match_vector(pl.Series(preds), pl.Series(golds), opts).to_list()
     want = [
         float(lm_metrics.exact_match_hf_evaluate(predictions=[p], references=[g], **opts)["exact_match"])
         for p, g in zip(preds, golds, strict=True)
@@ -89,14 +89,14 @@ def _unicode_pairs(n: int) -> tuple[list[str], list[str]]:
 def test_ignore_punctuation_strips_ascii_only_like_lm_eval(opts: dict) -> None:
     import unicodedata
 
-    from lmeval.scorer.doc_metrics import exact_match_np
+    from lmeval.scorer.metrics import exact_match_np
 
     preds, golds = _unicode_pairs(2000)
     want = [
         float(lm_metrics.exact_match_hf_evaluate(predictions=[p], references=[g], **opts)["exact_match"])
         for p, g in zip(preds, golds, strict=True)
     ]
-    assert vector_metrics.exact_match(pl.Series(preds), pl.Series(golds), opts).to_list() == want
+    assert exact_match_vector(pl.Series(preds), pl.Series(golds), opts).to_list() == want
     assert [exact_match_np([p], [g], **opts) for p, g in zip(preds, golds, strict=True)] == want
 
     # the alphabet can tell: some pairs lm-eval keeps apart would be equal if every Unicode punctuation or

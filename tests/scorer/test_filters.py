@@ -60,8 +60,8 @@ def _outcome(fn: Any, *args: Any) -> tuple[str, Any]:
 
 
 def test_registry_holds_exactly_the_contracts_filters() -> None:
-    assert set(filters.FILTER_REGISTRY) == set(scoring.FILTERS)
-    assert all(f.name == name for name, f in filters.FILTER_REGISTRY.items())
+    assert set(filters.FILTERS) == set(scoring.FILTERS)
+    assert all(f.name == name for name, f in filters.FILTERS.items())
     with pytest.raises(ValueError, match="registered twice"):
         filters.register_filter("regex")(lambda st, kw, ctx: st)
 
@@ -137,3 +137,10 @@ def test_user_custom_filter_runs_with_consent_only(tmp_path: Path) -> None:
     assert [a for a, p in zip(em_got, plain, strict=True) if p != "[invalid]"] == [
         b for b, p in zip(em_plain, plain, strict=True) if p != "[invalid]"
     ]
+
+
+def test_the_old_registry_name_still_works_with_a_deprecation_warning() -> None:
+    """``lmeval.scorer.filters.FILTER_REGISTRY`` (documented until 0.1.0) is ``FILTERS`` for one release."""
+    with pytest.warns(DeprecationWarning, match="use lmeval.scorer.filters.FILTERS"):
+        old = filters.FILTER_REGISTRY
+    assert old is filters.FILTERS

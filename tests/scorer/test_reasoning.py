@@ -228,7 +228,7 @@ def test_an_earlier_run_is_rescored_under_the_setting_without_executing(plans: d
 def test_compare_shows_reasoning_and_answer_of_flipped_docs(
     plans: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from lmeval.scorer.compare import compare
+    from lmeval.diff.runs import compare
 
     a = _results(plans["plain"], tmp_path / "a", thinking)
     b = _results(plans["think"], tmp_path / "b", thinking)

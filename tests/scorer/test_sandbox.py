@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.scorer import sandbox
-from lmeval.scorer.passk import estimate as pass_at_k
+from lmeval.scorer.metrics import estimate_pass_at_k as pass_at_k
 from lmeval.scorer.sandbox import ExecResult, check_many, check_program, run_program
 from lmeval.scorer.sandbox import cgroup as sandbox_cgroup
 from tests.scorer.sandbox_env import machine_has_cgroups, weaker

@@ -19,8 +19,8 @@ import pytest
 from lmeval.cli import main
 from lmeval.compiler.tasks.functions import FunctionRef, score_ref_data
 from lmeval.plans.io import read_header
-from lmeval.scorer import pyref
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.usercode import refs as pyref
 from tests.executor.plantools import data_dir
 
 TASK_YAML = """\

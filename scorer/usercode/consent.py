@@ -8,7 +8,7 @@ from typing import Any
 
 from lmeval.plans.funcref import is_user_ref
 from lmeval.plans.io import read_header
-from lmeval.scorer.pyref import Trust, locate_ref
+from lmeval.scorer.usercode.refs import Trust, locate_ref
 
 _USER_CODE_FIELDS = ("process_results", "metric_list", "filter_list")
 

@@ -2,7 +2,7 @@
 
 The compiler records each hook as data, never as code (``plans/funcref.py`` has the format). Two kinds:
 
-- ``{"__function__", "builtin": NAME}``: one of lmeval's own hooks (``scorer/codehooks.py``: sandboxed
+- ``{"__function__", "builtin": NAME}``: one of lmeval's own hooks (``scorer/usercode/hooks.py``: sandboxed
   pass@k and the humaneval/mbpp prediction builders). No user code runs; no consent needed.
 - a user module: imported only when the person scoring passes ``--trust-code`` (a ``Trust``); that flag
   is the one switch that grants trust (nothing in a plan, results directory or environment can). A plan
@@ -166,7 +166,7 @@ def load_ref(ref: dict[str, Any], trust: Trust | None, where: str) -> Callable[.
     qual = ref_qualname(ref)
     builtin = ref.get("builtin")
     if builtin is not None:
-        from lmeval.scorer.codehooks import HOOKS
+        from lmeval.scorer.usercode.hooks import HOOKS
 
         fn = HOOKS.get(str(builtin))
         if fn is None:

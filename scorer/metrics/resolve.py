@@ -1,8 +1,8 @@
 """How a task's ``metric_list`` resolves (as lm-eval's ConfigurableTask does).
 
-The metric vocabulary is the contract's (``plans.scoring.METRICS``: name -> default aggregation, direction and
-the output types whose results carry it; ``DEFAULT_METRICS``), which the compiler checks tasks against; the
-scorer computes those metrics (``scorer.doc_metrics``, ``scorer.taskscore``)."""
+A metric name resolves in the scorer's registry (``scorer.metrics.registry.METRICS``: name -> default
+aggregation, direction, output types and implementation), whose built-ins are the contract's vocabulary
+(``plans.scoring.METRICS``, ``DEFAULT_METRICS``) the compiler checks tasks against."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans.scoring import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS, METRICS
-from lmeval.scorer import pyref
+from lmeval.plans.scoring import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
+from lmeval.plans.scoring import METRICS as VOCABULARY
+from lmeval.scorer import usercode as pyref
 from lmeval.scorer.aggregate import AGGREGATIONS
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.metrics.registry import METRICS
 
 
 @dataclass
@@ -109,7 +111,7 @@ def resolve(
 def _check_exact_match(task: str, kwargs: dict[str, Any]) -> None:
     import re
 
-    known = set(METRICS["exact_match"].options)
+    known = set(VOCABULARY["exact_match"].options)
     extra = sorted(set(kwargs) - known)
     if extra:
         raise ScoreError(f"task {task}: metric exact_match: unknown options {extra} (known: {sorted(known)})")

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lmeval.scorer.contamination.corpus import CorpusStats, Span, Unit, units
-from lmeval.scorer.contamination.ngrams import WordHasher, gram_hashes, word_bytes
-from lmeval.scorer.contamination.plantext import PlanIndex
+from lmeval.contamination.corpus import CorpusStats, Span, Unit, units
+from lmeval.contamination.ngrams import WordHasher, gram_hashes, word_bytes
+from lmeval.contamination.plantext import PlanIndex
 
 BATCH_WORDS = 1 << 20
 BATCH_BYTES = 8 << 20

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from lmeval.scorer.contamination.check import Matches, in_corpus_order, match_files
-from lmeval.scorer.contamination.corpus import CorpusStats, corpus_files
-from lmeval.scorer.contamination.plantext import PlanIndex
-from lmeval.scorer.contamination.shards import match_on_ray
+from lmeval.contamination.check import Matches, in_corpus_order, match_files
+from lmeval.contamination.corpus import CorpusStats, corpus_files
+from lmeval.contamination.plantext import PlanIndex
+from lmeval.contamination.shards import match_on_ray
 
 
 def match_corpus(

@@ -1,21 +1,56 @@
-"""Vectorised (polars) versions of the common per-document metrics; rows they cannot do exactly are
-left to ``scorer.doc_metrics`` (the callers merge both)."""
+"""exact_match: HF evaluate's per-document function as lm-eval runs it, and its vectorised (polars) path.
+
+The fast path leaves rows it cannot do exactly (NUL characters) to the per-document function."""
 
 from __future__ import annotations
 
+import re
 import string
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from lmeval.scorer import regex_ops
-from lmeval.scorer.doc_metrics import exact_match_np
+from lmeval.scorer.metrics.registry import builtin
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"
 
 
-def exact_match(
+def exact_match_np(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    regexes_to_ignore: Sequence[str] | None = None,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    ignore_numbers: bool = False,
+) -> float:
+    """HF evaluate's exact_match as lm-eval runs it (numpy string arrays, mean of equalities)."""
+    if regexes_to_ignore is not None:
+        preds = np.array([x for x in predictions])
+        refs = np.array([x for x in references])
+        for s in regexes_to_ignore:
+            preds = np.array([re.sub(s, "", x) for x in preds])
+            refs = np.array([re.sub(s, "", x) for x in refs])
+    else:
+        preds = np.asarray(predictions)
+        refs = np.asarray(references)
+    if ignore_case:
+        preds = np.char.lower(preds)
+        refs = np.char.lower(refs)
+    if ignore_punctuation:
+        table = string.punctuation.maketrans("", "", string.punctuation)
+        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
+        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
+    if ignore_numbers:
+        table = string.digits.maketrans("", "", string.digits)
+        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
+        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
+    return float(np.mean(preds == refs))
+
+
+def exact_match_vector(
     preds: pl.Series, golds: pl.Series, kwargs: dict[str, Any], cache: dict[Any, Any] | None = None
 ) -> pl.Series:
     """Per-row exact_match (0.0/1.0) with lm-eval's options; preds and golds are String columns.
@@ -74,3 +109,10 @@ def _normalise(s: pl.Series, kwargs: dict[str, Any]) -> pl.Series:
     if kwargs.get("ignore_numbers"):
         s = s.str.replace_all("[0-9]", "")
     return s
+
+
+def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]) -> Any:
+    return {"exact_match": exact_match_np(predictions=[result], references=[gold], **kwargs)}
+
+
+EXACT_MATCH = builtin("exact_match", _generate, exact_match_vector)

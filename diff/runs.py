@@ -1,5 +1,5 @@
-"""``compare``: per-task metric deltas between two scored runs, with significance from paired per-document
-differences, and the documents whose correctness flipped.
+"""Comparing two scored runs (``compare``, ``lmeval compare``): per-task metric deltas, with significance
+from paired per-document differences, and the documents whose correctness flipped.
 
 Significance: for each (task, filter, metric) with per-document numbers in both runs, the documents both
 runs scored are paired; d_i = b_i - a_i; the standard error is sd(d) / sqrt(n) (sample sd); z = mean(d) / se
@@ -13,7 +13,7 @@ standard errors. The weights are the group's own: by size (paired documents) or 
 the group's delta to 1e-9; when neither does (different documents on the two sides, another aggregation),
 the group gets its delta and no p-value.
 
-Beside that normal test (kept as it was), every paired metric gets ``scorer.power``'s: McNemar's exact test
+Beside that normal test (kept as it was), every paired metric gets the scorer's power statistics: McNemar's exact test
 for binary metrics and a paired bootstrap otherwise, a 95% interval of the difference, and the minimum
 detectable effect at 80% power for that many documents (groups: the normal interval and MDE of their se).
 """
@@ -28,8 +28,7 @@ import polars as pl
 
 from lmeval.plans.errors import reraised_as
 from lmeval.plans.scored import ScoredRun, read_scored
-from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.power import Z_ALPHA, mde, paired_test
+from lmeval.scorer import Z_ALPHA, ScoreError, mde, paired_test
 
 _KEYS = ("task", "filter", "doc_id")
 

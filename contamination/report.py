@@ -20,10 +20,10 @@ from typing import Any
 import polars as pl
 
 from lmeval.common.atomic import write_atomic
-from lmeval.scorer.contamination.check import Matches
-from lmeval.scorer.contamination.corpus import CorpusStats
-from lmeval.scorer.contamination.plantext import PlanIndex
-from lmeval.scorer.errors import ScoreError
+from lmeval.contamination.check import Matches
+from lmeval.contamination.corpus import CorpusStats
+from lmeval.contamination.errors import ContaminationError
+from lmeval.contamination.plantext import PlanIndex
 
 FORMAT = "lmeval-contamination"
 SUMMARY = "summary.json"
@@ -49,7 +49,7 @@ class Report:
         return [TaskCount(t, v["checked"], v["contaminated_ids"]) for t, v in self.summary["tasks"].items()]
 
 
-def build_report(
+def build_contamination_report(
     index: PlanIndex, matches: Matches, stats: CorpusStats, n: int, fields: tuple[str, ...], min_fraction: float
 ) -> Report:
     tasks, ids, totals, matched, fracs, flags = [], [], [], [], [], []
@@ -101,7 +101,7 @@ def build_report(
     return Report(summary, documents, locations)
 
 
-def write_report(report: Report, out_dir: str | Path) -> Path:
+def write_contamination_report(report: Report, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / DOCUMENTS, lambda f: report.documents.write_parquet(f))
@@ -119,19 +119,19 @@ def excluded(report_dir: str | Path, plan_hash: str) -> dict[str, list[int]]:
             raw = f.read(64 << 20)
         summary = json.loads(raw)
     except OSError as e:
-        raise ScoreError(f"{path}: cannot read contamination report ({e.strerror or e})") from None
+        raise ContaminationError(f"{path}: cannot read contamination report ({e.strerror or e})") from None
     except ValueError:
-        raise ScoreError(f"{path}: not a contamination report (malformed JSON)") from None
+        raise ContaminationError(f"{path}: not a contamination report (malformed JSON)") from None
     if not isinstance(summary, dict) or summary.get("format") != FORMAT or not isinstance(summary.get("tasks"), dict):
-        raise ScoreError(f"{path}: not a contamination report (no '{FORMAT}' format)")
+        raise ContaminationError(f"{path}: not a contamination report (no '{FORMAT}' format)")
     if summary.get("plan_hash") != plan_hash:
-        raise ScoreError(
+        raise ContaminationError(
             f"{path}: report of plan {str(summary.get('plan_hash'))[:12]}, but the results are of plan {plan_hash[:12]}"
         )
     out: dict[str, list[int]] = {}
     for task, v in summary["tasks"].items():
         ids = v.get("contaminated_ids") if isinstance(v, dict) else None
         if not isinstance(ids, list) or not all(type(i) is int for i in ids):
-            raise ScoreError(f"{path}: task {task}: field contaminated_ids is not a list of doc ids")
+            raise ContaminationError(f"{path}: task {task}: field contaminated_ids is not a list of doc ids")
         out[task] = ids
     return out

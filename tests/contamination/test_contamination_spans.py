@@ -14,13 +14,13 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
+from lmeval.contamination.check import in_corpus_order, match_files, match_spans
+from lmeval.contamination.corpus import CorpusStats, Span, units
+from lmeval.contamination.plantext import FIELDS, build_index
+from lmeval.contamination.ranges import MIN_SPAN, plan_spans
+from lmeval.contamination.report import build_contamination_report
+from lmeval.contamination.shards import merge_shards
 from lmeval.plans.io import read_plan
-from lmeval.scorer.contamination.check import in_corpus_order, match_files, match_spans
-from lmeval.scorer.contamination.corpus import CorpusStats, Span, units
-from lmeval.scorer.contamination.plantext import FIELDS, build_index
-from lmeval.scorer.contamination.ranges import MIN_SPAN, plan_spans
-from lmeval.scorer.contamination.report import build_report
-from lmeval.scorer.contamination.shards import merge_shards
 from tests.scorer.golden_io import build, load_golden
 from tests.support import jsonl_rows
 
@@ -119,8 +119,8 @@ def test_many_spans_give_the_one_process_report(setup: dict[str, Any], kind: str
     assert len(spans) >= 4
     shards = [match_spans(index, 13, spans[i::3], "text") for i in range(3)]
     many, many_stats = merge_shards(shards, files)
-    ref = build_report(index, in_corpus_order(one, files), one_stats, 13, FIELDS, 0.0)
-    got = build_report(index, in_corpus_order(many, files), many_stats, 13, FIELDS, 0.0)
+    ref = build_contamination_report(index, in_corpus_order(one, files), one_stats, 13, FIELDS, 0.0)
+    got = build_contamination_report(index, in_corpus_order(many, files), many_stats, 13, FIELDS, 0.0)
     assert got.summary == ref.summary
     assert got.documents.equals(ref.documents) and got.locations.equals(ref.locations)
     _assert_found_once(vars(got), path, expected)

@@ -4,12 +4,12 @@ occur in a corpus (GPT-3 / lm-eval normalisation, word 13-grams), with their loc
 
 from __future__ import annotations
 
-from lmeval.scorer.contamination.ngrams import NGRAM, words
-from lmeval.scorer.contamination.plantext import FIELDS, build_index
-from lmeval.scorer.contamination.report import Report, build_report, excluded, write_report
-from lmeval.scorer.contamination.scan import match_corpus
+from lmeval.contamination.ngrams import NGRAM, words
+from lmeval.contamination.plantext import FIELDS, build_index
+from lmeval.contamination.report import Report, build_contamination_report, excluded, write_contamination_report
+from lmeval.contamination.scan import match_corpus
 
-__all__ = ["FIELDS", "NGRAM", "Report", "check", "excluded", "words", "write_report"]
+__all__ = ["FIELDS", "NGRAM", "Report", "check", "excluded", "words", "write_contamination_report"]
 
 
 def check(
@@ -20,4 +20,4 @@ def check(
     shards or at ``address``: the same report)."""
     index = build_index(plan, n, fields)
     matches, stats = match_corpus(index, n, corpus, text_field, workers, address)
-    return build_report(index, matches, stats, n, fields, min_fraction)
+    return build_contamination_report(index, matches, stats, n, fields, min_fraction)

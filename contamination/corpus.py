@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lmeval.scorer.errors import ScoreError
+from lmeval.contamination.errors import ContaminationError
 
 MAX_UNIT = 8 << 20
 OVERLAP = 64 << 10  # bytes the pieces of a long line overlap (an n-gram across a cut is found)
@@ -68,7 +68,7 @@ def corpus_files(paths: list[str]) -> list[Path]:
         elif path.is_file():
             out.append(path)
         else:
-            raise ScoreError(f"{p}: no such corpus file or folder")
+            raise ContaminationError(f"{p}: no such corpus file or folder")
     return out
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from lmeval.contamination.ngrams import WordHasher, text_grams
 from lmeval.plans.io import PlanReader
 from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
-from lmeval.scorer.contamination.ngrams import WordHasher, text_grams
 
 FIELDS: tuple[str, ...] = ("prompt", "target", "choices")
 

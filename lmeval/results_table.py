@@ -152,3 +152,14 @@ def print_tables(run: ScoredRun) -> None:
     if run.partial:
         parts = ", ".join(f"{k}: {v.missing_instances} missing" for k, v in run.partial.items())
         console.print(f"[bold red]PARTIAL RESULTS[/bold red] ({parts}); see 'partial' in {RESULTS_JSON}")
+
+
+def print_score(outcome: Any) -> None:
+    """What ``lmeval score`` and ``lmeval run`` print for a scored run (a ``scorer.score_run`` outcome): the
+    tables, the subset notes, and each JSONL spec task's scores by category."""
+    print_tables(outcome.run)
+    for line in outcome.notes:
+        print(line)
+    for task, agg in outcome.run.spec.items():
+        cats = ", ".join(f"{c} {v['score']:.4f} (n={v['n']})" for c, v in agg["categories"].items())
+        print(f"{task} by category: {cats}; overall {agg['overall']['score']:.4f} (n={agg['overall']['n']})")

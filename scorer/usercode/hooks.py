@@ -12,16 +12,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.scorer.passk import pass_at_k as _pass_at_k
+from lmeval.scorer.metrics import run_pass_at_k
 
 TIMEOUT_S = 3.0  # wall-clock seconds per program: code_eval's default
 
 
-def pass_at_k(references: list[str], predictions: list[list[str]], k: Any = None) -> dict[str, float]:
+def humaneval_pass_at_k(references: list[str], predictions: list[list[str]], k: Any = None) -> dict[str, float]:
     """lm-eval humaneval's ``utils.pass_at_k``: code_eval's ``compute(...)[0]`` (keys ``pass@K``)."""
     if k is None:
         raise ValueError("pass_at_k needs k")
-    return _pass_at_k(references, predictions, k=[k] if isinstance(k, int) else list(k), timeout=TIMEOUT_S)
+    return run_pass_at_k(references, predictions, k=[k] if isinstance(k, int) else list(k), timeout=TIMEOUT_S)
 
 
 def pass_at_1(references: str | list[str], predictions: str | list[Any]) -> float:
@@ -31,7 +31,7 @@ def pass_at_1(references: str | list[str], predictions: str | list[Any]) -> floa
     preds: list[Any] = list(predictions) if not isinstance(predictions, str) else [predictions]
     if preds and isinstance(preds[0], str):
         preds = [[p] for p in preds]
-    return _pass_at_k(references, preds, k=[1], timeout=TIMEOUT_S)["pass@1"]
+    return run_pass_at_k(references, preds, k=[1], timeout=TIMEOUT_S)["pass@1"]
 
 
 def humaneval_build_predictions(resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
@@ -62,7 +62,7 @@ def mbpp_build_predictions(resps: list[list[str]], docs: list[dict[str, Any]]) -
 
 
 HOOKS: dict[str, Callable[..., Any]] = {
-    "pass_at_k": pass_at_k,
+    "pass_at_k": humaneval_pass_at_k,
     "pass_at_1": pass_at_1,
     "humaneval_build_predictions": humaneval_build_predictions,
     "humaneval_build_predictions_instruct": humaneval_build_predictions_instruct,

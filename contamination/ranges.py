@@ -14,8 +14,8 @@ import bisect
 import os
 from pathlib import Path
 
-from lmeval.scorer.contamination.check import Matches
-from lmeval.scorer.contamination.corpus import Span, kind_of
+from lmeval.contamination.check import Matches
+from lmeval.contamination.corpus import Span, kind_of
 
 MIN_SPAN = 1 << 20  # bytes: a file is cut only into parts of at least this size
 _SCAN = 1 << 20  # bytes read at a time looking for the next line start

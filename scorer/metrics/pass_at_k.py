@@ -1,12 +1,14 @@
 """pass@k: HF ``code_eval``'s unbiased estimator (Chen et al. 2021) over candidate programs run in
-``scorer.sandbox``; the one implementation behind the ``pass_at_k`` metric and lmeval's humaneval/mbpp
-hooks (``scorer.codehooks``)."""
+``scorer.sandbox``; the one implementation behind the ``pass_at_k`` metric (registered here) and lmeval's
+humaneval/mbpp hooks (``scorer.usercode``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from lmeval.scorer.metrics.registry import builtin
 
 
 def estimate(n: int, c: int, k: int) -> float:
@@ -42,3 +44,10 @@ def pass_at_k(
         if all(n >= kk for n in totals):
             out[f"pass@{kk}"] = float(np.mean([estimate(n, c, kk) for n, c in zip(totals, corrects, strict=True)]))
     return out
+
+
+def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]) -> Any:
+    return pass_at_k([gold], [result], **kwargs)
+
+
+PASS_AT_K = builtin("pass_at_k", _generate, runs_code=True)

@@ -13,18 +13,20 @@ import logging
 import os
 from typing import Any
 
-from lmeval.scorer.contamination.check import Matches, match_spans
-from lmeval.scorer.contamination.corpus import CorpusStats, Span
-from lmeval.scorer.contamination.plantext import PlanIndex
-from lmeval.scorer.contamination.ranges import absolute_rows, plan_spans
-from lmeval.scorer.errors import ScoreError
+from lmeval.contamination.check import Matches, match_spans
+from lmeval.contamination.corpus import CorpusStats, Span
+from lmeval.contamination.errors import ContaminationError
+from lmeval.contamination.plantext import PlanIndex
+from lmeval.contamination.ranges import absolute_rows, plan_spans
 
 
 def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ScoreError("--workers/--ray run on Ray, which is not installed: pip install 'lmeval[ray]'") from None
+        raise ContaminationError(
+            "--workers/--ray run on Ray, which is not installed: pip install 'lmeval[ray]'"
+        ) from None
     return ray
 
 
@@ -54,7 +56,7 @@ def match_on_ray(
                 ray.init(address=address, **kw)
         except Exception as e:
             where = f"--ray {address}" if address else "--workers"
-            raise ScoreError(
+            raise ContaminationError(
                 f"{where}: cannot start or reach Ray ({str(e).splitlines()[0] if str(e) else e})"
             ) from None
         started = True
