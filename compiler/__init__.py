@@ -12,19 +12,21 @@ the environment).
 - ``compile_to_file(overrides, out=None) -> Path``
 - ``compile_sweep(overrides, out=None) -> [(combo, Compiled)]`` (``lmeval compile -m``)
 - ``expand_sweep(overrides) -> list[list[str]]``
+- ``load_model_info(model_cfg, apply_chat_template) -> (tokenizer, ModelInfo, chat function)`` (the judge plan's
+  compile, ``compiler/judge``)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lmeval.compiler.parallel import BuildSettings
     from lmeval.compiler.pipeline import Compiled
-    from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
+    from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader
 
-__all__ = ["compile_located", "compile_plan", "compile_sweep", "compile_to_file", "expand_sweep"]
+__all__ = ["compile_located", "compile_plan", "compile_sweep", "compile_to_file", "expand_sweep", "load_model_info"]
 
 
 def compile_plan(
@@ -59,3 +61,9 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
     from lmeval.compiler.config import expand_sweep as _expand_sweep
 
     return _expand_sweep(overrides)
+
+
+def load_model_info(model_cfg: dict[str, Any] | None, apply_chat_template: bool) -> tuple[Any, ModelInfo, Any]:
+    from lmeval.compiler.modelinfo import load_model_info as _load_model_info
+
+    return _load_model_info(model_cfg, apply_chat_template)
