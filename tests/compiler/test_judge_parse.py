@@ -15,7 +15,7 @@ def test_single_grades_first_match_in_range() -> None:
     assert SINGLE.grade("fine. Rating: [[7]] later Rating: [[2]]") == 7.0
     assert SINGLE.grade("Rating: [[11]]") is None  # out of range
     assert SINGLE.grade("Rating: [[0]]") is None
-    assert SINGLE.grade("Rating: [[７]]") is None or SINGLE.grade("Rating: [[７]]") == 7.0  # \d matches unicode digits
+    assert SINGLE.grade("Rating: [[７]]") == 7.0  # \d matches unicode digits; float() reads them
     assert SINGLE.grade("Rating: 7") is None
     assert SINGLE.grade(None) is None
     assert SINGLE.grade("Ràting: [[7]] 🙂") is None
