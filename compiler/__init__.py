@@ -12,6 +12,8 @@ the environment).
 - ``compile_to_file(overrides, out=None) -> Path``
 - ``compile_sweep(overrides, out=None) -> [(combo, Compiled)]`` (``lmeval compile -m``)
 - ``expand_sweep(overrides) -> list[list[str]]``
+- ``load_model_info(model_cfg, apply_chat_template) -> (tokenizer, ModelInfo, chat function)`` (the judge plan's
+  compile, ``compiler/judge``)
 
 Its subsystems, each behind its own face: ``tasks`` (which tasks a compile covers), ``build`` (rendering and
 Instance building), ``encode`` (token ids and plan encoding), ``cache`` (the build cache) and ``jsonl_spec``
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lmeval.compiler.config import CONF_DIR, execute_model_overrides
+    from lmeval.compiler.encode import load_model_info
     from lmeval.compiler.errors import CompileError
     from lmeval.compiler.jsonl_spec import SpecReadError, load_spec_task, validate_file
     from lmeval.compiler.parallel import BuildSettings
@@ -48,6 +51,7 @@ __all__ = [
     "execute_model_overrides",
     "expand_sweep",
     "find_names",
+    "load_model_info",
     "load_spec_task",
     "validate_file",
 ]
@@ -62,6 +66,7 @@ _WHERE = {
     "catalog": "lmeval.compiler.tasks",
     "execute_model_overrides": "lmeval.compiler.config",
     "find_names": "lmeval.compiler.tasks",
+    "load_model_info": "lmeval.compiler.encode",
     "load_spec_task": "lmeval.compiler.jsonl_spec",
     "validate_file": "lmeval.compiler.jsonl_spec",
 }
@@ -107,3 +112,4 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
     from lmeval.compiler.config import expand_sweep as _expand_sweep
 
     return _expand_sweep(overrides)
+

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "lmeval.cmd_contamination",
     "lmeval.cmd_power",
     "lmeval.cmd_batch",
+    "lmeval.cmd_judge",
 )
 
 
@@ -45,6 +46,7 @@ MODULE_OF = {
     "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination", "log": "lmeval.cmd_log",
     "plan-power": "lmeval.cmd_power",
     "export-batch": "lmeval.cmd_batch", "import-batch": "lmeval.cmd_batch",
+    "judge": "lmeval.cmd_judge", "judge-score": "lmeval.cmd_judge",
 }  # fmt: skip
 
 

@@ -74,6 +74,7 @@ def test_wheel_holds_the_lmeval_package_and_its_data(wheel: Path) -> None:
     data = _source_files("conf", "*.yaml") | _source_files("report", "assets/*")
     data |= _source_files("report", "export/eee_schemas/*")  # Every Eval Ever's schemas (lmeval export)
     data |= {"lmeval/lock/lock.json", "lmeval/plans/FORMAT.md", "lmeval/plans/SCORED.md"}
+    data |= _source_files("compiler", "tasklib/*.jsonl")  # the shipped judged task's questions (open_questions)
     lock = json.loads((ROOT / "lock" / "lock.json").read_text())
     data.add(f"lmeval/lock/{lock['reference']['plan']}")
     assert len(_source_files("conf", "*.yaml")) >= 15 and len(_source_files("report", "assets/*")) >= 2

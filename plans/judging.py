@@ -1,0 +1,142 @@
+"""The judge plan's contract (design note: ``compiler/judge/JUDGE.md``): the ``judge`` section of a judge
+plan's config, and the two rules the compiler and the scorer share: the parse rule (a judge's output -> a
+grade or None) and pairwise consistency (the verdicts of both orders -> one verdict).
+
+A judge plan is an ordinary plan (generate_until Instances) whose header config holds ``judge``: mode, rubric
+text, parse rule, generation settings and the judged run's identity (plan hash, results hash). Its tasks are
+``judge_<task>``; each document is one judged document (same ``doc_id``) holding the question, answer(s) and
+reference it was shown; pairwise documents have two Instances, ``idx`` 0 (A first) and 1 (swapped)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lmeval.plans.errors import PlanError
+
+MODES = ("single", "pairwise")
+TASK_PREFIX = "judge_"
+MAX_PARSED_CHARS = 65536  # a judge's output is bounded by max_gen_toks; the parse rule reads at most this much
+VERDICTS = ("a", "b", "tie")
+
+
+@dataclass(frozen=True)
+class ParseRule:
+    """``regex`` with exactly one group; single mode: the group is a number in ``[min, max]``; pairwise: the
+    group is a key of ``labels`` (label -> a | b | tie). The first match in the judge's output counts."""
+
+    regex: str
+    min: float | None = None
+    max: float | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Any, mode: str, where: str = "judge.parse") -> ParseRule:
+        if not isinstance(d, dict) or not isinstance(d.get("regex"), str):
+            raise PlanError(f"{where}.regex: a regular expression (a string) is required")
+        try:
+            groups = re.compile(d["regex"]).groups
+        except re.error as e:
+            raise PlanError(f"{where}.regex: not a regular expression ({e})") from None
+        if groups != 1:
+            raise PlanError(f"{where}.regex: needs exactly one group, has {groups}")
+        labels = d.get("labels") or {}
+        if not isinstance(labels, dict) or any(v not in VERDICTS for v in labels.values()):
+            raise PlanError(f"{where}.labels: a map of label -> one of {', '.join(VERDICTS)}")
+        if mode == "pairwise" and not labels:
+            raise PlanError(f"{where}.labels: pairwise mode needs labels (e.g. {{A: a, B: b, C: tie}})")
+        lo, hi = d.get("min"), d.get("max")
+        for k, v in (("min", lo), ("max", hi)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise PlanError(f"{where}.{k}: a number or null, got {v!r}")
+        if lo is not None and hi is not None and lo > hi:
+            raise PlanError(f"{where}: min {lo} is above max {hi}")
+        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)}
+
+    def grade(self, output: str | None) -> float | None:
+        """Single mode: the number the judge's output gives, or None (no match, not a number, out of range)."""
+        m = self._match(output)
+        if m is None:
+            return None
+        try:
+            value = float(m)
+        except ValueError:
+            return None
+        if value != value or (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+            return None
+        return value
+
+    def verdict(self, output: str | None) -> str | None:
+        """Pairwise mode: a | b | tie from the judge's output, or None (no match, unknown label)."""
+        m = self._match(output)
+        return None if m is None else self.labels.get(m)
+
+    def _match(self, output: str | None) -> str | None:
+        if not isinstance(output, str):
+            return None
+        m = re.search(self.regex, output[:MAX_PARSED_CHARS])
+        return None if m is None or m.group(1) is None else m.group(1)
+
+
+def consistent(first: str | None, swapped: str | None) -> str | None:
+    """The verdict of a pair judged in both orders: ``first`` judged (A=run, B=other), ``swapped`` judged with the
+    answers' places exchanged, so its a/b mean the other way round. Both agree: that verdict; they disagree (position
+    bias) or either is a tie: tie (MT-Bench's rule); either unparsed: None (counted as unparsed)."""
+    if first is None or swapped is None:
+        return None
+    back = {"a": "b", "b": "a", "tie": "tie"}[swapped]
+    return first if first == back else "tie"
+
+
+def judge_section(config: Any) -> dict[str, Any] | None:
+    """The ``judge`` section of a plan's config, or None for a plan that is not a judge plan."""
+    if not isinstance(config, dict):
+        return None
+    j = config.get("judge")
+    return j if isinstance(j, dict) else None
+
+
+# --- the grades written back into the judged run (an optional file of the scored-run contract, plans/SCORED.md)
+JUDGE_JSON = "judge.json"
+
+
+def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) -> None:
+    """``judge.json`` of the judged run: judge plan hash -> its grades (other judges' entries kept), atomically."""
+    import json
+    from pathlib import Path
+
+    from lmeval.common.atomic import write_atomic
+    from lmeval.plans.limits import loads_json
+
+    path = Path(results_dir) / JUDGE_JSON
+    data: dict[str, Any] = {}
+    if path.is_file():
+        old = loads_json(path.read_bytes())
+        if not isinstance(old, dict):
+            raise PlanError(f"{path}: not a map of judge plan hash -> grades")
+        data = old
+    data[judge_plan_hash] = entry
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: dict[str, bool]) -> None:
+    """The judged run's results.json with ``metrics`` (task -> ``"metric,judge"`` -> value) merged into its tasks'
+    metric maps and ``higher_is_better``; written atomically as ``plans.scored.write_scored`` writes it."""
+    import json
+    from pathlib import Path
+
+    from lmeval.common.atomic import write_atomic
+    from lmeval.plans.scored import RESULTS_JSON, jsonable, read_scored
+
+    run = read_scored(results_dir, samples=False).results
+    for task, values in metrics.items():
+        run.results.setdefault(task, {}).update(values)
+        hib = run.higher_is_better.setdefault(task, {})
+        hib.update({k.split(",")[0]: v for k, v in higher.items()})
+    text = json.dumps(jsonable(run.to_dict()), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(Path(results_dir) / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))

@@ -1,0 +1,45 @@
+"""The judge's parse rule and pairwise consistency (plans/judging.py) on hostile outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmeval.plans.errors import PlanError
+from lmeval.plans.judging import MAX_PARSED_CHARS, ParseRule, consistent
+
+SINGLE = ParseRule.from_dict({"regex": r"Rating: \[\[(\d+\.?\d*)\]\]", "min": 1, "max": 10}, "single")
+PAIR = ParseRule.from_dict({"regex": r"\[\[(A|B|C)\]\]", "labels": {"A": "a", "B": "b", "C": "tie"}}, "pairwise")
+
+
+def test_single_grades_first_match_in_range() -> None:
+    assert SINGLE.grade("fine. Rating: [[7]] later Rating: [[2]]") == 7.0
+    assert SINGLE.grade("Rating: [[11]]") is None  # out of range
+    assert SINGLE.grade("Rating: [[0]]") is None
+    assert SINGLE.grade("Rating: [[７]]") == 7.0  # \d matches unicode digits; float() reads them
+    assert SINGLE.grade("Rating: 7") is None
+    assert SINGLE.grade(None) is None
+    assert SINGLE.grade("Ràting: [[7]] 🙂") is None
+
+
+def test_single_reads_only_a_bounded_prefix() -> None:
+    assert SINGLE.grade("x" * MAX_PARSED_CHARS + "Rating: [[9]]") is None
+    assert SINGLE.grade("Rating: [[9]]" + "y" * 10 * MAX_PARSED_CHARS) == 9.0
+
+
+def test_pairwise_consistency() -> None:
+    assert consistent("a", "b") == "a"  # A better in both orders (swapped: the other answer is B)
+    assert consistent("b", "a") == "b"
+    assert consistent("a", "a") == "tie"  # position bias: the first place wins both times
+    assert consistent("tie", "a") == "tie"
+    assert consistent(None, "a") is None
+    assert PAIR.verdict("[[C]]") == "tie" and PAIR.verdict("[[D]]") is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"regex": "no group"}, {"regex": "(a)(b)"}, {"regex": "(["}, {"regex": "(a)", "min": 5, "max": 1}, None],
+)
+def test_bad_rules_are_one_line_errors(bad: object) -> None:
+    with pytest.raises(PlanError) as e:
+        ParseRule.from_dict(bad, "single")
+    assert "\n" not in str(e.value) and "judge.parse" in str(e.value)
