@@ -112,4 +112,3 @@ def expand_sweep(overrides: list[str]) -> list[list[str]]:
     from lmeval.compiler.config import expand_sweep as _expand_sweep
 
     return _expand_sweep(overrides)
-
