@@ -13,6 +13,7 @@ from lmeval.plans.io import read_header
 from lmeval.plans.results import read_results
 from tests.support import cli_in_process as cli
 
+PREFILLED = "rubric=Question: {{ question }}\nAnswer: {{ answer }}\nRate the answer from 1 to 10.\nRating: [["
 JUDGE = ["--judge", "single_10", "tasks=[arith]", "limit=3", "generation.max_gen_toks=32", "question=null"]
 
 
@@ -36,18 +37,24 @@ def test_judge_smollm2_by_smollm2(smollm2_vllm: Path, tmp_path: Path) -> None:
     rc, dry, err = cli("judge", str(run), *JUDGE, "--dry-run", "--price-in", "1", "--price-out", "2")
     assert rc == 0 and "judge_arith" in dry and "max_gen_tokens" in dry and "96" in dry, dry + err
 
-    rc, _, err = cli("execute", str(tmp_path / "j1.msgpack"), "--out", str(tmp_path / "jr"), "model=smollm2",
-                     "--no-progress")  # fmt: skip
+    # executed: the judge's answer prefilled with "Rating: [[" (no chat template) so that a 135M model writes
+    # grades the parse rule reads (the MT-Bench rubric above gets none from it); on the hf backend (one model load,
+    # no vLLM engine start: CI time); a judge plan runs on any backend
+    h3 = _judge(run, tmp_path / "j3.msgpack", "apply_chat_template=false", PREFILLED, r"parse.regex=^\s*(\d+)",
+                "generation.max_gen_toks=3")  # fmt: skip
+    rc, _, err = cli("execute", str(tmp_path / "j3.msgpack"), "--out", str(tmp_path / "jr"), "model=smollm2",
+                     "model.backend=hf", "--no-progress")  # fmt: skip
     assert rc == 0, err
     rc, out, err = cli("judge-score", str(tmp_path / "jr"), "--into", str(run))
     assert rc == 0, err
     rows = read_results(tmp_path / "jr").select("doc_id", "response").to_dicts()
     assert len(rows) == 3 and all(r["response"] is not None for r in rows)
     hand: dict[str, float | None] = {}
-    for r in rows:  # the parse rule by hand: first match, a number in [1, 10]
-        m = re.search(r"Rating: \[\[(\d+\.?\d*)\]\]", r["response"])
+    for r in rows:  # the parse rule by hand: first match at the start, a number in [1, 10]
+        m = re.match(r"\s*(\d+)", r["response"])
         hand[str(r["doc_id"])] = float(m.group(1)) if m and 1 <= float(m.group(1)) <= 10 else None
-    graded = json.loads((run / "judge.json").read_text())[h1]["tasks"]["arith"]
+    assert any(v is not None for v in hand.values()), rows  # real grades, not only "unparsed"
+    graded = json.loads((run / "judge.json").read_text())[h3]["tasks"]["arith"]
     assert graded["grades"] == hand
     assert graded["judge_unparsed"] == sum(v is None for v in hand.values())
     metrics = json.loads((run / "results.json").read_text())["results"]["arith"]
