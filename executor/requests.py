@@ -358,10 +358,8 @@ def gen_job(
     params, until = gen_params(inst.generation_kwargs, eos, default_max, inst.repeats, inst.request_hash, where)
     if inst.context_ids is not None:
         ids = list(inst.context_ids)
-    elif tok is not None:
-        ids = tok_encode(tok, inst.context, rule)
     else:
-        ids = []
+        ids = tok_encode(tok, inst.context, rule) if tok is not None else []
     if not ids and inst.context_ids is not None:
         raise ExecuteError(f"{where}: empty generation prompt (no context tokens)")
     ids = truncate_for_generation(ids, params.max_tokens, max_length, where)
