@@ -173,3 +173,16 @@ def test_a_wrong_address_fails_at_once(tmp_path: Path) -> None:
     with pytest.raises(RequestFailed, match=r"/chat/completions: cannot reach the server"):
         client.request("POST", "/chat/completions", {"model": "m"})
     assert client.sent == 1
+
+
+def test_a_gen_prefix_is_continued_as_the_last_assistant_message() -> None:
+    from lmeval.executor.backends.openai_chat import chat_body
+    from lmeval.executor.requests import GenInput, GenParams
+
+    p = GenParams(max_tokens=8, stop=["\n"])
+    msgs = [{"role": "user", "content": "Q: 1+1"}, {"role": "assistant", "content": "A: The answer is"}]
+    body = chat_body("m", GenInput([1], p, "k", "ctx", None, msgs))
+    assert body["messages"] == msgs and body["continue_final_message"] is True and not body["add_generation_prompt"]
+    plain = chat_body("m", GenInput([1], p, "k", "ctx", None, msgs[:1]))
+    assert plain["messages"] == msgs[:1] and "continue_final_message" not in plain
+    assert chat_body("m", GenInput([1], p, "k", "ctx"))["messages"] == [{"role": "user", "content": "ctx"}]
