@@ -26,6 +26,7 @@ _INST_FIELDS = (
     "repeats",
     "context_ids",
     "continuation_ids",
+    "messages",  # a chat-templated generation's messages (plans/chatmessages.py)
 )
 
 
@@ -185,6 +186,8 @@ class _TaskDiffer:
         ids_only = ("context_ids" in diff or "continuation_ids" in diff) and not {"context", "continuation"} & set(diff)
         if ids_only and not causes & _TEXT_CAUSES:
             causes.add("token_ids")
+        if "messages" in diff and not causes:  # the chat messages alone: what a chat endpoint is sent changed
+            causes.add("prompt")
         return ChangedInstance(idx, o, n, causes)
 
     # --- prompt diffs -------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ class GenInput:
     key: str
     text: str = ""  # the context string (for text-only backends and fakes)
     budget: ThinkingBudget | None = None  # run.thinking_budget (plans/budgets.py): run in two phases
+    messages: list[dict[str, str]] | None = None  # a chat-templated plan's messages (chat endpoints send them)
 
 
 @dataclass(frozen=True)
@@ -357,14 +358,13 @@ def gen_job(
     params, until = gen_params(inst.generation_kwargs, eos, default_max, inst.repeats, inst.request_hash, where)
     if inst.context_ids is not None:
         ids = list(inst.context_ids)
-    elif tok is not None:
-        ids = tok_encode(tok, inst.context, rule)
     else:
-        ids = []
+        ids = tok_encode(tok, inst.context, rule) if tok is not None else []
     if not ids and inst.context_ids is not None:
         raise ExecuteError(f"{where}: empty generation prompt (no context tokens)")
     ids = truncate_for_generation(ids, params.max_tokens, max_length, where)
-    return GenJob(inst.request_hash, GenInput(ids, params, inst.request_hash, inst.context, budget), until, reasoning)
+    x = GenInput(ids, params, inst.request_hash, inst.context, budget, inst.messages)
+    return GenJob(inst.request_hash, x, until, reasoning)
 
 
 def score_result(job: ScoreJob, outs: Sequence[ScoreOutput]) -> JobResult:

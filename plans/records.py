@@ -269,6 +269,9 @@ class InstanceRecord:
     request_hash: str = ""  # sha256 of what the model sees: request type, strings, token ids, kwargs
 
     kind: str = "instance"
+    # generate_until of a chat-templated plan: the role/content messages the context was rendered from
+    # (plans/chatmessages.py); absent from the stored map when None, so other plans keep their bytes
+    messages: list[dict[str, str]] | None = None
 
     @property
     def arguments(self) -> tuple[Any, ...]:
@@ -280,7 +283,7 @@ class InstanceRecord:
         return (self.context, self.generation_kwargs)
 
     def to_dict(self) -> dict[str, Any]:
-        return {  # every field (tests/plans check it against dataclasses.fields)
+        return {  # every field, messages only when set (tests/plans check it against dataclasses.fields)
             "instance_id": self.instance_id,
             "task": self.task,
             "doc_id": self.doc_id,
@@ -294,6 +297,7 @@ class InstanceRecord:
             "continuation_ids": self.continuation_ids,
             "request_hash": self.request_hash,
             "kind": self.kind,
+            **({} if self.messages is None else {"messages": self.messages}),
         }
 
     @classmethod

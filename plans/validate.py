@@ -31,6 +31,7 @@ from typing import Any
 import msgpack
 
 from lmeval.plans.canonical import canonical_bytes, normalize
+from lmeval.plans.chatmessages import messages_problem
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import INT64_MAX, MAX_GEN_TOKS, MAX_REPEATS, MAX_TOKEN_ID
 from lmeval.plans.records import OUTPUT_TYPES, PlanHeader, instance_id_for
@@ -274,6 +275,8 @@ class RecordValidator:
             if rt != "generate_until":
                 raise r(task, doc_id, "generation_kwargs", f"set on a {rt} request")
             self._gen_kwargs(kw, task, doc_id)
+        if "messages" in obj and (rt != "generate_until" or messages_problem(obj["messages"])):
+            raise r(task, doc_id, "messages", messages_problem(obj["messages"]) or f"set on a {rt} request")
         rep: Any = obj.get("repeats")
         if not _is_int(rep) or not 1 <= rep <= MAX_REPEATS:
             raise r(task, doc_id, "repeats", f"{str(rep)[:40]} is not an integer in 1..{MAX_REPEATS}")

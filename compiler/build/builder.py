@@ -278,10 +278,11 @@ class TaskBuilder:
                 for cq in choices
             ]
         else:
-            ctx = self._render(
-                messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where), gen_prefix
-            )
+            turns = messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where)
+            ctx = self._render(turns, gen_prefix)
         requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
+        if self.chat is not None and not multiple_input and s.output_type == "generate_until":
+            requests[0].messages = self._conv(turns)  # kept in the plan for chat endpoints
         gold = q if multiple_input else target
         self._check_target(gold, choices, where, multiple_input)
         return BuiltDoc(doc_id, doc, gold, choices, ids, requests)
@@ -345,8 +346,11 @@ class TaskBuilder:
     def _render(self, msgs: list[Msg], gen_prefix: str | None) -> str:
         if self.chat is None:
             return to_text(msgs)
-        conv = to_dicts(msgs) if self.run.fewshot_as_multiturn else single_turn(msgs)
-        return self.chat(conv, not gen_prefix)
+        return self.chat(self._conv(msgs), not gen_prefix)
+
+    def _conv(self, msgs: list[Msg]) -> list[dict[str, str]]:
+        """The role/content messages a chat template gets."""
+        return to_dicts(msgs) if self.run.fewshot_as_multiturn else single_turn(msgs)
 
     def _requests(
         self,

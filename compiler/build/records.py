@@ -67,6 +67,7 @@ class Request:
     continuation: str | None
     generation_kwargs: dict[str, Any] | None
     idx: int
+    messages: list[dict[str, str]] | None = None  # a chat-templated generation's messages (plans/chatmessages.py)
 
 
 @dataclass

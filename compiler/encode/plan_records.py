@@ -171,7 +171,11 @@ def _instance_records(
         ]
         try:
             # token ids come from the tokenizer (lists of int): not checked element by element
-            fast = encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
+            fast = (  # a chat-templated generation keeps its messages: encoded one by one below
+                None
+                if any(rq.messages is not None for rq in d.requests)
+                else encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
+            )
         except TypeError as e:
             raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
                        field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
@@ -196,6 +200,7 @@ def _instance_records(
                 request_hash=request_hash_of(
                     rq.request_type, rq.context, rq.continuation, rq.generation_kwargs, c_ids, cont_ids
                 ),  # fmt: skip
+                messages=rq.messages,
             )
             try:
                 blobs.append(encode_instance(rec, prev))

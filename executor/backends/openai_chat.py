@@ -1,10 +1,12 @@
 """The ``openai-chat`` backend: an OpenAI-compatible chat endpoint (``/v1/chat/completions``).
 
-Each generation is one chat request: the plan's rendered prompt as a single user message (the server applies
-its own chat template), the plan's stop strings, ``max_gen_toks`` and sampling settings. The answer's text is
-cut at the stop strings as any backend's is. Log-likelihood requests cannot run on a chat endpoint, and a plan
-compiled with a chat template is refused too: the plan keeps the rendered prompt, not the messages it was
-rendered from, and the executor never renders a prompt (``chat_refusal``, checked before anything runs).
+Each generation is one chat request with the plan's stop strings, ``max_gen_toks`` and sampling settings; the
+server applies its own chat template. A plan compiled with ``run.apply_chat_template=true`` keeps each
+generation's messages (``InstanceRecord.messages``, plans/chatmessages.py) and those are sent as they are (a
+last assistant message, a task's ``gen_prefix``, is continued: vLLM's ``continue_final_message``); a plan
+without a chat template sends its prompt as one user message. The answer's text is cut at the stop strings as
+any backend's is. Log-likelihood requests cannot run on a chat endpoint, nor can a chat-templated Instance
+without messages (a plan from an older lmeval); ``chat_refusal`` names them before anything runs.
 
 Settings (``model.engine``): ``base_url`` (default ``$OPENAI_BASE_URL`` or ``http://127.0.0.1:8000/v1``),
 ``model`` (default: the server's only model), ``api_key`` (default ``$OPENAI_API_KEY``), ``concurrency``
@@ -50,13 +52,22 @@ def chat_refusal(header: PlanHeader, instances: Sequence[InstanceRecord], plan_p
                 f"{plan_path}: task {inst.task}: {inst.request_type} requests need log-probabilities of given "
                 f"text, which a chat endpoint does not return; run this task on the openai, vllm or hf backend"
             )
-    if instances and compiled_with_chat_template(header):
-        return (
-            f"{plan_path}: task {instances[0].task}: the plan was compiled with run.apply_chat_template=true and "
-            "keeps the rendered prompt, not its chat messages; recompile without a chat template (the chat "
-            "server applies its own) or run on the openai backend"
-        )
+    if compiled_with_chat_template(header):
+        for inst in instances:
+            if inst.messages is None:
+                return (
+                    f"{plan_path}: task {inst.task} doc {inst.doc_id}: the plan was compiled with a chat "
+                    "template but keeps no chat messages for this Instance (compiled by an older lmeval); "
+                    "recompile it or run on the openai backend"
+                )
     return None
+
+
+def chat_messages(x: GenInput) -> list[dict[str, str]]:
+    """The messages of one generation: the plan's, or its prompt as one user message."""
+    if x.messages is not None:
+        return [dict(m) for m in x.messages]
+    return [{"role": "user", "content": x.text}]
 
 
 def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str, Any]:
@@ -65,7 +76,7 @@ def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str,
     stop = list(p.stop) if max_stop is None else list(p.stop)[:max_stop]
     body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": x.text}],
+        "messages": chat_messages(x),
         "max_tokens": p.max_tokens,
         "temperature": p.temperature,
         "top_p": p.top_p,
@@ -73,6 +84,9 @@ def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str,
     }
     if stop:
         body["stop"] = stop
+    if body["messages"][-1]["role"] == "assistant":  # a gen_prefix: the answer continues it (vLLM's extension)
+        body["continue_final_message"] = True
+        body["add_generation_prompt"] = False
     if p.seed is not None:
         body["seed"] = p.seed
     if p.top_k:

@@ -88,10 +88,24 @@ def test_loglikelihood_and_chat_templated_plans_are_refused(stub: Stub, tmp_path
                                 "--no-progress", *_overrides(stub))  # fmt: skip
     assert rc == 2 and len(err.strip().splitlines()) == 1
     assert "task arc_easy: loglikelihood requests need log-probabilities" in err
+    # a chat-templated plan whose Instances keep no messages (an older lmeval's): refused, naming task and doc
     pt.build(tmp_path / "tmpl.msgpack", [pt.gsm8k(2)], extra_config={"run": {"apply_chat_template": True}})
-    with pytest.raises(ExecuteError, match=r"task gsm8k: the plan was compiled with run.apply_chat_template=true"):
+    with pytest.raises(ExecuteError, match=r"task gsm8k doc 0: the plan was compiled with a chat template but keeps"):
         execute(str(tmp_path / "tmpl.msgpack"), out=str(tmp_path / "t"), overrides=_overrides(stub), progress=False)
     assert not stub.bodies and not (tmp_path / "a").exists() and not (tmp_path / "t").exists()
+
+
+def test_a_chat_templated_plan_sends_its_messages(stub: Stub, tmp_path: Path) -> None:
+    plan_path = pt.compiled(tmp_path / "chat.msgpack", "+task=gsm8k", "run.limit=2", "run.apply_chat_template=true")
+    plan = read_plan(plan_path)
+    for inst in plan.instances:  # the plan keeps the conversation its context was rendered from
+        assert inst.messages is not None and inst.messages[-1]["role"] == "user"
+        assert [m["role"] for m in inst.messages] == ["user", "assistant"] * 5 + ["user"]  # 5-shot, multi-turn
+        assert inst.messages[-1]["content"] in inst.context and inst.context.startswith("<|im_start|>user\n")
+    res = _run(plan_path, tmp_path / "out", _overrides(stub))
+    sent = [b["messages"] for p, b in stub.bodies if p.endswith("/chat/completions")]
+    assert sorted(map(json.dumps, sent)) == sorted(json.dumps(i.messages) for i in plan.instances)
+    assert res.height == 2 and all("####" in r for r in res["response"])
 
 
 def test_retry_after_is_honoured(stub: Stub) -> None:
@@ -159,3 +173,16 @@ def test_a_wrong_address_fails_at_once(tmp_path: Path) -> None:
     with pytest.raises(RequestFailed, match=r"/chat/completions: cannot reach the server"):
         client.request("POST", "/chat/completions", {"model": "m"})
     assert client.sent == 1
+
+
+def test_a_gen_prefix_is_continued_as_the_last_assistant_message() -> None:
+    from lmeval.executor.backends.openai_chat import chat_body
+    from lmeval.executor.requests import GenInput, GenParams
+
+    p = GenParams(max_tokens=8, stop=["\n"])
+    msgs = [{"role": "user", "content": "Q: 1+1"}, {"role": "assistant", "content": "A: The answer is"}]
+    body = chat_body("m", GenInput([1], p, "k", "ctx", None, msgs))
+    assert body["messages"] == msgs and body["continue_final_message"] is True and not body["add_generation_prompt"]
+    plain = chat_body("m", GenInput([1], p, "k", "ctx", None, msgs[:1]))
+    assert plain["messages"] == msgs[:1] and "continue_final_message" not in plain
+    assert chat_body("m", GenInput([1], p, "k", "ctx"))["messages"] == [{"role": "user", "content": "ctx"}]
