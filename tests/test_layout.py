@@ -8,6 +8,7 @@ The design card's top-level folders (compiler/, executor/, scorer/, plans/, conf
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -183,8 +184,10 @@ def test_the_scored_run_files_are_named_only_by_their_contract() -> None:
 
 
 def test_cli_package_holds_only_the_command_line() -> None:
-    """lmeval/ is argument parsing and printing: no dataclasses, no classes of its own."""
-    for path in (ROOT / "lmeval").glob("*.py"):
+    """lmeval/ (and lmeval/cli/) is argument parsing and printing: no dataclasses, no classes of its own."""
+    cli_files = [p for p in _product_files() if p.is_relative_to(ROOT / "lmeval")]
+    assert ROOT / "lmeval" / "cli.py" in cli_files or ROOT / "lmeval" / "cli" / "__init__.py" in cli_files
+    for path in cli_files:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         classes = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
         assert classes == [], f"{path.name}: {classes}"
@@ -261,3 +264,100 @@ def test_the_sandbox_launcher_is_stdlib_only() -> None:
     """It runs as ``python -I -S launcher.py`` inside the sandbox: nothing of lmeval, nothing installed."""
     mods = {m.split(".")[0] for m, _ in _imports(ROOT / "scorer" / "sandbox" / "launcher.py")}
     assert mods and mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
+
+
+# The face rule (#37): a product module M may import ``lmeval.X.Y.Z`` only when the package ``lmeval.X.Y``
+# contains M (a sibling module, or the face of a subpackage one level below M's package); otherwise it imports
+# the face, the outermost package of the target that does not contain M. Tests are exempt.
+FACE_ALLOWLIST = ROOT / "tests" / "face_allowlist.txt"
+
+
+def _product_files() -> list[Path]:
+    files = [p for pkg in LAYERS for p in _py_files(pkg)]
+    # the CLI's own files (lmeval/*.py, lmeval/cli/), not the linked folders (lmeval/compiler -> ../compiler)
+    for dirpath, dirs, names in os.walk(ROOT / "lmeval"):
+        dirs[:] = [d for d in dirs if not (Path(dirpath) / d).is_symlink()]
+        files += [Path(dirpath) / n for n in names if n.endswith(".py")]
+    return sorted(files)
+
+
+def _importer_name(path: Path) -> str:
+    """A package's ``__init__`` keeps its own name plus ``.__init__``: the package contains it."""
+    rel = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(["lmeval", *(rel[1:] if rel[0] == "lmeval" else rel)])
+
+
+def _is_module(dotted: str) -> bool:
+    base = ROOT.joinpath("lmeval", *dotted.split(".")[1:])
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _imported_modules(source: str) -> list[str]:
+    """Every lmeval module an import names, at any depth (lazy and TYPE_CHECKING ones too);
+    ``from lmeval.plans import records`` names the module ``lmeval.plans.records``."""
+    out: list[str] = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Import):
+            out += [a.name for a in n.names if a.name.startswith("lmeval.")]
+        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0 and f"{n.module}.".startswith("lmeval."):
+            subs = [f"{n.module}.{a.name}" for a in n.names if _is_module(f"{n.module}.{a.name}")]
+            out += subs if len(subs) == len(n.names) else [n.module, *subs]
+    return out
+
+
+def past_face(importer: str, target: str) -> bool:
+    """True when ``importer`` (dotted, ``pkg.__init__`` for a face) may not import ``target`` by that name."""
+    return not importer.startswith(target.rpartition(".")[0] + ".")
+
+
+def _face_violations() -> set[str]:
+    return {
+        f"{_importer_name(p)}: {t}"
+        for p in _product_files()
+        for t in _imported_modules(p.read_text(encoding="utf-8"))
+        if past_face(_importer_name(p), t)
+    }
+
+
+def _allowlisted() -> set[str]:
+    lines = FACE_ALLOWLIST.read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def test_no_import_past_a_package_face() -> None:
+    new = sorted(_face_violations() - _allowlisted())
+    assert new == [], f"import the package's face (its __init__), not its inner module: {new}"
+
+
+def test_the_face_allowlist_only_shrinks() -> None:
+    """An allowlisted import that is no longer made (or now legal) must leave the list."""
+    stale = sorted(_allowlisted() - _face_violations())
+    assert stale == [], f"remove from {FACE_ALLOWLIST.name}: {stale}"
+
+
+@pytest.mark.parametrize(
+    ("importer", "target", "refused"),
+    [
+        ("lmeval.compiler.build.render", "lmeval.compiler.build.seeds", False),  # a sibling
+        ("lmeval.compiler.build.render", "lmeval.compiler.tasks", False),  # a face one level below the parent
+        ("lmeval.compiler.build.render", "lmeval.plans", False),  # another package's face
+        ("lmeval.compiler.build.render", "lmeval.compiler.tasks.select", True),  # past the tasks face
+        ("lmeval.compiler.build.render", "lmeval.plans.records", True),  # past the plans face
+        ("lmeval.plans.__init__", "lmeval.plans.records", False),  # a face re-exports its own modules
+        ("lmeval.cmd_score", "lmeval.scorer.score", True),  # the CLI too
+        ("lmeval.cli.score", "lmeval.scorer", False),
+    ],
+)
+def test_the_face_rule_on_synthetic_imports(importer: str, target: str, refused: bool) -> None:
+    assert past_face(importer, target) is refused
+
+
+def test_a_planted_violation_is_refused() -> None:
+    """A module written into report/ that reaches into plans' records is found; its face import is not."""
+    path = ROOT / "report" / "_planted_face_violation.py"
+    path.write_text("from lmeval.plans.records import Plan\nfrom lmeval.plans import read_plan\n", encoding="utf-8")
+    try:
+        found = {v for v in _face_violations() if v.startswith("lmeval.report._planted_face_violation:")}
+    finally:
+        path.unlink()
+    assert found == {"lmeval.report._planted_face_violation: lmeval.plans.records"}
