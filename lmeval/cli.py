@@ -13,8 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lmeval.common.termsafe import SafeStdout, term_safe
-from lmeval.plans.errors import UserError
+from lmeval.common import SafeStdout, term_safe
+from lmeval.plans import UserError
 
 COMMAND_MODULES = (
     "lmeval.cmd_compile",

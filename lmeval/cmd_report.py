@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.plans.scored import read_scored
+    from lmeval.plans import read_scored
     from lmeval.report import write_report
     from lmeval.scorer.table import print_clean_table
 

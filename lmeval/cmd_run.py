@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.compiler import compile_located
     from lmeval.compiler.config import execute_model_overrides
-    from lmeval.plans.verified import show_check_cost
+    from lmeval.plans import show_check_cost
 
     if args.verbose:
         show_check_cost()

@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
     from lmeval.scorer.score import score_run
 
     if args.log_to:  # an unknown tracker or a missing library: said before anything is scored
-        from lmeval.report.trackers import parse_trackers, require
+        from lmeval.report import parse_trackers, require
 
         require(parse_trackers(args.log_to))
     if args.verbose:
-        from lmeval.plans.verified import show_check_cost
+        from lmeval.plans import show_check_cost
 
         show_check_cost()
     trust = bool(args.trust_code)

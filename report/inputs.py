@@ -15,12 +15,23 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import reraised_as
-from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
-from lmeval.plans.results import MANIFEST, read_results
-from lmeval.plans.scored import RESULTS_JSON, ScoredRun, read_scored
+from lmeval.plans import (
+    MANIFEST,
+    MAX_MANIFEST_BYTES,
+    RESULTS_JSON,
+    DocRecord,
+    InputError,
+    InstanceRecord,
+    PlanHeader,
+    PlanReader,
+    ScoredRun,
+    loads_json,
+    open_regular,
+    read_header,
+    read_results,
+    read_scored,
+    reraised_as,
+)
 from lmeval.report.errors import ReportError
 
 

@@ -10,11 +10,17 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import PlanError
-from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
-from lmeval.plans.results import MANIFEST, read_results
-from lmeval.plans.scored import read_scored
+from lmeval.plans import (
+    MANIFEST,
+    DocRecord,
+    InstanceRecord,
+    PlanError,
+    PlanHeader,
+    PlanReader,
+    read_header,
+    read_results,
+    read_scored,
+)
 from lmeval.report.errors import ReportError
 from lmeval.report.inputs import read_manifest_bounded, resolve_plan
 
