@@ -361,3 +361,86 @@ def test_a_planted_violation_is_refused() -> None:
     finally:
         path.unlink()
     assert found == {"lmeval.report._planted_face_violation: lmeval.plans.records"}
+
+
+# Acceptance 4 of #37: one name per idea. The CLI's command protocol (each command module's ``register`` and
+# ``run``; the entry points' ``main``) is the one documented exception.
+PROTOCOL_NAMES = {"register", "run", "main"}
+# TEMPORARY (#37): public names defined today in more than one product module. The lead renames or merges them
+# after the restructure branches land and empties this set; like the face allowlist it can only shrink.
+DUPLICATE_NAMES_ALLOWLIST = frozenset(
+    "AGGREGATIONS BATCH CONF_DIR DEFAULT_MAX_GEN_TOKS DEFAULT_SEED FORMAT Filter KEY KINDS Location MEMORY METRICS"
+    " MIN_PREFIX Problem RESULT_COLUMNS Record Request Row SAMPLE_COLUMNS Sample TOKENIZER_FILES Tokenizer"
+    " VERSION_KEY Z95 aggregate build_index build_report check check_rows common_prefix compare"
+    " lm_eval_tasks_dir log pass_at_k reap resolve where write_report".split()
+)
+
+
+def _defined_names(tree: ast.Module) -> list[str]:
+    """Public names a module defines at top level (def, class, assignment), imports (re-exports) aside."""
+    out: list[str] = []
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.append(n.name)
+        elif isinstance(n, ast.Assign):
+            out += [t.id for t in n.targets if isinstance(t, ast.Name)]
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+            out.append(n.target.id)
+    return [x for x in out if not x.startswith("_")]
+
+
+def duplicate_definitions(modules: dict[str, ast.Module]) -> dict[str, list[str]]:
+    """Public name -> the modules defining it, where more than one does. A face (``pkg.__init__``) defining a
+    name that a module of its own package defines is a (lazy) re-export, not a second definition."""
+    where: dict[str, set[str]] = {}
+    for mod, tree in modules.items():
+        for name in _defined_names(tree):
+            where.setdefault(name, set()).add(mod)
+    out = {}
+    for name, mods in where.items():
+        faces = {m for m in mods if m.endswith(".__init__")}
+        inner = {f for f in faces if any(o != f and o.startswith(f.removesuffix("__init__")) for o in mods)}
+        if len(mods - inner) > 1:
+            out[name] = sorted(mods - inner)
+    return out
+
+
+def _product_modules() -> dict[str, ast.Module]:
+    return {_importer_name(p): ast.parse(p.read_text(encoding="utf-8")) for p in _product_files()}
+
+
+def test_one_name_per_idea() -> None:
+    dups = duplicate_definitions(_product_modules())
+    new = {k: v for k, v in dups.items() if k not in PROTOCOL_NAMES | DUPLICATE_NAMES_ALLOWLIST}
+    assert new == {}, f"one public name, one definition (rename one, or import the other): {new}"
+    stale = sorted(DUPLICATE_NAMES_ALLOWLIST - dups.keys())
+    assert stale == [], f"no longer defined twice, remove from DUPLICATE_NAMES_ALLOWLIST: {stale}"
+
+
+def test_a_duplicate_definition_is_found_and_a_re_export_is_not() -> None:
+    mods = {
+        "lmeval.plans.a": ast.parse("def read_thing(): ...\nX = 1\n"),
+        "lmeval.report.b": ast.parse("from lmeval.plans import read_thing\nclass X: ...\n"),
+        "lmeval.report.__init__": ast.parse("def build(): ...\n"),
+        "lmeval.report.c": ast.parse("def build(): ...\n_private = 2\n"),
+        "lmeval.diff.d": ast.parse("_private = 3\n"),
+    }
+    assert duplicate_definitions(mods) == {"X": ["lmeval.plans.a", "lmeval.report.b"]}
+
+
+def _first_docstring_lines(folder: Path) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+        if doc:
+            seen.setdefault(doc.strip().splitlines()[0], []).append(path.name)
+    return {line: names for line, names in seen.items() if len(names) > 1}
+
+
+def test_no_two_files_in_one_folder_share_a_docstrings_first_line(tmp_path: Path) -> None:
+    folders = {p.parent for p in _product_files()}
+    shared = {str(f.relative_to(ROOT)): d for f in sorted(folders) if (d := _first_docstring_lines(f))}
+    assert shared == {}, shared
+    (tmp_path / "a.py").write_text('"""Which tasks a compile covers."""\n', encoding="utf-8")
+    (tmp_path / "b.py").write_text('"""Which tasks a compile covers.\n\nMore."""\n', encoding="utf-8")
+    assert _first_docstring_lines(tmp_path) == {"Which tasks a compile covers.": ["a.py", "b.py"]}
