@@ -344,8 +344,8 @@ def test_the_face_allowlist_only_shrinks() -> None:
         ("lmeval.compiler.build.render", "lmeval.compiler.tasks.select", True),  # past the tasks face
         ("lmeval.compiler.build.render", "lmeval.plans.records", True),  # past the plans face
         ("lmeval.plans.__init__", "lmeval.plans.records", False),  # a face re-exports its own modules
-        ("lmeval.cmd_score", "lmeval.scorer.score", True),  # the CLI too
-        ("lmeval.cli.score", "lmeval.scorer", False),
+        ("lmeval.cli.score", "lmeval.scorer.score", True),  # the CLI too
+        ("lmeval.cli.__init__", "lmeval.cli.score", False),
     ],
 )
 def test_the_face_rule_on_synthetic_imports(importer: str, target: str, refused: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lmeval.cmd_log import TRACKER_NAMES, add_tracker_args, log_to
+from lmeval.cli.log import TRACKER_NAMES, add_tracker_args, log_to
 
 
 def register(subparsers: Any) -> None:
