@@ -22,11 +22,15 @@ from lmeval.plans.records import (
     instance_id_for,
 )
 from lmeval.plans.results import MANIFEST, read_results
+from lmeval.plans.resultsdir import PlanTask, read_manifest_bounded, read_plan_by_task, resolve_plan
 from lmeval.plans.scored import RESULTS_JSON, ScoredRun, read_scored
 from lmeval.plans.scoredclean import side_by_side
 from lmeval.plans.verified import show_check_cost
 
 __all__ = [
+    "read_manifest_bounded",
+    "read_plan_by_task",
+    "resolve_plan",
     "DocRecord",
     "FORMAT",
     "GroupSummary",
@@ -38,6 +42,7 @@ __all__ = [
     "Plan",
     "PlanError",
     "PlanHeader",
+    "PlanTask",
     "PlanReader",
     "RESULTS_JSON",
     "ScoredRun",
