@@ -38,6 +38,7 @@ from typing import Any
 
 from lmeval.common.cachefile import read_cache_file
 from lmeval.common.errors import InputError
+from lmeval.common.filehash import file_sha256
 
 CONVERTER_VERSION = "1"  # bump on any change to what the conversion writes
 STAMP = "lmeval_gguf.json"
@@ -180,14 +181,6 @@ def _read_header(blob: Any) -> tuple[dict[str, Any], int]:
             count *= d
         end = max(end, data + offset + count * nbytes // block)
     return meta, max(end, data if tensors else pos)
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def model_name_of(info: GGUFInfo, sha256: str) -> str:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from lmeval.diff.model import Change
-from lmeval.plans.records import TaskSummary
+from lmeval.plans import TaskSummary
 
 # Config key (any segment of a dotted path, last one first) → cause.
 _KEY_CAUSES: dict[str, str] = {

@@ -15,10 +15,7 @@ from contextlib import ExitStack
 from lmeval.diff.changes import dict_changes, group_by_cause
 from lmeval.diff.model import DiffReport, TaskDiff
 from lmeval.diff.tasks import diff_task
-from lmeval.plans.errors import PlanError, UserError
-from lmeval.plans.integrity import verify_plans
-from lmeval.plans.io import PlanReader, peek_header
-from lmeval.plans.records import VERSION, TaskSummary
+from lmeval.plans import VERSION, PlanError, PlanReader, TaskSummary, UserError, peek_header, verify_plans
 
 
 def _check_versions(old: str, new: str) -> None:

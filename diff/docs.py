@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from lmeval.plans.errors import PlanError
-from lmeval.plans.io import PlanReader
+from lmeval.plans import PlanError, PlanReader
 
 
 class DocGroup(NamedTuple):

@@ -10,9 +10,7 @@ from lmeval.diff.changes import dict_changes, group_by_cause, same_value, summar
 from lmeval.diff.docs import DocGroup, Unordered, doc_groups, join_dict, join_sorted
 from lmeval.diff.model import CauseStat, Change, DiffReport, PromptDiff, TaskDiff
 from lmeval.diff.render import short_pair, unified
-from lmeval.plans.integrity import same_task_records
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import TaskSummary
+from lmeval.plans import PlanReader, TaskSummary, same_task_records
 
 _EXAMPLES = 3
 # Causes a config change can have on a prompt's text.

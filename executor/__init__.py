@@ -10,10 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from lmeval.executor.batch import export_batch, import_batch
+from lmeval.executor.cost import cost_lines, plan_cost
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.options import DEFAULT_PART_SIZE, RunOptions, pool_options
 
-__all__ = ["ExecuteError", "execute", "merge"]
+__all__ = [
+    "ExecuteError",
+    "cost_lines",
+    "execute",
+    "export_batch",
+    "import_batch",
+    "merge",
+    "plan_cost",
+]
 
 
 def execute(

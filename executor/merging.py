@@ -21,7 +21,7 @@ from lmeval.executor.instances import load_instances
 from lmeval.executor.modelconf import REUSE_KEYS
 from lmeval.executor.store import fsync_dir
 from lmeval.plans.errors import PlanError, reraised_as
-from lmeval.plans.partsum import checksummed, file_sha256
+from lmeval.plans.partsum import checksummed, part_sha256
 from lmeval.plans.records import InstanceRecord, shard_of
 from lmeval.plans.results import Numerics, RunManifest, part_files, plan_of, read_manifest, write_manifest
 from lmeval.plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
@@ -147,7 +147,7 @@ def _write_merged(manifests: list[tuple[str, RunManifest]], seen: dict[int, str]
         seq = 0
         for i in sorted(seen):
             for p in part_files(seen[i]):  # verified when its rows were read above; its checksum goes along
-                shutil.copyfile(p, tmp / checksummed(f"part-{seq:06d}", file_sha256(p)))
+                shutil.copyfile(p, tmp / checksummed(f"part-{seq:06d}", part_sha256(p)))
                 seq += 1
         stats: dict[str, int] = {}
         for _, m in manifests:

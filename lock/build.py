@@ -19,8 +19,7 @@ from typing import Any
 from lmeval.compiler import CONF_DIR
 from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, LockCheck, compare, entries_from_header, load_lock
 from lmeval.lock.lockfile import write_lock as _write_lock
-from lmeval.plans.errors import UserError
-from lmeval.plans.records import VERSION
+from lmeval.plans import VERSION, UserError
 
 DEFAULT_LIMIT = 100
 # Shipped configs that are front ends for user files, not tasks: nothing of their own to lock.
@@ -67,7 +66,7 @@ def build_lock(
     """Compile every shipped task config and return the lock entries; the reference plan goes to
     ``reference_out``. ``extra``: overrides added to every compile (tests use it for deliberate changes)."""
     from lmeval.compiler import compile_plan
-    from lmeval.plans.io import write_plan
+    from lmeval.plans import write_plan
 
     if not data_dir.is_dir():
         raise UserError(f"--data-dir {data_dir}: no such directory (the reference data, files <name>/<split>.jsonl)")

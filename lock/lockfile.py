@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.diff import Change, change_line, dict_changes
-from lmeval.plans.canonical import content_hash
-from lmeval.plans.errors import UserError
-from lmeval.plans.records import VERSION, PlanHeader, TaskSummary
+from lmeval.plans import VERSION, PlanHeader, TaskSummary, UserError, content_hash
 
 LOCK_FORMAT = "lmeval-lock"
 LOCK_VERSION = 1

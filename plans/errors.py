@@ -7,7 +7,7 @@ is a bug and keeps its traceback.
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lmeval.common.errors import UserError
+from lmeval.common import UserError
 
 __all__ = ["PlanError", "UserError", "reraised_as"]
 

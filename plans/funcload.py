@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmeval.common.conf import conf_dir
+from lmeval.common import conf_dir
 from lmeval.plans.funcref import (
     CodeRefused,
     installed_tree,

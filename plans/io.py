@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import msgpack
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.errors import PlanError
 from lmeval.plans.identity import locations_in

@@ -19,7 +19,7 @@ import re
 import stat
 from typing import IO, Any
 
-from lmeval.common.errors import InputError, UserError, file_kind
+from lmeval.common import InputError, UserError, file_kind
 
 __all__ = ["InputError", "UserError", "file_kind"]  # re-exported: the stages import them from here
 

@@ -9,12 +9,12 @@ lmeval before checksums) is read unchecked.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from lmeval.common import file_sha256 as _sha256_of
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError, open_regular
 
@@ -26,23 +26,20 @@ def checksummed(stem: str, digest: str) -> str:
     return f"{stem}-s{digest}.parquet"
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
+def part_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 of a regular file's bytes (streamed); ``PlanError`` when it is not a regular file."""
     try:
         f = open_regular(path, what="result part")
     except InputError as e:
         raise PlanError(str(e)) from None
-    h = hashlib.sha256()
     with f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return _sha256_of(f)
 
 
 def verify_parts(parts: Sequence[str | os.PathLike[str]]) -> None:
     """Each part is a regular file, and one whose name carries a checksum hashes to it."""
     for p in parts:
-        got = file_sha256(p)
+        got = part_sha256(p)
         m = PART_SUM.search(Path(p).name)
         if m is not None and m.group(1) != got:
             raise PlanError(

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 from lmeval.plans.partsum import verify_parts

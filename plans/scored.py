@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import loads_json
 from lmeval.plans.parquetfile import read_bounded, read_parquet

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.parquetfile import read_parquet
 

@@ -14,7 +14,7 @@ from typing import IO
 
 import zstandard
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.identity import locations_in
 from lmeval.plans.integrity import header_hash_bytes, task_hash

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.common.atomic import write_atomic
-from lmeval.common.cachefile import read_cache_file
+from lmeval.common import read_cache_file, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError
 from lmeval.plans.records import PlanHeader

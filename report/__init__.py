@@ -4,5 +4,16 @@ results directories and plans (``plans/``) and reuses the scorer's comparison; n
 
 from lmeval.report.build import build_report, write_report
 from lmeval.report.errors import ReportError
+from lmeval.report.export import export as export_results
+from lmeval.report.trackers import LogTarget, log_run, parse_trackers, require
 
-__all__ = ["ReportError", "build_report", "write_report"]
+__all__ = [
+    "LogTarget",
+    "ReportError",
+    "build_report",
+    "export_results",
+    "log_run",
+    "parse_trackers",
+    "require",
+    "write_report",
+]

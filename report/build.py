@@ -8,10 +8,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.diff import Comparison
 from lmeval.diff import compare_runs as compare
-from lmeval.plans.errors import reraised_as
+from lmeval.plans import reraised_as
 from lmeval.report.cleanscore import contamination_section, has_contamination
 from lmeval.report.diagnostics import LABELS, Finding, run_findings
 from lmeval.report.errors import ReportError
@@ -21,7 +21,7 @@ from lmeval.report.plansection import plans_section
 from lmeval.report.provenance import provenance_table
 from lmeval.report.samples import LL_DIGITS, task_order, task_payload
 from lmeval.report.tables import charts, comparison_matrix, interval_table, results_table
-from lmeval.scorer.errors import ScoreError
+from lmeval.scorer import ScoreError
 
 GENERATOR = "lmeval report"
 

@@ -4,7 +4,7 @@ results.json's ``contamination`` field through the scored-run contract, ``plans.
 
 from __future__ import annotations
 
-from lmeval.plans.scoredclean import side_by_side
+from lmeval.plans import side_by_side
 from lmeval.report.html import esc, fmt, raw
 from lmeval.report.inputs import Run
 

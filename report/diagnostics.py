@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from lmeval.plans.reasoning import parse_reasoning, split_response
+from lmeval.plans import parse_reasoning, split_response
 from lmeval.report.html import mapping
 from lmeval.report.inputs import Run
 

@@ -8,19 +8,25 @@ no longer on disk is not an error: the report then shows no prompts or choices f
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import reraised_as
-from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
-from lmeval.plans.results import MANIFEST, read_results
-from lmeval.plans.scored import RESULTS_JSON, ScoredRun, read_scored
+from lmeval.plans import (
+    MANIFEST,
+    RESULTS_JSON,
+    InstanceRecord,
+    PlanHeader,
+    ScoredRun,
+    read_manifest_bounded,
+    read_plan_by_task,
+    read_results,
+    read_scored,
+    reraised_as,
+    resolve_plan,
+)
 from lmeval.report.errors import ReportError
 
 
@@ -75,37 +81,13 @@ class Run:
         return str(self.results.plan_hash or self.manifest.get("plan_hash") or "")
 
 
-def read_manifest_bounded(path: Path) -> dict[str, Any]:
-    try:
-        with open_regular(path, max_bytes=MAX_MANIFEST_BYTES, what="manifest") as f:
-            data = loads_json(f.read())
-    except InputError as e:
-        raise ReportError(f"{e}; not a results directory?") from None
-    except ValueError as e:
-        raise ReportError(f"{path}: malformed manifest: {e}") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: malformed manifest (not a JSON object)")
-    return data
-
-
-def resolve_plan(results_dir: Path, manifest: dict[str, Any], results: ScoredRun) -> str:
-    """The plan file a run names (results.json, else the manifest), relative names tried beside the run."""
-    name = str(results.plan_path or manifest.get("plan_path") or "")
-    if not name:
-        return ""
-    p = Path(name)
-    if not p.is_absolute() and not p.exists() and (results_dir / p).exists():
-        p = results_dir / p
-    return os.fspath(p)
-
-
 def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
     """Read results directory ``path``; ``plans`` caches PlanViews by plan hash (runs of one plan share it)."""
     d = Path(path)
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
-    manifest = read_manifest_bounded(d / MANIFEST)
     with reraised_as(ReportError):
+        manifest = read_manifest_bounded(d / MANIFEST)
         scored = read_scored(d)
     results, samples = scored.results, scored.samples
     mh, rh = manifest.get("plan_hash"), results.plan_hash
@@ -134,24 +116,13 @@ def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
 def read_plan_view(path: str, expected_hash: str) -> PlanView:
     """Every document and Instance of the plan at ``path``, hash verified, refused if it is another plan."""
     with reraised_as(ReportError):
-        header = read_header(path)
-        if expected_hash and header.plan_hash != expected_hash:
-            raise ReportError(
-                f"{path}: is plan {header.plan_hash[:12]}, but the results came from plan {expected_hash[:12]}"
-            )
-        tasks: dict[str, dict[int, DocView]] = {t.name: {} for t in header.tasks}
-        with PlanReader(path, verify=True) as r:
-            for rec in r:
-                docs = tasks.get(rec.task)
-                if docs is None:
-                    raise ReportError(f"{path}: record of task {rec.task!r}, which is not in the plan header")
-                if isinstance(rec, DocRecord):
-                    docs[rec.doc_id] = DocView(rec.doc_id, rec.target, rec.choices, list(rec.fewshot_ids))
-                elif isinstance(rec, InstanceRecord):
-                    doc = docs.get(rec.doc_id)
-                    if doc is None:
-                        raise ReportError(f"{path}: task {rec.task} doc {rec.doc_id}: Instance before its document")
-                    doc.instances.append(_instance_view(rec))
+        header, by_task = read_plan_by_task(path, expected_hash)
+    tasks: dict[str, dict[int, DocView]] = {}
+    for name, tp in by_task.items():
+        docs = tasks[name] = {}
+        for doc_id, rec in tp.docs.items():
+            docs[doc_id] = DocView(rec.doc_id, rec.target, rec.choices, list(rec.fewshot_ids))
+            docs[doc_id].instances = [_instance_view(i) for i in tp.instances.get(doc_id, [])]
     return PlanView(path, header, tasks)
 
 

@@ -126,7 +126,7 @@ def score_run(
     outcome = _score(
         results_dir, plan, rows.by_task, manifest.to_dict(), trust, bootstrap_iters, drop, str(exclude or "")
     )
-    # what the CLI prints under its tables (lmeval/results_table.py prints them from this data)
+    # what the CLI prints under its tables (lmeval/cli/results_table.py prints them from this data)
     outcome.notes = console_lines(
         outcome.run.subsample.tasks if outcome.run.subsample is not None else {}, plan.header.config.get("run") or {}
     )

@@ -8,6 +8,7 @@ The design card's top-level folders (compiler/, executor/, scorer/, plans/, conf
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def test_no_import_circles_between_modules() -> None:
     """Module-level imports (lazy ones too: a circle broken only by laziness is still a circle) form no cycle,
     package ``__init__`` re-exports aside."""
     files = [p for pkg in LAYERS for p in _py_files(pkg)]
-    files += [p for p in (ROOT / "lmeval").glob("*.py")]
+    files += [p for p in _product_files() if p.is_relative_to(ROOT / "lmeval")]  # the CLI, lmeval/cli/ too
     names = {_module_name(p): p for p in files}
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
@@ -184,8 +185,10 @@ def test_the_scored_run_files_are_named_only_by_their_contract() -> None:
 
 
 def test_cli_package_holds_only_the_command_line() -> None:
-    """lmeval/ is argument parsing and printing: no dataclasses, no classes of its own."""
-    for path in (ROOT / "lmeval").glob("*.py"):
+    """lmeval/ (and lmeval/cli/) is argument parsing and printing: no dataclasses, no classes of its own."""
+    cli_files = [p for p in _product_files() if p.is_relative_to(ROOT / "lmeval")]
+    assert ROOT / "lmeval" / "cli.py" in cli_files or ROOT / "lmeval" / "cli" / "__init__.py" in cli_files
+    for path in cli_files:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         classes = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
         assert classes == [], f"{path.name}: {classes}"
@@ -263,3 +266,183 @@ def test_the_sandbox_launcher_is_stdlib_only() -> None:
     """It runs as ``python -I -S launcher.py`` inside the sandbox: nothing of lmeval, nothing installed."""
     mods = {m.split(".")[0] for m, _ in _imports(ROOT / "scorer" / "sandbox" / "launcher.py")}
     assert mods and mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
+
+
+# The face rule (#37): a product module M may import ``lmeval.X.Y.Z`` only when the package ``lmeval.X.Y``
+# contains M (a sibling module, or the face of a subpackage one level below M's package); otherwise it imports
+# the face, the outermost package of the target that does not contain M. Tests are exempt.
+FACE_ALLOWLIST = ROOT / "tests" / "face_allowlist.txt"
+
+
+def _product_files() -> list[Path]:
+    files = [p for pkg in LAYERS for p in _py_files(pkg)]
+    # the CLI's own files (lmeval/*.py, lmeval/cli/), not the linked folders (lmeval/compiler -> ../compiler)
+    for dirpath, dirs, names in os.walk(ROOT / "lmeval"):
+        dirs[:] = [d for d in dirs if not (Path(dirpath) / d).is_symlink()]
+        files += [Path(dirpath) / n for n in names if n.endswith(".py")]
+    return sorted(files)
+
+
+def _importer_name(path: Path) -> str:
+    """A package's ``__init__`` keeps its own name plus ``.__init__``: the package contains it."""
+    rel = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(["lmeval", *(rel[1:] if rel[0] == "lmeval" else rel)])
+
+
+def _is_module(dotted: str) -> bool:
+    base = ROOT.joinpath("lmeval", *dotted.split(".")[1:])
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _imported_modules(source: str) -> list[str]:
+    """Every lmeval module an import names, at any depth (lazy and TYPE_CHECKING ones too);
+    ``from lmeval.plans import records`` names the module ``lmeval.plans.records``."""
+    out: list[str] = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Import):
+            out += [a.name for a in n.names if a.name.startswith("lmeval.")]
+        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0 and f"{n.module}.".startswith("lmeval."):
+            subs = [f"{n.module}.{a.name}" for a in n.names if _is_module(f"{n.module}.{a.name}")]
+            out += subs if len(subs) == len(n.names) else [n.module, *subs]
+    return out
+
+
+def past_face(importer: str, target: str) -> bool:
+    """True when ``importer`` (dotted, ``pkg.__init__`` for a face) may not import ``target`` by that name."""
+    return not importer.startswith(target.rpartition(".")[0] + ".")
+
+
+def _face_violations() -> set[str]:
+    return {
+        f"{_importer_name(p)}: {t}"
+        for p in _product_files()
+        for t in _imported_modules(p.read_text(encoding="utf-8"))
+        if past_face(_importer_name(p), t)
+    }
+
+
+def _allowlisted() -> set[str]:
+    lines = FACE_ALLOWLIST.read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def test_no_import_past_a_package_face() -> None:
+    new = sorted(_face_violations() - _allowlisted())
+    assert new == [], f"import the package's face (its __init__), not its inner module: {new}"
+
+
+def test_the_face_allowlist_only_shrinks() -> None:
+    """An allowlisted import that is no longer made (or now legal) must leave the list."""
+    stale = sorted(_allowlisted() - _face_violations())
+    assert stale == [], f"remove from {FACE_ALLOWLIST.name}: {stale}"
+
+
+@pytest.mark.parametrize(
+    ("importer", "target", "refused"),
+    [
+        ("lmeval.compiler.build.render", "lmeval.compiler.build.seeds", False),  # a sibling
+        ("lmeval.compiler.build.render", "lmeval.compiler.tasks", False),  # a face one level below the parent
+        ("lmeval.compiler.build.render", "lmeval.plans", False),  # another package's face
+        ("lmeval.compiler.build.render", "lmeval.compiler.tasks.select", True),  # past the tasks face
+        ("lmeval.compiler.build.render", "lmeval.plans.records", True),  # past the plans face
+        ("lmeval.plans.__init__", "lmeval.plans.records", False),  # a face re-exports its own modules
+        ("lmeval.cli.score", "lmeval.scorer.score", True),  # the CLI too
+        ("lmeval.cli.__init__", "lmeval.cli.score", False),
+    ],
+)
+def test_the_face_rule_on_synthetic_imports(importer: str, target: str, refused: bool) -> None:
+    assert past_face(importer, target) is refused
+
+
+def test_a_planted_violation_is_refused() -> None:
+    """A module written into report/ that reaches into plans' records is found; its face import is not."""
+    path = ROOT / "report" / "_planted_face_violation.py"
+    path.write_text("from lmeval.plans.records import Plan\nfrom lmeval.plans import read_plan\n", encoding="utf-8")
+    try:
+        found = {v for v in _face_violations() if v.startswith("lmeval.report._planted_face_violation:")}
+    finally:
+        path.unlink()
+    assert found == {"lmeval.report._planted_face_violation: lmeval.plans.records"}
+
+
+# Acceptance 4 of #37: one name per idea. The CLI's command protocol (each command module's ``register`` and
+# ``run``; the entry points' ``main``) is the one documented exception.
+PROTOCOL_NAMES = {"register", "run", "main"}
+# TEMPORARY (#37): public names defined today in more than one product module. The lead renames or merges them
+# after the restructure branches land and empties this set; like the face allowlist it can only shrink.
+DUPLICATE_NAMES_ALLOWLIST = frozenset(
+    "AGGREGATIONS BATCH CONF_DIR DEFAULT_MAX_GEN_TOKS DEFAULT_SEED FORMAT Filter KEY KINDS Location MEMORY METRICS"
+    " MIN_PREFIX Problem RESULT_COLUMNS Record Request Row SAMPLE_COLUMNS Sample TOKENIZER_FILES Tokenizer"
+    " VERSION_KEY Z95 aggregate build_index build_report check check_rows common_prefix compare"
+    " lm_eval_tasks_dir log pass_at_k reap resolve where write_report".split()
+)
+
+
+def _defined_names(tree: ast.Module) -> list[str]:
+    """Public names a module defines at top level (def, class, assignment), imports (re-exports) aside."""
+    out: list[str] = []
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.append(n.name)
+        elif isinstance(n, ast.Assign):
+            out += [t.id for t in n.targets if isinstance(t, ast.Name)]
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+            out.append(n.target.id)
+    return [x for x in out if not x.startswith("_")]
+
+
+def duplicate_definitions(modules: dict[str, ast.Module]) -> dict[str, list[str]]:
+    """Public name -> the modules defining it, where more than one does. A face (``pkg.__init__``) defining a
+    name that a module of its own package defines is a (lazy) re-export, not a second definition."""
+    where: dict[str, set[str]] = {}
+    for mod, tree in modules.items():
+        for name in _defined_names(tree):
+            where.setdefault(name, set()).add(mod)
+    out = {}
+    for name, mods in where.items():
+        faces = {m for m in mods if m.endswith(".__init__")}
+        inner = {f for f in faces if any(o != f and o.startswith(f.removesuffix("__init__")) for o in mods)}
+        if len(mods - inner) > 1:
+            out[name] = sorted(mods - inner)
+    return out
+
+
+def _product_modules() -> dict[str, ast.Module]:
+    return {_importer_name(p): ast.parse(p.read_text(encoding="utf-8")) for p in _product_files()}
+
+
+def test_one_name_per_idea() -> None:
+    dups = duplicate_definitions(_product_modules())
+    new = {k: v for k, v in dups.items() if k not in PROTOCOL_NAMES | DUPLICATE_NAMES_ALLOWLIST}
+    assert new == {}, f"one public name, one definition (rename one, or import the other): {new}"
+    stale = sorted(DUPLICATE_NAMES_ALLOWLIST - dups.keys())
+    assert stale == [], f"no longer defined twice, remove from DUPLICATE_NAMES_ALLOWLIST: {stale}"
+
+
+def test_a_duplicate_definition_is_found_and_a_re_export_is_not() -> None:
+    mods = {
+        "lmeval.plans.a": ast.parse("def read_thing(): ...\nX = 1\n"),
+        "lmeval.report.b": ast.parse("from lmeval.plans import read_thing\nclass X: ...\n"),
+        "lmeval.report.__init__": ast.parse("def build(): ...\n"),
+        "lmeval.report.c": ast.parse("def build(): ...\n_private = 2\n"),
+        "lmeval.diff.d": ast.parse("_private = 3\n"),
+    }
+    assert duplicate_definitions(mods) == {"X": ["lmeval.plans.a", "lmeval.report.b"]}
+
+
+def _first_docstring_lines(folder: Path) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+        if doc:
+            seen.setdefault(doc.strip().splitlines()[0], []).append(path.name)
+    return {line: names for line, names in seen.items() if len(names) > 1}
+
+
+def test_no_two_files_in_one_folder_share_a_docstrings_first_line(tmp_path: Path) -> None:
+    folders = {p.parent for p in _product_files()}
+    shared = {str(f.relative_to(ROOT)): d for f in sorted(folders) if (d := _first_docstring_lines(f))}
+    assert shared == {}, shared
+    (tmp_path / "a.py").write_text('"""Which tasks a compile covers."""\n', encoding="utf-8")
+    (tmp_path / "b.py").write_text('"""Which tasks a compile covers.\n\nMore."""\n', encoding="utf-8")
+    assert _first_docstring_lines(tmp_path) == {"Which tasks a compile covers.": ["a.py", "b.py"]}

@@ -67,6 +67,7 @@ def test_wheel_holds_the_lmeval_package_and_its_data(wheel: Path) -> None:
     assert not [n for n in names if "/tests/" in n or n.split("/")[-1].startswith("test_")]
     # every Python module of the CLI and of each linked package
     py = {f"lmeval/{p.name}" for p in (ROOT / "lmeval").glob("*.py")}
+    py |= {f"lmeval/cli/{p.name}" for p in (ROOT / "lmeval" / "cli").glob("*.py")}  # the commands
     for pkg in LINKED:
         py |= _source_files(pkg, "*.py")
     assert py - names == set()

@@ -1,7 +1,7 @@
 """MkDocs hook: the reference pages generated from the code at build time (never stored in docs/).
 
 - ``reference/cli.md``: every command, argument and option of ``lmeval`` from the argparse parser
-  (``lmeval.cli.build_parser``, which registers each ``cmd_*`` module's parser);
+  (``lmeval.cli.build_parser``, which registers each ``lmeval/cli/<command>.py`` module's parser);
 - ``reference/overrides.md``: every ``run.*`` and ``model.*`` override with type, default and effect, from the
   config schema: the run keys ``compiler/config.py`` accepts (``RUN_KEYS``; types from ``RunConfig``) and the
   model keys of ``conf/model/tiny.yaml`` (types from the executor's ``ModelSpec``); defaults and effects from
@@ -78,7 +78,7 @@ def cli_reference(parser: argparse.ArgumentParser) -> str:
     lines = [
         "# CLI reference",
         "",
-        "Generated from lmeval's argparse parser (`lmeval/cli.py` and the `lmeval/cmd_*.py` modules) when the",
+        "Generated from lmeval's argparse parser (`lmeval/cli/`, one module per command) when the",
         "site is built: every command, argument and option below is what `lmeval COMMAND --help` prints.",
         "`KEY=VALUE` overrides are listed in [the override reference](overrides.md). Exit status: 0 success,",
         "2 bad input (one line on stderr naming file, task, field and doc id); `lmeval diff` exits 1 when the",

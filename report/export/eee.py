@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.records import TaskSummary
+from lmeval.plans import TaskSummary
 from lmeval.report.export.hf_eval_results import hub_dataset
 from lmeval.report.export.inputs import ExportRun
 from lmeval.report.export.lm_eval_samples import lm_eval_target, sha256

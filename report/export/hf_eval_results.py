@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from lmeval.plans.records import TaskSummary
+from lmeval.plans import TaskSummary
 from lmeval.report.export.inputs import ExportRun
 
 FOLDER = ".eval_results"

@@ -4,27 +4,27 @@ through their contract ``plans.scored``), result rows and the plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import PlanError
-from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
-from lmeval.plans.results import MANIFEST, read_results
-from lmeval.plans.scored import read_scored
+from lmeval.plans import (
+    MANIFEST,
+    PlanError,
+    PlanHeader,
+    PlanTask,
+    read_manifest_bounded,
+    read_plan_by_task,
+    read_results,
+    read_scored,
+    reraised_as,
+    resolve_plan,
+)
 from lmeval.report.errors import ReportError
-from lmeval.report.inputs import read_manifest_bounded, resolve_plan
 
-
-@dataclass
-class TaskPlan:
-    """One task of the plan: its documents and, per document, its Instances in ``idx`` order."""
-
-    docs: dict[int, DocRecord] = field(default_factory=dict)
-    instances: dict[int, list[InstanceRecord]] = field(default_factory=dict)
+TaskPlan = PlanTask  # one task of the plan (plans.resultsdir); its Instances sorted by idx here
 
 
 @dataclass
@@ -40,24 +40,8 @@ class ExportRun:
 
 def read_plan_tasks(path: str, expected_hash: str) -> tuple[PlanHeader, dict[str, TaskPlan]]:
     """Every document and Instance of the plan at ``path`` (hash verified; refused if another plan)."""
-    try:
-        header = read_header(path)
-        if expected_hash and header.plan_hash != expected_hash:
-            raise ReportError(
-                f"{path}: is plan {header.plan_hash[:12]}, but the results came from plan {expected_hash[:12]}"
-            )
-        tasks = {t.name: TaskPlan() for t in header.tasks}
-        with PlanReader(path, verify=True) as r:
-            for rec in r:
-                tp = tasks.get(rec.task)
-                if tp is None:
-                    raise ReportError(f"{path}: record of task {rec.task!r}, which is not in the plan header")
-                if isinstance(rec, DocRecord):
-                    tp.docs[rec.doc_id] = rec
-                elif isinstance(rec, InstanceRecord):
-                    tp.instances.setdefault(rec.doc_id, []).append(rec)
-    except PlanError as e:
-        raise ReportError(str(e)) from None
+    with reraised_as(ReportError):
+        header, tasks = read_plan_by_task(path, expected_hash)
     for tp in tasks.values():
         for insts in tp.instances.values():
             insts.sort(key=lambda i: i.idx)
@@ -69,11 +53,9 @@ def load_export_run(path: str, plan: str | None = None) -> ExportRun:
     d = Path(path)
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
-    manifest = read_manifest_bounded(d / MANIFEST)
-    try:
+    with reraised_as(ReportError):
+        manifest = read_manifest_bounded(d / MANIFEST)
         scored = read_scored(d)
-    except PlanError as e:
-        raise ReportError(str(e)) from None
     results, samples = scored.results.to_dict(), scored.samples
     plan_path = plan or resolve_plan(d, manifest, scored.results)
     if not plan_path or not Path(plan_path).is_file():

@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.records import DocRecord, InstanceRecord, TaskSummary
+from lmeval.plans import DocRecord, InstanceRecord, TaskSummary
 from lmeval.report.errors import ReportError
 from lmeval.report.export.inputs import ExportRun
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.errors import PlanError
-from lmeval.plans.scored import ScoredRun, read_scored
+from lmeval.plans import PlanError, ScoredRun, read_scored
 from lmeval.report.errors import ReportError
 
 RESULT_COLUMNS = ("task", "filter", "metric", "value", "stderr")

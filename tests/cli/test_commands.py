@@ -28,10 +28,10 @@ def test_every_module_registers_the_commands_the_table_gives_it() -> None:
 def test_a_command_line_imports_its_module_only() -> None:
     code = (
         "import sys; from lmeval import cli; p = cli.build_parser(['compile', '+task=arith']); "
-        "print(sorted(m for m in sys.modules if m.startswith('lmeval.cmd_')), 'hydra' in sys.modules)"
+        "print(sorted(m for m in sys.modules if m.startswith('lmeval.cli.')), 'hydra' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["['lmeval.cmd_compile']", "False"]
+    assert out.split() == ["['lmeval.cli.compile']", "False"]
     full = cli.build_parser(["--help"])
     assert isinstance(full, argparse.ArgumentParser)
     assert _names(cli.COMMAND_MODULES) == set(cli.MODULE_OF)

@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 from lmeval.cli import main
-from lmeval.cmd_diff import split_sides
+from lmeval.cli.diff import split_sides
 from lmeval.plans.errors import UserError
 from tests.diff.diff_builders import build, spec, with_
 

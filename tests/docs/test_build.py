@@ -84,7 +84,7 @@ def test_design_notes_are_included_not_copied(site: Path) -> None:
 def test_a_flag_without_help_fails_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mkdocs.exceptions import Abort
 
-    import lmeval.cmd_show as show
+    import lmeval.cli.show as show
 
     real = show.register
 

@@ -105,7 +105,7 @@ MUTATIONS = [
     ),
     Mutation(
         "diff: exit 0 when the plans differ",
-        "lmeval/cmd_diff.py",
+        "lmeval/cli/diff.py",
         "    return 0 if report.identical else 1\n",
         "    return 0\n",
         ("tests/diff/test_diff_cli.py::test_differ_exit_1",),

@@ -43,7 +43,7 @@ def test_no_hub_dataset_is_one_line(tmp_path: Path) -> None:
 
 
 def test_the_cli_offers_every_format() -> None:
-    from lmeval.cmd_export import FORMAT_NAMES
+    from lmeval.cli.export import FORMAT_NAMES
     from lmeval.report.export import FORMATS
 
     assert FORMAT_NAMES == FORMATS

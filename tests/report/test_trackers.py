@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.cmd_log import TRACKER_NAMES
+from lmeval.cli.log import TRACKER_NAMES
 from lmeval.report.errors import ReportError
 from lmeval.report.trackers import TRACKERS, parse_trackers
 from tests.report.trackers_support import cli, golden_run

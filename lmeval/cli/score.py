@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lmeval.cmd_log import TRACKER_NAMES, add_tracker_args, log_to
+from lmeval.cli.log import TRACKER_NAMES, add_tracker_args, log_to
 
 
 def register(subparsers: Any) -> None:
@@ -65,15 +65,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.results_table import print_score
+    from lmeval.cli.results_table import print_score
     from lmeval.scorer import score_run
 
     if args.log_to:  # an unknown tracker or a missing library: said before anything is scored
-        from lmeval.report.trackers import parse_trackers, require
+        from lmeval.report import parse_trackers, require
 
         require(parse_trackers(args.log_to))
     if args.verbose:
-        from lmeval.plans.verified import show_check_cost
+        from lmeval.plans import show_check_cost
 
         show_check_cost()
     trust = bool(args.trust_code)

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from lmeval.report.export import export
+    from lmeval.report import export_results as export
 
     out = args.out or str(Path(args.results) / "export" / args.format)
     for path in export(args.results, args.format, out, plan=args.plan):

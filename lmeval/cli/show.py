@@ -117,11 +117,11 @@ def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
 def run(args: argparse.Namespace) -> int:
     with PlanReader(args.plan) as reader:
         if args.task and args.task not in {t.name for t in reader.header.tasks}:
-            from lmeval.plans.errors import UserError
+            from lmeval.plans import UserError
 
             raise UserError(f"{args.plan}: no task {args.task!r} in plan")
         if args.cost or args.price_in is not None or args.price_out is not None:
-            from lmeval.executor.cost import cost_lines, plan_cost
+            from lmeval.executor import cost_lines, plan_cost
 
             costs = plan_cost(reader.header, _instances(reader, args.task))  # a full pass: verifies the plan
             if args.task:

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from lmeval.executor.batch import export_batch
+    from lmeval.executor import export_batch
 
     n = export_batch(args.plan, args.out, args.overrides, args.endpoint, args.resume)
     print(f"{n} requests -> {args.out}")
@@ -47,7 +47,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from lmeval.executor.batch import import_batch
+    from lmeval.executor import import_batch
 
     print(import_batch(args.plan, args.output, args.out, args.overrides, args.endpoint, args.provider))
     return 0

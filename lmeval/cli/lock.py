@@ -13,9 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lmeval.lock.build import DEFAULT_LIMIT, check, default_data_dir, update
-from lmeval.lock.lockfile import LOCK_PATH
-from lmeval.plans.errors import UserError
+from lmeval.lock import DEFAULT_LIMIT, LOCK_PATH, check, default_data_dir, update
+from lmeval.plans import UserError
 
 
 def register(subparsers: Any) -> None:

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.errors import UserError
+from lmeval.plans import UserError
 
 USAGE = "lmeval diff [--json] [--show N] [--task T] [--no-verify] (OLD.msgpack NEW.msgpack | OVERRIDES -- OVERRIDES)"
 
@@ -95,7 +95,7 @@ def _materialize(side: list[str], tmp: str, label: str) -> str:
     if not side:
         raise UserError(f"diff: the {label} side is empty (nothing before/after '--')")
     from lmeval.compiler import compile_plan  # lazy: plans-only diffs never import the compiler
-    from lmeval.plans.io import write_plan
+    from lmeval.plans import write_plan
 
     header, records = compile_plan(side)
     out = Path(tmp) / f"{label}.msgpack"

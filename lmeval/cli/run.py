@@ -29,9 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
+    from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_located, execute_model_overrides
-    from lmeval.plans.verified import show_check_cost
-    from lmeval.results_table import print_score
+    from lmeval.plans import show_check_cost
 
     if args.verbose:
         show_check_cost()

@@ -22,9 +22,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.plans.scored import read_scored
+    from lmeval.cli.results_table import print_clean_table
+    from lmeval.plans import read_scored
     from lmeval.report import write_report
-    from lmeval.results_table import print_clean_table
 
     path = write_report(list(args.results), args.out, baseline=args.baseline)
     dirs = list(args.results)

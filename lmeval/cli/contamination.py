@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lmeval.plans.errors import UserError
+from lmeval.plans import UserError
 
 
 def register(subparsers: Any) -> None:

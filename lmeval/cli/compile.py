@@ -53,7 +53,7 @@ def _positive(text: str) -> int:
 
 
 def _summary(header: object) -> str:
-    from lmeval.plans.records import PlanHeader
+    from lmeval.plans import PlanHeader
 
     assert isinstance(header, PlanHeader)
     lines = []

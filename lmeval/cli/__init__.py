@@ -1,4 +1,4 @@
-"""``lmeval`` entry point: one subcommand per module in this package (``cmd_*.py``).
+"""``lmeval`` entry point: one module per command (or closely related pair) in this package, ``lmeval/cli/``.
 
 Each command module exposes ``register(subparsers)`` which adds its parser and sets ``func`` to a callable
 ``(args) -> int``. A ``UserError`` from any stage becomes one line on stderr and exit status 2.
@@ -13,41 +13,23 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lmeval.common.termsafe import SafeStdout, term_safe
-from lmeval.plans.errors import UserError
+from lmeval.common import SafeStdout, term_safe
+from lmeval.plans import UserError
 
-COMMAND_MODULES = (
-    "lmeval.cmd_compile",
-    "lmeval.cmd_show",
-    "lmeval.cmd_execute",
-    "lmeval.cmd_score",
-    "lmeval.cmd_run",
-    "lmeval.cmd_diff",
-    "lmeval.cmd_lock",
-    "lmeval.cmd_validate",
-    "lmeval.cmd_report",
-    "lmeval.cmd_export",
-    "lmeval.cmd_log",
-    "lmeval.cmd_ls",
-    "lmeval.cmd_contamination",
-    "lmeval.cmd_power",
-    "lmeval.cmd_batch",
-    "lmeval.cmd_judge",
-)
-
-
-# the module registering each command (tests/cli check it against build_parser): a command line naming one
-# imports that module alone, not every command's dependencies (Hydra, the lock builder, the executor, ...)
+# THE command table: each command -> the module (lmeval/cli/<command>.py) registering it (tests/cli check it
+# against build_parser). A command line naming one imports that module alone, not every command's dependencies
+# (Hydra, the lock builder, the executor, ...). Its order is the order of ``lmeval --help``.
 MODULE_OF = {
-    "compile": "lmeval.cmd_compile", "show": "lmeval.cmd_show", "execute": "lmeval.cmd_execute",
-    "merge": "lmeval.cmd_execute", "score": "lmeval.cmd_score", "compare": "lmeval.cmd_score",
-    "run": "lmeval.cmd_run", "diff": "lmeval.cmd_diff", "lock": "lmeval.cmd_lock",
-    "validate": "lmeval.cmd_validate", "report": "lmeval.cmd_report", "export": "lmeval.cmd_export",
-    "ls": "lmeval.cmd_ls", "contamination": "lmeval.cmd_contamination", "log": "lmeval.cmd_log",
-    "plan-power": "lmeval.cmd_power",
-    "export-batch": "lmeval.cmd_batch", "import-batch": "lmeval.cmd_batch",
-    "judge": "lmeval.cmd_judge", "judge-score": "lmeval.cmd_judge",
+    "compile": "lmeval.cli.compile", "show": "lmeval.cli.show", "execute": "lmeval.cli.execute",
+    "merge": "lmeval.cli.execute", "score": "lmeval.cli.score", "compare": "lmeval.cli.score",
+    "run": "lmeval.cli.run", "diff": "lmeval.cli.diff", "lock": "lmeval.cli.lock",
+    "validate": "lmeval.cli.validate", "report": "lmeval.cli.report", "export": "lmeval.cli.export",
+    "log": "lmeval.cli.log", "ls": "lmeval.cli.ls", "contamination": "lmeval.cli.contamination",
+    "plan-power": "lmeval.cli.power",
+    "export-batch": "lmeval.cli.batch", "import-batch": "lmeval.cli.batch",
+    "judge": "lmeval.cli.judge", "judge-score": "lmeval.cli.judge",
 }  # fmt: skip
+COMMAND_MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # each module once, in the table's order
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
 
 def log_to(results: str, values: list[str], project: str, name: str | None, store: str | None) -> None:
     """Log ``results`` to the trackers named in ``values``; print one line per tracker."""
-    from lmeval.report.trackers import LogTarget, log_run, parse_trackers
+    from lmeval.report import LogTarget, log_run, parse_trackers
 
     for line in log_run(results, parse_trackers(values), LogTarget(project, name, store)):
         print(line)

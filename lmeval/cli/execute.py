@@ -64,7 +64,7 @@ def run_execute(args: argparse.Namespace) -> int:
     from lmeval.executor import execute
 
     if args.verbose:
-        from lmeval.plans.verified import show_check_cost
+        from lmeval.plans import show_check_cost
 
         show_check_cost()
     out = execute(

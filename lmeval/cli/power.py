@@ -32,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lmeval.plans import PlanReader
-    from lmeval.plans.errors import reraised_as
-    from lmeval.plans.scored import read_scored
-    from lmeval.scorer.errors import ScoreError
+    from lmeval.plans import PlanReader, read_scored, reraised_as
+    from lmeval.scorer import ScoreError
     from lmeval.scorer.groups import leaf_tasks
     from lmeval.scorer.power import plan_power
 
