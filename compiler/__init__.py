@@ -32,12 +32,16 @@ if TYPE_CHECKING:
     from lmeval.compiler.encode import load_model_info
     from lmeval.compiler.errors import CompileError
     from lmeval.compiler.jsonl_spec import SpecReadError, load_spec_task, validate_file
+    from lmeval.compiler.judge import compile_judge, load_judge_config, read_judged
     from lmeval.compiler.parallel import BuildSettings
     from lmeval.compiler.pipeline import Compiled
     from lmeval.compiler.tasks import catalog, find_names
-    from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
+    from lmeval.plans import DocRecord, InstanceRecord, PlanHeader
 
 __all__ = [
+    "compile_judge",
+    "load_judge_config",
+    "read_judged",
     "CONF_DIR",
     "BuildSettings",
     "CompileError",
@@ -58,6 +62,9 @@ __all__ = [
 
 # names re-exported from the compiler's modules and subsystem faces, imported on first use
 _WHERE = {
+    "compile_judge": "lmeval.compiler.judge",
+    "load_judge_config": "lmeval.compiler.judge",
+    "read_judged": "lmeval.compiler.judge",
     "CONF_DIR": "lmeval.compiler.config",
     "BuildSettings": "lmeval.compiler.parallel",
     "CompileError": "lmeval.compiler.errors",

@@ -8,15 +8,22 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.conf import conf_dir
+from lmeval.common import conf_dir
 from lmeval.compiler.build import DEFAULT_SEED_MODE, BuildOptions, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.runchecks import bad as _bad
 from lmeval.compiler.runchecks import budget_options, statistics_options
 from lmeval.compiler.runchecks import is_int as _int
-from lmeval.plans.limits import value_problem
-from lmeval.plans.reasoning import Reasoning, ReasoningError, canonical_reasoning, parse_reasoning
-from lmeval.plans.subsample import Subsample, SubsampleError, canonical_subsample
+from lmeval.plans import (
+    Reasoning,
+    ReasoningError,
+    Subsample,
+    SubsampleError,
+    canonical_reasoning,
+    canonical_subsample,
+    parse_reasoning,
+    value_problem,
+)
 
 CONF_DIR = conf_dir()
 

@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.gcpause import gc_paused
+from lmeval.common import gc_paused
 from lmeval.compiler.build import BuildOptions
 from lmeval.compiler.cache import BuildCache, CacheStats, TaskPart, default_dir, plan_hash_key, records_of
 from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
@@ -18,11 +18,15 @@ from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.parallel import BuildSettings, build_parts, lm_eval_order_parts
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.tasks import forget_loaded, select_tasks
-from lmeval.plans.identity import split_locations
-from lmeval.plans.integrity import header_hash_bytes
-from lmeval.plans.records import PlanHeader
-from lmeval.plans.sealparts import plan_digest, seal_header, write_tasks
-from lmeval.plans.storage import DEFAULT_CODEC
+from lmeval.plans import (
+    DEFAULT_CODEC,
+    PlanHeader,
+    header_hash_bytes,
+    plan_digest,
+    seal_header,
+    split_locations,
+    write_tasks,
+)
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from lmeval.compiler.errors import CompileError, fail
-from lmeval.plans.limits import MAX_GEN_TOKS
-from lmeval.plans.reasoning import Reasoning
-from lmeval.plans.samplescores import SampleScoresError, parse_sample_scores
-from lmeval.plans.subsample import Subsample, SubsampleError, parse_subsample
+from lmeval.plans import (
+    MAX_GEN_TOKS,
+    Reasoning,
+    SampleScoresError,
+    Subsample,
+    SubsampleError,
+    parse_sample_scores,
+    parse_subsample,
+)
 
 
 def bad(key: str, want: str, got: Any) -> CompileError:

@@ -13,8 +13,7 @@ from typing import Any
 from lmeval.compiler.encode import plain_data
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import GroupInfo, TaskConfig
-from lmeval.plans.funcref import name_data
-from lmeval.plans.scoring import check_filter_list, check_group_metric, check_metric_list, produced_metrics
+from lmeval.plans import check_filter_list, check_group_metric, check_metric_list, name_data, produced_metrics
 
 
 def _data(value: Any) -> Any:

@@ -9,10 +9,10 @@ from lmeval.contamination.plantext import FIELDS, build_index
 from lmeval.contamination.report import Report, build_contamination_report, excluded, write_contamination_report
 from lmeval.contamination.scan import match_corpus
 
-__all__ = ["FIELDS", "NGRAM", "Report", "check", "excluded", "words", "write_contamination_report"]
+__all__ = ["FIELDS", "NGRAM", "Report", "check_contamination", "excluded", "words", "write_contamination_report"]
 
 
-def check(
+def check_contamination(
     plan: str, corpus: list[str], *, n: int = NGRAM, fields: tuple[str, ...] = FIELDS, text_field: str = "text",
     min_fraction: float = 0.0, workers: int = 0, address: str | None = None,
 ) -> Report:  # fmt: skip

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from lmeval.contamination.ngrams import WordHasher, text_grams
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
+from lmeval.plans import DocRecord, InstanceRecord, PlanHeader, PlanReader
 
 FIELDS: tuple[str, ...] = ("prompt", "target", "choices")
 

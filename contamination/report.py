@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.contamination.check import Matches
 from lmeval.contamination.corpus import CorpusStats
 from lmeval.contamination.errors import ContaminationError

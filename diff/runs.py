@@ -26,8 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import reraised_as
-from lmeval.plans.scored import ScoredRun, read_scored
+from lmeval.plans import ScoredRun, read_scored, reraised_as
 from lmeval.scorer import Z_ALPHA, ScoreError, mde, paired_test
 
 _KEYS = ("task", "filter", "doc_id")

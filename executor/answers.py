@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from lmeval.plans.reasoning import Reasoning, reasoning_end
+from lmeval.plans import Reasoning, reasoning_end
 
 
-class Sample(Protocol):
+class GeneratedText(Protocol):
     """What of ``executor.requests.Sample`` is read here."""
 
     @property
@@ -26,7 +26,7 @@ class Sample(Protocol):
     def answer_from(self) -> int | None: ...
 
 
-class Tokenizer(Protocol):
+class Decoder(Protocol):
     def decode(self, ids: Sequence[int]) -> str: ...
 
 
@@ -38,7 +38,7 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
     return text
 
 
-def sample_text(s: Sample, tok: Tokenizer | None, until: Sequence[str]) -> str:
+def sample_text(s: GeneratedText, tok: Decoder | None, until: Sequence[str]) -> str:
     """One sample's response: its ids decoded (else the backend's text) and cut at the first stop string;
     with ``answer_from``, only the text after those ids' first ``answer_from`` is cut."""
     if s.token_ids is None or tok is None:
@@ -51,7 +51,7 @@ def sample_text(s: Sample, tok: Tokenizer | None, until: Sequence[str]) -> str:
     return head + cut_at_stop(tail, until)
 
 
-def reasoning_tokens(s: Sample, text: str, fmt: Reasoning | None, tok: Tokenizer | None) -> int | None:
+def reasoning_tokens(s: GeneratedText, text: str, fmt: Reasoning | None, tok: Decoder | None) -> int | None:
     """How many of the sample's generated tokens lie before the reasoning's end in ``text`` (its response):
     up to the end of ``text`` for a block that never closed; None without ``fmt``, token ids or a reasoning block."""
     if fmt is None or s.token_ids is None or tok is None:

@@ -24,10 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.atomic import write_atomic
-from lmeval.executor.backends.base import load_hf_tokenizer
-from lmeval.executor.backends.openai_api import completion_body, completion_output
-from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
+from lmeval.common import write_atomic
+from lmeval.executor.backends import (
+    chat_body,
+    chat_output,
+    chat_refusal,
+    completion_body,
+    completion_output,
+    load_hf_tokenizer,
+)
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances
@@ -44,10 +49,7 @@ from lmeval.executor.modelconf import (
 from lmeval.executor.requests import GenJob, GenOutput, Tokenizer, gen_job, gen_result, token_rule
 from lmeval.executor.resume import check_resume
 from lmeval.executor.store import ResultsDir
-from lmeval.plans.errors import PlanError
-from lmeval.plans.records import InstanceRecord, PlanHeader
-from lmeval.plans.results import RunManifest
-from lmeval.plans.rowcheck import plan_keys
+from lmeval.plans import InstanceRecord, PlanError, PlanHeader, RunManifest, plan_keys
 
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}  # under /v1, as the backends post
 

@@ -18,10 +18,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from lmeval.executor.backends.base import Backend
+from lmeval.executor.backends import Backend
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.requests import GenInput, GenOutput, Sample, Tokenizer
-from lmeval.plans.budgets import ThinkingBudget
+from lmeval.plans import ThinkingBudget
 
 
 def generate(backend: Backend, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:

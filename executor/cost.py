@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lmeval.executor.requests import max_tokens_of
-from lmeval.plans.records import InstanceRecord, PlanHeader
+from lmeval.plans import InstanceRecord, PlanHeader
 
 
 @dataclass

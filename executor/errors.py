@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lmeval.plans.errors import UserError
+from lmeval.plans import UserError
 
 
 class ExecuteError(UserError):

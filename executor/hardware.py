@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.results import VECTOR_FLAGS, KernelPath
+from lmeval.plans import VECTOR_FLAGS, KernelPath
 
 
 def cpu_model() -> str:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans.errors import PlanError
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import REQUEST_TYPES, InstanceRecord, PlanHeader, shard_of
+from lmeval.plans import REQUEST_TYPES, InstanceRecord, PlanError, PlanHeader, PlanReader, shard_of
 
 
 def parse_shard(shard: str | None) -> tuple[int, int] | None:

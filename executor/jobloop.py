@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lmeval.executor import budgets
-from lmeval.executor.backends.base import Backend
-from lmeval.executor.backends.http import RequestFailed
+from lmeval.executor.backends import Backend, RequestFailed
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import (
@@ -29,8 +28,7 @@ from lmeval.executor.requests import (
     score_result,
     token_rule,
 )
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.tokenization import TokenRule
+from lmeval.plans import InstanceRecord, TokenRule
 
 # counters a backend may keep in ``cache_stats``
 CACHE_STATS = ("cached_prompt_tokens", "rescored", "computed_tokens")

@@ -20,11 +20,24 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances
 from lmeval.executor.modelconf import REUSE_KEYS
 from lmeval.executor.store import fsync_dir
-from lmeval.plans.errors import PlanError, reraised_as
-from lmeval.plans.partsum import checksummed, part_sha256
-from lmeval.plans.records import InstanceRecord, shard_of
-from lmeval.plans.results import Numerics, RunManifest, part_files, plan_of, read_manifest, write_manifest
-from lmeval.plans.rowcheck import PART, check_rows, plan_keys, read_row_keys
+from lmeval.plans import (
+    PART,
+    InstanceRecord,
+    Numerics,
+    PlanError,
+    RunManifest,
+    check_rows,
+    checksummed,
+    part_files,
+    part_sha256,
+    plan_keys,
+    plan_of,
+    read_manifest,
+    read_row_keys,
+    reraised_as,
+    shard_of,
+    write_manifest,
+)
 
 
 def _parse(shard: str | None, d: str) -> tuple[int, int]:

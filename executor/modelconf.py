@@ -18,14 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.conf import conf_dir
-from lmeval.common.modelref import ModelRef, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
+from lmeval.common import ModelRef, conf_dir, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans.errors import UserError
-from lmeval.plans.reasoning import Reasoning, parse_reasoning
-from lmeval.plans.records import PlanHeader
-from lmeval.plans.tokenization import TokenRule
+from lmeval.plans import PlanHeader, Reasoning, TokenRule, UserError, parse_reasoning
 
 BACKENDS = ("vllm", "hf", "openai", "openai-chat", "fake")
 HTTP_BACKENDS = ("openai", "openai-chat")  # a model reached over HTTP: known by name, no local directory needed

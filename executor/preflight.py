@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.requests import gen_params
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans import InstanceRecord
 
 
 @dataclass

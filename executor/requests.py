@@ -6,6 +6,9 @@ generation kwargs (``until`` plus the EOS string, ``max_gen_toks`` and its alias
 ``temperature``), and cutting generated text at the first stop string.
 """
 
+# size: one piece, lm-eval's vLLM backend semantics from Instance to input and from output to result (its
+# pieces that stand alone are answers.py and budgets.py)
+
 from __future__ import annotations
 
 import hashlib
@@ -16,11 +19,18 @@ from typing import Any, Protocol
 from lmeval.executor.answers import cut_at_stop as cut_at_stop  # lm-eval's cut (re-exported)
 from lmeval.executor.answers import reasoning_tokens, sample_text
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans.budgets import KEY as BUDGET_KEY
-from lmeval.plans.budgets import ThinkingBudget, read_budget
-from lmeval.plans.reasoning import Reasoning
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.tokenization import BatchEncode, TokenRule, choose_prefix_token, encode_pairs, encode_texts
+from lmeval.plans import (
+    BUDGET_KEY,
+    BatchEncode,
+    InstanceRecord,
+    Reasoning,
+    ThinkingBudget,
+    TokenRule,
+    choose_prefix_token,
+    encode_pairs,
+    encode_texts,
+    read_budget,
+)
 
 
 class Tokenizer(Protocol):

@@ -15,10 +15,19 @@ from typing import Any
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.modelconf import REUSE_KEYS
-from lmeval.plans.errors import PlanError
-from lmeval.plans.records import InstanceRecord, PlanHeader
-from lmeval.plans.results import RunManifest, part_files, plan_of, read_manifest, read_results
-from lmeval.plans.rowcheck import check_rows, plan_keys, read_row_keys
+from lmeval.plans import (
+    InstanceRecord,
+    PlanError,
+    PlanHeader,
+    RunManifest,
+    check_rows,
+    part_files,
+    plan_keys,
+    plan_of,
+    read_manifest,
+    read_results,
+    read_row_keys,
+)
 
 
 def check_resume(
@@ -45,7 +54,7 @@ def _check_plan_path(existing: RunManifest, out_dir: Path) -> None:
     """The manifest's ``plan_path``, when it names something, names this directory's plan: a regular file
     whose header has the manifest's ``plan_hash`` (not ``/dev/zero``, a FIFO or another plan). A plan moved
     away since is fine (the hash decides what the directory holds)."""
-    from lmeval.plans.io import read_header
+    from lmeval.plans import read_header
 
     if not existing.plan_path:
         return

@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.executor import faults, hardware
-from lmeval.executor.backends import start_backend
-from lmeval.executor.backends.base import Backend
-from lmeval.executor.backends.http import RequestFailed
+from lmeval.executor.backends import Backend, RequestFailed, start_backend
 from lmeval.executor.efficiency import efficiency
 from lmeval.executor.engineconf import model_facts
 from lmeval.executor.errors import ExecuteError
@@ -45,10 +43,7 @@ from lmeval.executor.requests import is_sampled
 from lmeval.executor.resume import check_resume, reuse_rows, reuse_table
 from lmeval.executor.store import PartWriter, ResultsDir
 from lmeval.executor.vocab import check_token_ids, vocab_size
-from lmeval.plans.errors import PlanError
-from lmeval.plans.records import InstanceRecord, PlanHeader
-from lmeval.plans.results import Numerics, RunManifest
-from lmeval.plans.rowcheck import plan_keys
+from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys
 
 BackendFactory = Callable[[ModelSpec, Path | None], Backend]
 
@@ -101,7 +96,7 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
     if vocab is not None:
         check_token_ids(instances, vocab, plan_path)  # a forged id never reaches the engine
     if spec.backend == "openai-chat":
-        from lmeval.executor.backends.openai_chat import chat_refusal
+        from lmeval.executor.backends import chat_refusal
 
         refusal = chat_refusal(header, instances, plan_path)
         if refusal:

@@ -21,14 +21,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.common.atomic import os_error_of
+from lmeval.common import os_error_of
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.progress import Progress
-from lmeval.plans.errors import PlanError
-from lmeval.plans.partsum import checksummed
-from lmeval.plans.results import MANIFEST, RESULT_COLUMNS, RunManifest, part_files, polars_schema, read_manifest
-from lmeval.plans.rowcheck import check_rows, read_row_keys
+from lmeval.plans import (
+    MANIFEST,
+    RESULT_COLUMNS,
+    PlanError,
+    RunManifest,
+    check_rows,
+    checksummed,
+    part_files,
+    polars_schema,
+    read_manifest,
+    read_row_keys,
+)
 
 LOCK = ".lock"
 FLUSH_SECONDS = 30.0
@@ -196,7 +204,7 @@ class ResultsDir:
             self._dir_fd = None
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        from lmeval.plans.results import write_manifest
+        from lmeval.plans import write_manifest
 
         write_manifest(self.path, manifest)
         faults.point("manifest")

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans.limits import InputError, loads_json, open_regular
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans import InputError, InstanceRecord, loads_json, open_regular
 
 
 def vocab_size(model_dir: Path) -> int | None:

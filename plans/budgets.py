@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-KEY = "reasoning_budget"  # the generation_kwargs key
+BUDGET_KEY = "reasoning_budget"  # the generation_kwargs key
 
 
 @dataclass(frozen=True)
@@ -50,17 +50,17 @@ def _count(v: Any) -> bool:
 
 def read_budget(gen_kwargs: dict[str, Any] | None) -> ThinkingBudget | None:
     """The budget of one generation's kwargs (None: none); ``ValueError`` naming the bad field."""
-    value = (gen_kwargs or {}).get(KEY)
+    value = (gen_kwargs or {}).get(BUDGET_KEY)
     if value is None:
         return None
     if not isinstance(value, dict) or set(value) != {"thinking", "answer", "end", "end_ids"}:
-        raise ValueError(f"generation_kwargs.{KEY}: must be a mapping of thinking, answer, end, end_ids")
+        raise ValueError(f"generation_kwargs.{BUDGET_KEY}: must be a mapping of thinking, answer, end, end_ids")
     for k in ("thinking", "answer"):
         if not _count(value[k]):
-            raise ValueError(f"generation_kwargs.{KEY}.{k}: must be a number of tokens >= 1, got {value[k]!r}")
+            raise ValueError(f"generation_kwargs.{BUDGET_KEY}.{k}: must be a number of tokens >= 1, got {value[k]!r}")
     ids = value["end_ids"]
     if not (isinstance(ids, list) and ids and all(isinstance(i, int) and i >= 0 for i in ids)):
-        raise ValueError(f"generation_kwargs.{KEY}.end_ids: must be a non-empty list of token ids")
+        raise ValueError(f"generation_kwargs.{BUDGET_KEY}.end_ids: must be a non-empty list of token ids")
     if not (isinstance(value["end"], str) and value["end"]):
-        raise ValueError(f"generation_kwargs.{KEY}.end: must be a non-empty marker")
+        raise ValueError(f"generation_kwargs.{BUDGET_KEY}.end: must be a non-empty marker")
     return ThinkingBudget(value["thinking"], value["answer"], value["end"], tuple(ids))

@@ -45,12 +45,12 @@ class CodeRefused(Exception):
 
 # --- the record's format: the only code that spells its keys -------------------------------------------------
 
-KEY = "__function__"  # the name as the YAML wrote it; the key that marks a value as a reference
+REF_KEY = "__function__"  # the name as the YAML wrote it; the key that marks a value as a reference
 
 
 def is_ref(obj: Any) -> bool:
     """A function reference in the plan's data form (any recorded kind)."""
-    return isinstance(obj, dict) and isinstance(obj.get(KEY), str)
+    return isinstance(obj, dict) and isinstance(obj.get(REF_KEY), str)
 
 
 def is_user_ref(obj: Any) -> bool:
@@ -59,7 +59,7 @@ def is_user_ref(obj: Any) -> bool:
 
 
 def ref_qualname(ref: Mapping[str, Any]) -> str:
-    return str(ref.get(KEY, ""))
+    return str(ref.get(REF_KEY, ""))
 
 
 def ref_attr(ref: Mapping[str, Any]) -> str:
@@ -69,16 +69,16 @@ def ref_attr(ref: Mapping[str, Any]) -> str:
 
 def name_data(qualname: str) -> dict[str, Any]:
     """A reference by name only: what the compiler's scoring checks look at before anything is located."""
-    return {KEY: qualname}
+    return {REF_KEY: qualname}
 
 
 def builtin_data(qualname: str, builtin: str) -> dict[str, Any]:
-    return {KEY: qualname, "builtin": builtin}
+    return {REF_KEY: qualname, "builtin": builtin}
 
 
 def hashed_data(qualname: str, path: Path) -> dict[str, Any]:
     """A prompt-shaping function, already run at compile time: its name and its module file's hash."""
-    return {KEY: qualname, "sha256": sha256_file(path)}
+    return {REF_KEY: qualname, "sha256": sha256_file(path)}
 
 
 def describe_ref(ref: Mapping[str, Any]) -> str:
@@ -165,7 +165,7 @@ def hash_tree(root: Path) -> dict[str, str]:
 def ref_data(qualname: str, path: Path, root: Path | None, module: str | None) -> dict[str, Any]:
     """The plan's record of a user scoring hook (see the module docstring): ``path`` relative to ``root`` for
     a task-folder module, the module name for an installed one; never an absolute path."""
-    out: dict[str, Any] = {KEY: qualname}
+    out: dict[str, Any] = {REF_KEY: qualname}
     if root is not None:
         root = root.resolve()
         real = path.resolve()

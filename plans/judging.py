@@ -109,7 +109,7 @@ def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) 
     import json
     from pathlib import Path
 
-    from lmeval.common.atomic import write_atomic
+    from lmeval.common import write_atomic
     from lmeval.plans.limits import loads_json
 
     path = Path(results_dir) / JUDGE_JSON
@@ -130,7 +130,7 @@ def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: di
     import json
     from pathlib import Path
 
-    from lmeval.common.atomic import write_atomic
+    from lmeval.common import write_atomic
     from lmeval.plans.scored import RESULTS_JSON, jsonable, read_scored
 
     run = read_scored(results_dir, samples=False).results

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-KEY = "sample_scores"  # the task config's key; run.sample_scores
+SAMPLE_SCORES_KEY = "sample_scores"  # the task config's key; run.sample_scores
 MEAN, MAJORITY = "mean", "majority"
 _PASS = re.compile(r"^pass@([1-9][0-9]*)$")
 

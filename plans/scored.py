@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 SCORED_VERSION = 1  # samples.parquet's key-value metadata ``lmeval-scored``; results.json has no version field
-VERSION_KEY = "lmeval-scored"
+SCORED_VERSION_KEY = "lmeval-scored"
 RESULTS_JSON = "results.json"
 SAMPLES_PARQUET = "samples.parquet"
 MAX_RESULTS_BYTES = 16 << 20  # results.json: configs of every task; mmlu's 57 subjects take about 1 MB
@@ -231,7 +231,7 @@ def jsonable(x: Any) -> Any:
 def write_scored(results_dir: str | os.PathLike[str], run: ScoredRun, samples: pl.DataFrame) -> None:
     """Write both files of the contract, each atomically (results.json last: it marks the run scored)."""
     out = Path(results_dir)
-    meta = {VERSION_KEY: str(SCORED_VERSION)}
+    meta = {SCORED_VERSION_KEY: str(SCORED_VERSION)}
     write_atomic(
         out / SAMPLES_PARQUET,
         lambda f: samples.write_parquet(f, compression="lz4", statistics=False, metadata=meta),
@@ -373,7 +373,7 @@ def _read_samples(path: Path, results_dir: str | os.PathLike[str]) -> pl.DataFra
     if not os.path.lexists(path):
         raise PlanError(f"{path}: missing; rescore with `lmeval score {results_dir}`")
     meta, frame = read_parquet(path, MAX_SAMPLES_BYTES, SAMPLES_PARQUET)
-    version = meta.get(VERSION_KEY, str(SCORED_VERSION))  # written before the key existed: the same layout
+    version = meta.get(SCORED_VERSION_KEY, str(SCORED_VERSION))  # written before the key existed: the same layout
     if version != str(SCORED_VERSION):
         raise PlanError(f"{path}: {SAMPLES_PARQUET} version {version[:20]!r}; this lmeval reads {SCORED_VERSION}")
     for col, dtype in {**SAMPLE_COLUMNS, **REASONING_COLUMNS}.items():

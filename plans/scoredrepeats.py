@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 REPEATS_PARQUET = "repeats.parquet"
 REPEATS_VERSION = 1
-VERSION_KEY = "lmeval-repeats"
+REPEATS_VERSION_KEY = "lmeval-repeats"
 MAX_REPEATS_BYTES = 2 << 30
 REPEAT_COLUMNS: dict[str, str] = {
     "task": "String",
@@ -41,7 +41,7 @@ def write_repeats(results_dir: str | os.PathLike[str], frame: pl.DataFrame | Non
         if path.is_file():
             path.unlink()
         return
-    meta = {VERSION_KEY: str(REPEATS_VERSION)}
+    meta = {REPEATS_VERSION_KEY: str(REPEATS_VERSION)}
     write_atomic(path, lambda f: frame.write_parquet(f, compression="lz4", statistics=False, metadata=meta))
 
 
@@ -54,7 +54,7 @@ def read_repeats(results_dir: str | os.PathLike[str]) -> pl.DataFrame | None:
     if not os.path.lexists(path):
         return None
     meta, frame = read_parquet(path, MAX_REPEATS_BYTES, REPEATS_PARQUET)
-    version = meta.get(VERSION_KEY)
+    version = meta.get(REPEATS_VERSION_KEY)
     if version != str(REPEATS_VERSION):
         raise PlanError(f"{path}: {REPEATS_PARQUET} version {str(version)[:20]!r}; this lmeval reads {REPEATS_VERSION}")
     for col, dtype in REPEAT_COLUMNS.items():

@@ -29,7 +29,7 @@ BOOL, INT, POS_INT, INTS, NUMBER, STR, REGEX, REGEXES, MAPPING, FUNCTION, ANY = 
 
 
 @dataclass(frozen=True)
-class Metric:
+class MetricSpec:
     aggregation: str  # default aggregation
     higher_is_better: bool  # default direction
     output_types: tuple[str, ...]  # task output types it applies to
@@ -44,34 +44,34 @@ class Metric:
 # metric listed for any other output type would silently give no value, or fail at score)
 _MC = ("multiple_choice",)
 _GEN = ("generate_until",)
-METRICS: dict[str, Metric] = {
-    "acc": Metric("mean", True, ("loglikelihood", "multiple_choice")),
-    "acc_norm": Metric("mean", True, _MC),
-    "acc_mutual_info": Metric("mean", True, _MC),
-    "acc_bytes": Metric("mean", True, _MC),
-    "exact_match": Metric(
+METRIC_SPECS: dict[str, MetricSpec] = {
+    "acc": MetricSpec("mean", True, ("loglikelihood", "multiple_choice")),
+    "acc_norm": MetricSpec("mean", True, _MC),
+    "acc_mutual_info": MetricSpec("mean", True, _MC),
+    "acc_bytes": MetricSpec("mean", True, _MC),
+    "exact_match": MetricSpec(
         "mean",
         True,
         ("generate_until", "multiple_choice"),  # multiple_choice: the gold continuation is greedy (no options)
         {"regexes_to_ignore": REGEXES, "ignore_case": BOOL, "ignore_punctuation": BOOL, "ignore_numbers": BOOL},
         _GEN,
     ),
-    "perplexity": Metric("perplexity", False, ("loglikelihood",)),
-    "likelihood": Metric("mean", True, _MC),
-    "word_perplexity": Metric("weighted_perplexity", False, ("loglikelihood_rolling",)),
-    "byte_perplexity": Metric("weighted_perplexity", False, ("loglikelihood_rolling",)),
-    "bits_per_byte": Metric("bits_per_byte", False, ("loglikelihood_rolling",)),
-    "mcc": Metric("matthews_corrcoef", True, _MC),
-    "f1": Metric("f1", True, _MC),  # lm-eval's f1 aggregation is sklearn's binary f1 (it ignores "average")
-    "bleu": Metric("bleu", True, _GEN),
-    "chrf": Metric("chrf", True, _GEN),
-    "chrf++": Metric("chrf++", True, _GEN),
-    "ter": Metric("ter", False, _GEN),
-    "brier_score": Metric("brier_score", False, _MC),
-    "bypass": Metric("bypass", True, _GEN),
-    "rouge": Metric("mean", True, _GEN),  # keys rouge1, rouge2, rougeL, rougeLsum
-    "pass_at_k": Metric("mean", True, _GEN, {"k": INTS, "timeout": NUMBER}, _GEN),  # keys pass@k (scorer.sandbox)
-    "jsonl_spec": Metric("mean", True, _GEN),  # JSONL task specs (scorer.spec_scoring)
+    "perplexity": MetricSpec("perplexity", False, ("loglikelihood",)),
+    "likelihood": MetricSpec("mean", True, _MC),
+    "word_perplexity": MetricSpec("weighted_perplexity", False, ("loglikelihood_rolling",)),
+    "byte_perplexity": MetricSpec("weighted_perplexity", False, ("loglikelihood_rolling",)),
+    "bits_per_byte": MetricSpec("bits_per_byte", False, ("loglikelihood_rolling",)),
+    "mcc": MetricSpec("matthews_corrcoef", True, _MC),
+    "f1": MetricSpec("f1", True, _MC),  # lm-eval's f1 aggregation is sklearn's binary f1 (it ignores "average")
+    "bleu": MetricSpec("bleu", True, _GEN),
+    "chrf": MetricSpec("chrf", True, _GEN),
+    "chrf++": MetricSpec("chrf++", True, _GEN),
+    "ter": MetricSpec("ter", False, _GEN),
+    "brier_score": MetricSpec("brier_score", False, _MC),
+    "bypass": MetricSpec("bypass", True, _GEN),
+    "rouge": MetricSpec("mean", True, _GEN),  # keys rouge1, rouge2, rougeL, rougeLsum
+    "pass_at_k": MetricSpec("mean", True, _GEN, {"k": INTS, "timeout": NUMBER}, _GEN),  # keys pass@k (scorer.sandbox)
+    "jsonl_spec": MetricSpec("mean", True, _GEN),  # JSONL task specs (scorer.spec_scoring)
 }
 METRIC_ALIASES: dict[str, str] = {"pass@k": "pass_at_k"}
 # metrics whose per-doc value is a dict of several keys: a group can aggregate any of those keys
@@ -95,25 +95,25 @@ GROUP_METRIC_KEYS = ("metric", "aggregation", "weight_by_size", "filter_list")
 
 
 @dataclass(frozen=True)
-class Filter:
+class FilterSpec:
     options: dict[str, str] = field(default_factory=dict)  # argument -> kind
     required: tuple[str, ...] = ()
 
 
 _REGEX_ARGS = {"regex_pattern": REGEX, "group_select": INT, "fallback": STR}
-FILTERS: dict[str, Filter] = {
-    "regex": Filter(dict(_REGEX_ARGS)),
-    "take_first": Filter(),
-    "take_first_k": Filter({"k": POS_INT}, required=("k",)),
-    "majority_vote": Filter(),
-    "lowercase": Filter(),
-    "uppercase": Filter(),
-    "remove_whitespace": Filter(),
-    "map": Filter({"mapping_dict": MAPPING, "default_value": ANY}),
-    "multi_choice_regex": Filter(
+FILTER_SPECS: dict[str, FilterSpec] = {
+    "regex": FilterSpec(dict(_REGEX_ARGS)),
+    "take_first": FilterSpec(),
+    "take_first_k": FilterSpec({"k": POS_INT}, required=("k",)),
+    "majority_vote": FilterSpec(),
+    "lowercase": FilterSpec(),
+    "uppercase": FilterSpec(),
+    "remove_whitespace": FilterSpec(),
+    "map": FilterSpec({"mapping_dict": MAPPING, "default_value": ANY}),
+    "multi_choice_regex": FilterSpec(
         {**_REGEX_ARGS, "ignore_case": BOOL, "ignore_punctuation": BOOL, "regexes_to_ignore": REGEXES}
     ),
-    "custom": Filter({"filter_fn": FUNCTION}, required=("filter_fn",)),
+    "custom": FilterSpec({"filter_fn": FUNCTION}, required=("filter_fn",)),
 }
 
 Problem = tuple[str, str]  # (field, message)
@@ -215,18 +215,18 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
             out.append((where, "must be a mapping with a 'metric' key"))
             continue
         raw = mc["metric"]
-        builtin: Metric | None = None
+        builtin: MetricSpec | None = None
         if is_ref(raw):
             name = ref_attr(raw)
         elif isinstance(raw, str) and raw:
             name = raw
-            builtin = METRICS.get(METRIC_ALIASES.get(raw, raw))
+            builtin = METRIC_SPECS.get(METRIC_ALIASES.get(raw, raw))
             if builtin is None and not process_results:
-                known = [m for m, d in METRICS.items() if output_type in d.output_types]
+                known = [m for m, d in METRIC_SPECS.items() if output_type in d.output_types]
                 out.append(
                     (
                         f"{where}.metric",
-                        f"unknown metric {raw!r}{_hint(raw, METRICS)}; {output_type} tasks can use "
+                        f"unknown metric {raw!r}{_hint(raw, METRIC_SPECS)}; {output_type} tasks can use "
                         f"{', '.join(known)}, a '!function' metric, or metrics their process_results returns",
                     )
                 )
@@ -303,16 +303,16 @@ def check_filter_list(filter_list: Any) -> list[Problem]:
                     )
                 )
                 continue
-            if not isinstance(fn, str) or fn not in FILTERS:
-                hint = _hint(fn, FILTERS) if isinstance(fn, str) else ""
+            if not isinstance(fn, str) or fn not in FILTER_SPECS:
+                hint = _hint(fn, FILTER_SPECS) if isinstance(fn, str) else ""
                 out.append(
                     (
                         f"{sw}.function",
-                        f"unknown filter function {fn!r}{hint} in filter {name!r}; known: {', '.join(FILTERS)}",
+                        f"unknown filter function {fn!r}{hint} in filter {name!r}; known: {', '.join(FILTER_SPECS)}",
                     )
                 )
                 continue
-            spec = FILTERS[fn]
+            spec = FILTER_SPECS[fn]
             assert isinstance(st, dict)
             args = {k: v for k, v in st.items() if k != "function"}
             what = f"argument of filter function {fn!r}"

@@ -18,7 +18,7 @@ from typing import Any
 
 SCHEMES = ("random",)
 DEFAULT_SEED = 1234
-KEY = "subsample"  # the task config's key, and the run option's name (run.subsample)
+SUBSAMPLE_KEY = "subsample"  # the task config's key, and the run option's name (run.subsample)
 
 
 class SubsampleError(ValueError):

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.records import TaskSummary
+from lmeval.plans import TaskSummary
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput
 from lmeval.scorer.filterscores import FilterScores

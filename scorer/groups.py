@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmeval.plans.records import GroupSummary
+from lmeval.plans import GroupSummary
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer.errors import ScoreError
 

@@ -29,8 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.records import GroupSummary
-from lmeval.plans.scoredintervals import DOCUMENT, FIELD_PREFIX, SUBTASK, Intervals, MetricInterval
+from lmeval.plans import DOCUMENT, FIELD_PREFIX, SUBTASK, GroupSummary, Intervals, MetricInterval
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.groups import leaf_tasks
 from lmeval.scorer.planload import TaskDocs

@@ -9,8 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans.judging import TASK_PREFIX, ParseRule, consistent, judge_section
-from lmeval.plans.records import PlanHeader
+from lmeval.plans import TASK_PREFIX, ParseRule, PlanHeader, consistent, judge_section
 
 
 @dataclass

@@ -24,14 +24,24 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.common.atomic import os_error_of
-from lmeval.plans.errors import PlanError, reraised_as
-from lmeval.plans.integrity import plan_hasher, verify_plan
-from lmeval.plans.io import PlanReader, read_header, span_order, unpack_stream
-from lmeval.plans.recordcodec import record_maps
-from lmeval.plans.records import DocRecord, PlanHeader
-from lmeval.plans.storage import chunks, hashed, open_layout
-from lmeval.plans.verified import PlanCheck
+from lmeval.common import os_error_of
+from lmeval.plans import (
+    DocRecord,
+    PlanCheck,
+    PlanError,
+    PlanHeader,
+    PlanReader,
+    chunks,
+    hashed,
+    open_layout,
+    plan_hasher,
+    read_header,
+    record_maps,
+    reraised_as,
+    span_order,
+    unpack_stream,
+    verify_plan,
+)
 from lmeval.scorer.errors import ScoreError
 
 INDEX_VERSION = 4  # 4: built only from plans that passed plans/validate.py

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from lmeval.plans.scoredintervals import Intervals
+from lmeval.plans import Intervals
 
 ALPHA, POWER = 0.05, 0.80
 Z_ALPHA = NormalDist().inv_cdf(1 - ALPHA / 2)

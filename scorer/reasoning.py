@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.reasoning import Reasoning, Split, parse_reasoning, split_response
+from lmeval.plans import Reasoning, Split, parse_reasoning, split_response
 from lmeval.scorer.errors import ScoreError
 
 

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from lmeval.plans.errors import reraised_as
-from lmeval.plans.results import PART, RESULT_COLUMNS, part_files, read_parts
-from lmeval.plans.rowcheck import KEY_COLUMNS
+from lmeval.plans import KEY_COLUMNS, PART, RESULT_COLUMNS, part_files, read_parts, reraised_as
 from lmeval.scorer.errors import ScoreError
 
 COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses", "finish_reason",

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.scored import ITEMS, REASONING_COLUMNS, empty_samples
+from lmeval.plans import ITEMS, REASONING_COLUMNS, empty_samples
 from lmeval.scorer.filterscores import MISSING, FilterScores, items_json
 from lmeval.scorer.planload import TaskDocs
 

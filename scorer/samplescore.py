@@ -19,8 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.records import DocRecord, TaskSummary
-from lmeval.plans.samplescores import KEY, MAJORITY, MEAN, parse_sample_scores, pass_k, reduced_key
+from lmeval.plans import MAJORITY, MEAN, DocRecord, TaskSummary, parse_sample_scores, pass_k, reduced_key
+from lmeval.plans import SAMPLE_SCORES_KEY as KEY
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import Pipeline, apply_pipeline
 from lmeval.scorer.filterscores import FilterScores, items_json

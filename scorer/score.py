@@ -16,14 +16,25 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.errors import reraised_as
-from lmeval.plans.records import TaskSummary, instance_id_for
-from lmeval.plans.results import plan_of, polars_schema, read_manifest
-from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows, shard_keys
-from lmeval.plans.scored import RESULTS_JSON, MissingInstance, ScoredRun, TaskPartial, write_scored
-from lmeval.plans.scoredclean import Contamination
-from lmeval.plans.scoredrepeats import write_repeats
-from lmeval.plans.scoredsubset import SubsetScores
+from lmeval.plans import (
+    KEY_COLUMNS,
+    RESULTS_JSON,
+    Contamination,
+    MissingInstance,
+    ScoredRun,
+    SubsetScores,
+    TaskPartial,
+    TaskSummary,
+    check_rows,
+    instance_id_for,
+    plan_of,
+    polars_schema,
+    read_manifest,
+    reraised_as,
+    shard_keys,
+    write_repeats,
+    write_scored,
+)
 from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import intervals as ivl

@@ -37,8 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from lmeval.plans.errors import UserError
-from lmeval.plans.jsonl_spec import MCQ_LETTERS, METRICS, POST_PROCESS
+from lmeval.plans import MCQ_LETTERS, METRICS, POST_PROCESS, UserError
 
 NORMALISING_RULES = frozenset({"none", "strip_whitespace", "lower"})
 FENCE = "```"

@@ -16,8 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.records import TaskSummary
-from lmeval.plans.subsample import KEY, Drawn, SubsampleError
+from lmeval.plans import SUBSAMPLE_KEY as KEY
+from lmeval.plans import Drawn, SubsampleError, TaskSummary
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filterscores import FilterScores
 from lmeval.scorer.metrics import TaskMetrics

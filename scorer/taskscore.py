@@ -12,8 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans.reasoning import Reasoning
-from lmeval.plans.records import OUTPUT_TYPES, DocRecord, TaskSummary, instance_id_for
+from lmeval.plans import OUTPUT_TYPES, DocRecord, Reasoning, TaskSummary, instance_id_for
 from lmeval.scorer import doc_metrics
 from lmeval.scorer.choice_scores import FAST_MC, score_mc_fast
 from lmeval.scorer.errors import ScoreError

@@ -18,7 +18,7 @@ from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, Cha
 from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
-from lmeval.plans.subsample import Drawn, choose, stratum_of
+from lmeval.plans import Drawn, choose, stratum_of
 
 log = logging.getLogger("lmeval.compile")
 

@@ -16,7 +16,7 @@ from typing import Any
 from lmeval.compiler.build.bounded import PROCESS_DOCS_SECONDS, Bounded, deadline
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import FunctionRef, TaskConfig, resolve
-from lmeval.plans.limits import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
+from lmeval.plans import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
 
 # (dataset_path, dataset_name) -> local directory; name None matches any name
 LOCAL_NAMES: dict[tuple[str, str | None], str] = {

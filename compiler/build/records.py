@@ -12,7 +12,7 @@ from typing import Any
 from lmeval.compiler.build.nullfields import NullField
 from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.tasks import TaskConfig
-from lmeval.plans.subsample import Drawn, Subsample
+from lmeval.plans import Drawn, Subsample
 
 ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
 
@@ -46,8 +46,8 @@ def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
     if not opts.thinking_budget:
         return gk
     from lmeval.compiler.tasks import DEFAULT_MAX_GEN_TOKS
-    from lmeval.plans.budgets import KEY, ThinkingBudget
-    from lmeval.plans.limits import MAX_GEN_TOKS
+    from lmeval.plans import BUDGET_KEY as KEY
+    from lmeval.plans import MAX_GEN_TOKS, ThinkingBudget
 
     assert opts.budget_end is not None and opts.budget_end_ids
     answer = opts.answer_budget or int(gk.get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS)

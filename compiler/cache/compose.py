@@ -23,7 +23,7 @@ from typing import Any
 
 import msgpack
 
-from lmeval.common.cachefile import discard, read_cache_file
+from lmeval.common import discard, read_cache_file
 from lmeval.compiler.cache.store import put_bytes
 
 _MAGIC = b"LMEVAL-COMPOSED-1\n"

@@ -40,7 +40,7 @@ from typing import Any
 from lmeval.compiler.build import BuildOptions, DataSource, has_python, local_name
 from lmeval.compiler.encode import ModelTokenizer
 from lmeval.compiler.tasks import FunctionRef, TaskConfig, locate
-from lmeval.plans.funcref import BUILTIN_MODULE, hash_tree, split_qualname, walk_code
+from lmeval.plans import BUILTIN_MODULE, hash_tree, split_qualname, walk_code
 
 CACHE_FORMAT = 1
 _LIBRARIES = ("jinja2", "tokenizers", "transformers", "msgpack", "zstandard", "datasets", "numpy", "lm_eval",

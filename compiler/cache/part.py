@@ -20,10 +20,7 @@ import zstandard
 
 from lmeval.compiler.build import BuildOptions, BuiltTask, NullField
 from lmeval.compiler.encode import ModelTokenizer, task_records, task_summary
-from lmeval.plans.integrity import task_hash
-from lmeval.plans.records import TaskSummary
-from lmeval.plans.sealparts import EncodedTask, encode_frames
-from lmeval.plans.storage import FRAME_MAX, MAX_WINDOW
+from lmeval.plans import FRAME_MAX, MAX_WINDOW, EncodedTask, TaskSummary, encode_frames, task_hash
 
 MAGIC = b"LMEVAL-BUILD-3\n"  # 3: entries carry the null-field counts (2's are rebuilt)
 _HEAD = len(MAGIC) + 32 + 8
@@ -149,8 +146,7 @@ def _decompress(n: int, stored: bytes) -> bytes:
 
 def records_of(part: TaskPart) -> list[Any]:
     """The task's records decoded from its bytes (as a plan reader would give them)."""
-    from lmeval.plans.io import unpack_stream
-    from lmeval.plans.recordcodec import decode_record, record_maps
+    from lmeval.plans import decode_record, record_maps, unpack_stream
 
     where = f"compiled task {part.summary.name!r}"
     return [decode_record(m, where) for m in record_maps(unpack_stream([part.encoded.data], where), where)]

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from lmeval.common.atomic import write_atomic
-from lmeval.common.cachefile import discard, read_cache_file
-from lmeval.common.errors import InputError
+from lmeval.common import InputError, discard, read_cache_file, write_atomic
 from lmeval.compiler.cache.part import CorruptEntry, TaskPart, unpack_part
 
 DEFAULT_MAX_MB = 2048  # a full MMLU 5-shot compile stores about 10 MB

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lmeval.plans.records import PlanHeader
+from lmeval.plans import PlanHeader
 
 DEFAULT_PLAN_DIR = "lmeval-plans"
 

@@ -10,11 +10,17 @@ from typing import Any
 from lmeval.compiler.build import BuildOptions, BuiltTask, budgeted
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import FunctionRef, Selection, TaskConfig, as_data
-from lmeval.plans.records import GroupSummary, ModelInfo, PlanHeader, TaskSummary
-from lmeval.plans.samplescores import KEY as SCORES_KEY
-from lmeval.plans.samplescores import SampleScoresError, check_repeats
-from lmeval.plans.scoring import DEFAULT_METRICS
-from lmeval.plans.subsample import KEY as SUBSAMPLE_KEY
+from lmeval.plans import (
+    DEFAULT_METRICS,
+    SUBSAMPLE_KEY,
+    GroupSummary,
+    ModelInfo,
+    PlanHeader,
+    SampleScoresError,
+    TaskSummary,
+    check_repeats,
+)
+from lmeval.plans import SAMPLE_SCORES_KEY as SCORES_KEY
 
 
 def plain_data(value: Any, ref: Callable[[FunctionRef], Any]) -> Any:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lmeval.common.modelref import ModelRef, ModelRefError, model_name, resolve_model
+from lmeval.common import ModelRef, ModelRefError, model_name, resolve_model
 from lmeval.compiler.build import ChatFn
 from lmeval.compiler.encode.tokenizer import ModelTokenizer, sha256_text
 from lmeval.compiler.errors import CompileError, fail
-from lmeval.plans.records import ModelInfo
+from lmeval.plans import ModelInfo
 
 
 def load_model_info(

@@ -11,10 +11,17 @@ import msgpack
 from lmeval.compiler.build import BuiltTask
 from lmeval.compiler.encode.tokenizer import ModelTokenizer
 from lmeval.compiler.errors import fail
-from lmeval.plans.canonical import canonical_bytes
-from lmeval.plans.packids import IdsPacker
-from lmeval.plans.recordcodec import encode_doc, encode_doc_instances, encode_instance
-from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
+from lmeval.plans import (
+    DocRecord,
+    IdsPacker,
+    InstanceRecord,
+    canonical_bytes,
+    encode_doc,
+    encode_doc_instances,
+    encode_instance,
+    instance_id_for,
+    request_hash_of,
+)
 
 Record = DocRecord | InstanceRecord
 

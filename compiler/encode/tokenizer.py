@@ -15,10 +15,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.modelref import tokenizer_hash
+from lmeval.common import tokenizer_hash
 from lmeval.compiler.encode.bytelevel import ByteLevelWords
 from lmeval.compiler.errors import fail
-from lmeval.plans.tokenization import TokenRule, choose_prefix_token, encode_pairs, encode_texts
+from lmeval.plans import TokenRule, choose_prefix_token, encode_pairs, encode_texts
 
 
 def _last_piece(text: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmeval.plans.jsonl_spec import CATEGORIES, METRICS, POST_PROCESS
+from lmeval.plans import CATEGORIES, METRICS, POST_PROCESS
 
 MAX_FEW_SHOT = 8
 EXAMPLE_SEPARATOR = "\n\n"  # between few-shot examples and before the task prompt

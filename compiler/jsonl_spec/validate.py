@@ -14,17 +14,20 @@ from pathlib import Path
 from typing import IO, Any
 
 from lmeval.compiler.jsonl_spec.rules import LEGAL, MAX_FEW_SHOT, MAX_LINE_BYTES
-from lmeval.plans.errors import UserError
-from lmeval.plans.jsonl_spec import (
+from lmeval.plans import (
     ALL_FIELDS,
     CATEGORIES,
     EXAMPLE_FIELDS,
+    MAX_DEPTH,
     MCQ_LETTERS,
     METRICS,
     POST_PROCESS,
     REQUIRED_FIELDS,
+    InputError,
+    UserError,
+    open_regular,
+    value_problem,
 )
-from lmeval.plans.limits import MAX_DEPTH, InputError, open_regular, value_problem
 
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")  # a line holding nothing but whitespace
 _CHUNK = 1 << 16

@@ -11,13 +11,21 @@ from typing import Any
 from lmeval.compiler import load_model_info
 from lmeval.compiler.errors import CompileError
 from lmeval.compiler.judge.config import JudgeConfig
-from lmeval.plans.canonical import content_hash
-from lmeval.plans.identity import split_locations
-from lmeval.plans.io import read_plan, seal
-from lmeval.plans.judging import TASK_PREFIX
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader, TaskSummary, instance_id_for
-from lmeval.plans.results import plan_of, read_manifest
-from lmeval.plans.scored import read_scored
+from lmeval.plans import (
+    TASK_PREFIX,
+    DocRecord,
+    InstanceRecord,
+    PlanHeader,
+    TaskSummary,
+    content_hash,
+    instance_id_for,
+    plan_of,
+    read_manifest,
+    read_plan,
+    read_scored,
+    seal,
+    split_locations,
+)
 
 CUT = "\n[... answer cut by the judge's max_answer_chars ...]"
 
@@ -42,7 +50,7 @@ class JudgeCompiled:
     records: list[DocRecord | InstanceRecord]
 
     def write(self, out: str | None) -> Path:
-        from lmeval.plans.io import write_sealed
+        from lmeval.plans import write_sealed
 
         path = Path(out) if out else Path("lmeval-plans") / f"judge-{self.header.plan_hash[:12]}.msgpack"
         path.parent.mkdir(parents=True, exist_ok=True)

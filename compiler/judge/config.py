@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.plans.judging import MODES, ParseRule
+from lmeval.plans import MODES, ParseRule
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import fail
-from lmeval.plans.funcload import load_module, module_name_for
-from lmeval.plans.funcref import (
+from lmeval.plans import (
     BUILTIN_HOOKS,
     BUILTIN_MODULE,
     CodeRefused,
@@ -40,7 +39,9 @@ from lmeval.plans.funcref import (
     hash_tree,
     hashed_data,
     is_inside,
+    load_module,
     module_file,
+    module_name_for,
     ref_data,
     sha256_file,
     split_qualname,

@@ -22,11 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.atomic import write_atomic
-from lmeval.common.cachefile import discard, read_cache_file
-from lmeval.common.errors import InputError
+from lmeval.common import InputError, discard, read_cache_file, write_atomic
 from lmeval.compiler.tasks.yamls import QUALIFIER, Entry, Index, build_index
-from lmeval.plans.funcref import lm_eval_tasks_dir
+from lmeval.plans import lm_eval_tasks_dir
 
 INDEX_FORMAT = 2  # bump when what build_index records changes
 MAX_INDEX_BYTES = 64 << 20  # lm-eval's whole catalog indexes to a few MB; a longer cache file is not ours

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from lmeval.common.conf import CONF_DIR
+from lmeval.common import CONF_DIR
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
@@ -29,8 +29,7 @@ from lmeval.compiler.tasks.lookup import (
     unqualified,
 )
 from lmeval.compiler.tasks.taskconfig import TaskConfig, build_task_config
-from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular
-from lmeval.plans.scoring import check_group_metric
+from lmeval.plans import MAX_YAML_BYTES, InputError, check_group_metric, open_regular
 
 
 class TaskOptions(Protocol):

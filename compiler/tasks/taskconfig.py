@@ -12,10 +12,8 @@ from typing import Any
 
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.tasks.functions import FunctionRef
-from lmeval.plans.limits import MAX_REPEATS
-from lmeval.plans.records import OUTPUT_TYPES
-from lmeval.plans.samplescores import SampleScoresError, check_repeats, parse_sample_scores
-from lmeval.plans.scoring import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
+from lmeval.plans import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
+from lmeval.plans import MAX_REPEATS, OUTPUT_TYPES, SampleScoresError, check_repeats, parse_sample_scores
 
 SAMPLERS = ("default", "first_n")
 DEFAULT_MAX_GEN_TOKS = 256

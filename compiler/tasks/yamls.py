@@ -15,7 +15,7 @@ import yaml
 
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks.functions import FunctionRef
-from lmeval.plans.limits import MAX_YAML_BYTES, InputError, open_regular, value_problem
+from lmeval.plans import MAX_YAML_BYTES, InputError, open_regular, value_problem
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}

@@ -6,11 +6,19 @@ Modules are imported only when their backend is chosen, so ``import executor`` s
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from lmeval.common.gcpause import gc_paused
+from lmeval.common import gc_paused
 from lmeval.executor.backends.base import Backend
 from lmeval.executor.modelconf import ModelSpec
+
+if TYPE_CHECKING:
+    from lmeval.executor.backends.base import load_hf_tokenizer
+    from lmeval.executor.backends.http import RequestFailed
+    from lmeval.executor.backends.openai_api import completion_body, completion_output
+    from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
 
 
 def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
@@ -44,3 +52,34 @@ def start_backend(
     passes over them took ~3.5 s of a 40 s run."""
     with gc_paused():
         return factory(spec, model_dir)
+
+
+# re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
+_LAZY = {
+    "RequestFailed": "lmeval.executor.backends.http",
+    "chat_body": "lmeval.executor.backends.openai_chat",
+    "chat_output": "lmeval.executor.backends.openai_chat",
+    "chat_refusal": "lmeval.executor.backends.openai_chat",
+    "completion_body": "lmeval.executor.backends.openai_api",
+    "completion_output": "lmeval.executor.backends.openai_api",
+    "load_hf_tokenizer": "lmeval.executor.backends.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name, imported from its module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)
+
+
+__all__ = [
+    "RequestFailed",
+    "chat_body",
+    "chat_output",
+    "chat_refusal",
+    "completion_body",
+    "completion_output",
+    "load_hf_tokenizer",
+]

@@ -26,8 +26,7 @@ from lmeval.executor.backends.http import HttpClient, RequestFailed, run_concurr
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
-from lmeval.plans.budgets import KEY as BUDGET_KEY
-from lmeval.plans.records import InstanceRecord, PlanHeader
+from lmeval.plans import BUDGET_KEY, InstanceRecord, PlanHeader
 
 NAME = "openai-chat"
 SCORING_TYPES = ("loglikelihood", "loglikelihood_rolling")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans import InstanceRecord
 
 TARGET_CHUNKS = 128  # default: about this many chunks per plan (many more than workers, for balance)
 MIN_CHUNK = 32

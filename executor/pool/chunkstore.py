@@ -17,14 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lmeval.common.atomic import write_atomic
+from lmeval.common import write_atomic
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.store import fsync_dir, rows_frame, write_parquet
-from lmeval.plans.errors import reraised_as
-from lmeval.plans.partsum import checksummed
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.results import RESULT_COLUMNS, part_files, read_parts
+from lmeval.plans import RESULT_COLUMNS, InstanceRecord, checksummed, part_files, read_parts, reraised_as
 
 CHUNK_PART_RE = re.compile(r"part-c(\d+)-([0-9a-f]{12})-n(\d+)(?:-r\d+)?(?:-s[0-9a-f]{64})?\.parquet$")
 

@@ -22,7 +22,7 @@ from lmeval.executor.options import PoolOptions
 from lmeval.executor.pool.chunks import Chunk
 from lmeval.executor.pool.chunkstore import check_rows, commit_chunk
 from lmeval.executor.progress import Progress
-from lmeval.plans.results import KernelPath, RunManifest
+from lmeval.plans import KernelPath, RunManifest
 
 MAX_RESTARTS = 3  # Ray restarts a dead worker (reloading its engine) at most this often
 DEPTH = 2  # chunks queued per worker

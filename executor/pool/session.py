@@ -36,8 +36,7 @@ from lmeval.executor.pool.dispatch import MAX_RESTARTS, DispatchJob, Worker, dri
 from lmeval.executor.pool.guard import Guard, start_guard
 from lmeval.executor.pool.worker import EngineWorker, parallel_size
 from lmeval.executor.progress import Progress
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.results import RunManifest
+from lmeval.plans import InstanceRecord, RunManifest
 
 
 def _import_ray() -> Any:

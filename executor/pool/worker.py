@@ -21,8 +21,7 @@ from lmeval.executor.hardware import kernel_path, versions
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.pool.chunkstore import rows_to_parquet
-from lmeval.plans.errors import UserError
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans import InstanceRecord, UserError
 
 
 class ChunkRows:
@@ -47,7 +46,7 @@ def parallel_size(spec: ModelSpec) -> int:
 
 
 def _content_identity(model_dir: Path | None) -> dict[str, Any]:
-    from lmeval.common.modelref import config_hash, tokenizer_hash
+    from lmeval.common import config_hash, tokenizer_hash
 
     return {"tokenizer_hash": tokenizer_hash(model_dir), "config_hash": config_hash(model_dir)}
 

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.contamination import FIELDS, check, write_contamination_report
+    from lmeval.contamination import FIELDS, check_contamination, write_contamination_report
 
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     bad = [f for f in fields if f not in FIELDS]
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--min-fraction: must be within [0, 1], got {args.min_fraction}")
     if args.workers < 0:
         raise UserError(f"--workers: must be at least 0, got {args.workers}")
-    report = check(
+    report = check_contamination(
         args.plan,
         args.corpus,
         n=args.ngram,

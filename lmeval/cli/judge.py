@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lmeval.plans.errors import UserError
+from lmeval.plans import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,8 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run_judge(args: argparse.Namespace) -> int:
-    from lmeval.compiler.judge import compile_judge, load_judge_config
-    from lmeval.compiler.judge.build import read_judged
+    from lmeval.compiler import compile_judge, load_judge_config, read_judged
 
     cfg = load_judge_config(args.judge, list(args.overrides))
     judged = read_judged(args.results, args.plan, cfg.tasks, cfg.limit)
@@ -39,8 +38,8 @@ def run_judge(args: argparse.Namespace) -> int:
     compiled = compile_judge(cfg, judged, against)
     h = compiled.header
     if args.dry_run:
-        from lmeval.executor.cost import cost_lines, plan_cost
-        from lmeval.plans.records import InstanceRecord
+        from lmeval.executor import cost_lines, plan_cost
+        from lmeval.plans import InstanceRecord
 
         insts = [r for r in compiled.records if isinstance(r, InstanceRecord)]
         print(f"judge plan {h.plan_hash} ({cfg.name}, {cfg.mode}; not written)")
@@ -53,11 +52,17 @@ def run_judge(args: argparse.Namespace) -> int:
 
 
 def run_judge_score(args: argparse.Namespace) -> int:
-    from lmeval.plans.io import read_header
-    from lmeval.plans.judging import add_metrics, judge_section, write_grades
-    from lmeval.plans.results import plan_of, read_manifest, read_results
-    from lmeval.plans.scored import read_scored
-    from lmeval.scorer.judgegrades import judge_grades
+    from lmeval.plans import (
+        add_metrics,
+        judge_section,
+        plan_of,
+        read_header,
+        read_manifest,
+        read_results,
+        read_scored,
+        write_grades,
+    )
+    from lmeval.scorer import judge_grades
 
     header = read_header(plan_of(args.judge_results, read_manifest(args.judge_results), args.plan))
     section = judge_section(header.config)

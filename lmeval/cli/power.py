@@ -33,9 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from lmeval.plans import PlanReader, read_scored, reraised_as
-    from lmeval.scorer import ScoreError
-    from lmeval.scorer.groups import leaf_tasks
-    from lmeval.scorer.power import plan_power
+    from lmeval.scorer import ScoreError, leaf_tasks, plan_power
 
     if not -1.0 <= args.correlation < 1.0:
         raise ScoreError(f"--correlation {args.correlation}: must be in [-1, 1)")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmeval.plans.scored import RESULTS_JSON, ScoredRun
-from lmeval.plans.scoredclean import side_by_side
+from lmeval.plans import RESULTS_JSON, ScoredRun, side_by_side
 
 _ARROW = {True: "↑", False: "↓"}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.plans import scoring
+from lmeval.plans import METRIC_SPECS
 
 # generate_until: (gold, filtered response, metric options, document) -> value, or a dict of several keys
 GenerateFn = Callable[[Any, Any, dict[str, Any], dict[str, Any]], Any]
@@ -62,9 +62,9 @@ def builtin(
     pairs: bool = False,
     runs_code: bool = False,
 ) -> Metric:
-    """A built-in metric with the contract's defaults (``plans.scoring.METRICS``: the compiler checks tasks
+    """A built-in metric with the contract's defaults (``plans.scoring.METRIC_SPECS``: the compiler checks tasks
     against them), registered."""
-    c = scoring.METRICS[name]
+    c = METRIC_SPECS[name]
     return register_metric(
         Metric(name, c.aggregation, c.higher_is_better, c.output_types, generate, vector, pairs, runs_code)
     )

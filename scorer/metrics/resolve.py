@@ -2,7 +2,7 @@
 
 A metric name resolves in the scorer's registry (``scorer.metrics.registry.METRICS``: name -> default
 aggregation, direction, output types and implementation), whose built-ins are the contract's vocabulary
-(``plans.scoring.METRICS``, ``DEFAULT_METRICS``) the compiler checks tasks against."""
+(``plans.scoring.METRIC_SPECS``, ``DEFAULT_METRICS``) the compiler checks tasks against."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans.scoring import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
-from lmeval.plans.scoring import METRICS as VOCABULARY
+from lmeval.plans import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
+from lmeval.plans import METRIC_SPECS as VOCABULARY
 from lmeval.scorer import usercode as pyref
 from lmeval.scorer.aggregate import AGGREGATIONS
 from lmeval.scorer.errors import ScoreError

@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lmeval.plans.errors import UserError
+from lmeval.plans import UserError
 from lmeval.scorer.sandbox.cgroup import SampleCgroup, cgroup_root
 from lmeval.scorer.sandbox.result import (
     FAILED,

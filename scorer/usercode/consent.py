@@ -6,8 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.funcref import is_user_ref
-from lmeval.plans.io import read_header
+from lmeval.plans import is_user_ref, read_header
 from lmeval.scorer.usercode.refs import Trust, locate_ref
 
 _USER_CODE_FIELDS = ("process_results", "metric_list", "filter_list")

@@ -24,19 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.funcload import (
+from lmeval.plans import (
+    CodeRefused,
     FolderSearch,
     default_task_roots,
+    describe_ref,
     find_task_folder,
     first_mismatch,
-    load_module,
-    module_name_for,
-)
-from lmeval.plans.funcref import (
-    CodeRefused,
-    describe_ref,
     is_ref,
+    load_module,
     module_file,
+    module_name_for,
     ref_attr,
     ref_qualname,
     sha256_file,

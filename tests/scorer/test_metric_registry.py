@@ -18,8 +18,8 @@ from tests.scorer.golden_io import build, load_golden
 
 
 def test_the_built_in_metrics_are_the_contracts_vocabulary() -> None:
-    assert set(METRICS) >= set(scoring.METRICS)
-    for name, c in scoring.METRICS.items():
+    assert set(METRICS) >= set(scoring.METRIC_SPECS)
+    for name, c in scoring.METRIC_SPECS.items():
         m = METRICS[name]
         assert (m.name, m.aggregation, m.higher_is_better, m.output_types) == (
             name,

@@ -16,7 +16,7 @@ from lmeval.scorer.errors import ScoreError
 def test_the_scorer_resolves_every_metric_of_the_contract_with_its_defaults() -> None:
     """The scorer has no metric table of its own: each metric the compiler accepts resolves here, with the
     contract's aggregation and direction, and its aliases too; a name outside the contract is refused."""
-    for name, m in scoring.METRICS.items():
+    for name, m in scoring.METRIC_SPECS.items():
         assert m.aggregation in scoring.AGGREGATIONS and m.aggregation in aggregate.AGGREGATIONS
         tm = metrics.resolve("t", m.output_types[0], [{"metric": name}], {}, None)
         assert [s.builtin for s in tm.metrics] == [name]
@@ -31,15 +31,15 @@ def test_the_scorer_resolves_every_metric_of_the_contract_with_its_defaults() ->
 
 def test_aggregation_and_filter_registries_equal_the_contract() -> None:
     assert aggregate.AGGREGATIONS == scoring.AGGREGATIONS
-    assert tuple(filters.FILTERS) == tuple(scoring.FILTERS)
+    assert tuple(filters.FILTERS) == tuple(scoring.FILTER_SPECS)
 
 
 def test_metric_options_are_the_implementations_keyword_arguments() -> None:
     em = inspect.signature(metrics.exact_match_np).parameters
-    assert set(scoring.METRICS["exact_match"].options) == set(em) - {"predictions", "references"}
+    assert set(scoring.METRIC_SPECS["exact_match"].options) == set(em) - {"predictions", "references"}
     pk = inspect.signature(metrics.run_pass_at_k).parameters
-    assert set(scoring.METRICS["pass_at_k"].options) == set(pk) - {"predictions", "references"}
-    assert {n for n, m in scoring.METRICS.items() if m.options} == {"exact_match", "pass_at_k"}
+    assert set(scoring.METRIC_SPECS["pass_at_k"].options) == set(pk) - {"predictions", "references"}
+    assert {n for n, m in scoring.METRIC_SPECS.items() if m.options} == {"exact_match", "pass_at_k"}
 
 
 def _tm(names: list[str]) -> metrics.TaskMetrics:
@@ -48,9 +48,9 @@ def _tm(names: list[str]) -> metrics.TaskMetrics:
 
 def test_each_output_type_computes_exactly_the_metrics_that_apply_to_it() -> None:
     def applies(ot: str) -> set[str]:
-        return {n for n, m in scoring.METRICS.items() if ot in m.output_types}
+        return {n for n, m in scoring.METRIC_SPECS.items() if ot in m.output_types}
 
-    everything = list(scoring.METRICS)
+    everything = list(scoring.METRIC_SPECS)
     choices = ["a", "bb"]
     mc = doc_metrics.mc_doc(_tm(everything), 1, choices, [(-1.0, False), (-0.5, True)] * 2, False)
     assert set(mc) == applies("multiple_choice")
@@ -83,7 +83,7 @@ def test_every_filter_runs_with_the_arguments_the_contract_allows() -> None:
             "regexes_to_ignore": [","],
         },
     }
-    for name, spec in scoring.FILTERS.items():
+    for name, spec in scoring.FILTER_SPECS.items():
         if name == "custom":
             assert spec.required == ("filter_fn",)
             continue
