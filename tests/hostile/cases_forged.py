@@ -275,6 +275,22 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
         None,
         True,
     ),
+    (
+        "i_messages_bad_role",
+        "gen",
+        ("messages", "robot"),
+        _set_inst("messages", [{"role": "robot", "content": "Q"}]),
+        None,
+        True,
+    ),  # plans/chatmessages.py
+    (
+        "i_messages_on_loglikelihood",
+        "mc",
+        ("messages", "set on a"),
+        _set_inst("messages", [{"role": "user", "content": "Q"}]),
+        None,
+        True,
+    ),
     ("i_repeats_zero", "gen", ("repeats",), _set_inst("repeats", 0), None, True),
     ("i_repeats_negative", "gen", ("repeats",), _set_inst("repeats", -2), None, True),
     ("i_repeats_1e9", "gen", ("repeats",), _set_inst("repeats", _BIG), None, True),
