@@ -69,12 +69,12 @@ def make_corpus(plan: str, path: Path, mb: int, planted: int) -> list[int]:
 def child(impl: str, plan: str, corpus: str, limit: int) -> None:
     times: list[float] = []
     if impl == "lmeval":
-        from lmeval.contamination.plantext import build_index
+        from lmeval.contamination.plantext import build_plan_index
         from lmeval.contamination.report import build_contamination_report
         from lmeval.contamination.scan import match_corpus
 
         t0 = time.perf_counter()
-        index = build_index(plan, 13, ("prompt",))
+        index = build_plan_index(plan, 13, ("prompt",))
         index_s = time.perf_counter() - t0
         t1, c1 = time.perf_counter(), time.process_time()
         matches, stats = match_corpus(index, 13, [corpus], "text")

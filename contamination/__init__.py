@@ -5,7 +5,7 @@ occur in a corpus (GPT-3 / lm-eval normalisation, word 13-grams), with their loc
 from __future__ import annotations
 
 from lmeval.contamination.ngrams import NGRAM, words
-from lmeval.contamination.plantext import FIELDS, build_index
+from lmeval.contamination.plantext import FIELDS, build_plan_index
 from lmeval.contamination.report import Report, build_contamination_report, excluded, write_contamination_report
 from lmeval.contamination.scan import match_corpus
 
@@ -18,6 +18,6 @@ def check_contamination(
 ) -> Report:  # fmt: skip
     """The contamination report of ``plan`` against the ``corpus`` files and folders (on Ray with ``workers``
     shards or at ``address``: the same report)."""
-    index = build_index(plan, n, fields)
+    index = build_plan_index(plan, n, fields)
     matches, stats = match_corpus(index, n, corpus, text_field, workers, address)
     return build_contamination_report(index, matches, stats, n, fields, min_fraction)

@@ -24,7 +24,7 @@ MAX_LOCATIONS = 100  # locations kept per document (the count of matched n-grams
 
 
 @dataclass
-class Location:
+class CorpusLocation:
     doc: int  # document index into PlanIndex.docs
     file: str
     offset: int
@@ -36,7 +36,7 @@ class Matches:
     """What the corpus matched: per document index, its matched n-gram hashes and first locations."""
 
     grams: dict[int, set[int]] = field(default_factory=dict)
-    locations: dict[int, list[Location]] = field(default_factory=dict)
+    locations: dict[int, list[CorpusLocation]] = field(default_factory=dict)
     seen: set[tuple[int, str, int, int]] = field(default_factory=set)
 
     def add(self, doc: int, gram: int, unit: Unit) -> None:
@@ -45,7 +45,7 @@ class Matches:
         locs = self.locations.setdefault(doc, [])
         if key not in self.seen and len(locs) < MAX_LOCATIONS:
             self.seen.add(key)
-            locs.append(Location(doc, unit.file, unit.offset, unit.row))
+            locs.append(CorpusLocation(doc, unit.file, unit.offset, unit.row))
 
     def merge(self, other: Matches) -> None:
         """Add ``other``'s matches; every location is kept (``in_corpus_order`` then keeps the first)."""

@@ -67,7 +67,7 @@ def doc_texts(
     return texts
 
 
-def build_index(plan_path: str, n: int, fields: tuple[str, ...]) -> PlanIndex:
+def build_plan_index(plan_path: str, n: int, fields: tuple[str, ...]) -> PlanIndex:
     """Read the plan once (streamed) and hash every document's n-grams."""
     hasher = WordHasher()
     docs: list[tuple[str, int]] = []

@@ -25,7 +25,7 @@ from lmeval.contamination.corpus import CorpusStats
 from lmeval.contamination.errors import ContaminationError
 from lmeval.contamination.plantext import PlanIndex
 
-FORMAT = "lmeval-contamination"
+REPORT_FORMAT = "lmeval-contamination"
 SUMMARY = "summary.json"
 DOCUMENTS = "documents.parquet"
 LOCATIONS = "locations.parquet"
@@ -83,7 +83,7 @@ def build_contamination_report(
         schema={"task": pl.String, "doc_id": pl.Int64, "file": pl.String, "offset": pl.Int64, "row": pl.Int64},
     )  # fmt: skip
     summary = {
-        "format": FORMAT,
+        "format": REPORT_FORMAT,
         "version": 1,
         "plan_hash": index.header.plan_hash,
         "ngram": n,
@@ -122,8 +122,12 @@ def excluded(report_dir: str | Path, plan_hash: str) -> dict[str, list[int]]:
         raise ContaminationError(f"{path}: cannot read contamination report ({e.strerror or e})") from None
     except ValueError:
         raise ContaminationError(f"{path}: not a contamination report (malformed JSON)") from None
-    if not isinstance(summary, dict) or summary.get("format") != FORMAT or not isinstance(summary.get("tasks"), dict):
-        raise ContaminationError(f"{path}: not a contamination report (no '{FORMAT}' format)")
+    if (
+        not isinstance(summary, dict)
+        or summary.get("format") != REPORT_FORMAT
+        or not isinstance(summary.get("tasks"), dict)
+    ):
+        raise ContaminationError(f"{path}: not a contamination report (no '{REPORT_FORMAT}' format)")
     if summary.get("plan_hash") != plan_hash:
         raise ContaminationError(
             f"{path}: report of plan {str(summary.get('plan_hash'))[:12]}, but the results are of plan {plan_hash[:12]}"

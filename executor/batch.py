@@ -36,7 +36,7 @@ from lmeval.executor.backends import (
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances
-from lmeval.executor.jobloop import group, result_row, where
+from lmeval.executor.jobloop import group, instance_where, result_row
 from lmeval.executor.modelconf import (
     ModelSpec,
     check_token_rule,
@@ -99,7 +99,7 @@ def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider
     requests: dict[str, BatchRequest] = {}
     for members in group(instances).values():
         first = members[0]
-        job = gen_job(first, tok, rule, max_length, spec.max_gen_toks, where(plan_path, first), spec.reasoning)
+        job = gen_job(first, tok, rule, max_length, spec.max_gen_toks, instance_where(plan_path, first), spec.reasoning)
         requests[first.instance_id] = BatchRequest(first.instance_id, job, members)
     ident = model_identity(replace(spec, backend=f"batch:{provider}"), model_dir, tok_hash, ref)
     model = str(spec.engine.get("model") or spec.name)

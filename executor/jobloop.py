@@ -84,8 +84,8 @@ SCORING = RequestKind(
     phase="scoring",
     stat="scoring_ms",
     request_types=frozenset({"loglikelihood", "loglikelihood_rolling"}),
-    build=lambda inst, backend, spec, rule, where: score_job(
-        inst, backend.tokenizer, rule, backend.max_length, where
+    build=lambda inst, backend, spec, rule, instance_where: score_job(
+        inst, backend.tokenizer, rule, backend.max_length, instance_where
     ),  # fmt: skip
     inputs=lambda job: job.windows,
     run=lambda backend, inputs: backend.score(inputs),
@@ -96,8 +96,8 @@ GENERATION = RequestKind(
     phase="generating",
     stat="generation_ms",
     request_types=frozenset({"generate_until"}),
-    build=lambda inst, backend, spec, rule, where: gen_job(
-        inst, backend.tokenizer, rule, backend.max_length, spec.max_gen_toks, where, spec.reasoning
+    build=lambda inst, backend, spec, rule, instance_where: gen_job(
+        inst, backend.tokenizer, rule, backend.max_length, spec.max_gen_toks, instance_where, spec.reasoning
     ),  # fmt: skip
     inputs=lambda job: [job.input],
     run=lambda backend, inputs: budgets.generate(backend, inputs),  # two phases under a thinking budget
@@ -136,7 +136,7 @@ def group(instances: Sequence[InstanceRecord]) -> dict[str, list[InstanceRecord]
     return groups
 
 
-def where(plan_path: str, inst: InstanceRecord) -> str:
+def instance_where(plan_path: str, inst: InstanceRecord) -> str:
     return f"{plan_path}: task {inst.task} doc {inst.doc_id} instance {inst.instance_id}"
 
 
@@ -174,7 +174,7 @@ class JobLoop:
         rule = token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, backend.tokenizer)
         jobs = []
         for key, members in groups.items():
-            job = kind.build(members[0], backend, spec, rule, where(self.plan_path, members[0]))
+            job = kind.build(members[0], backend, spec, rule, instance_where(self.plan_path, members[0]))
             job.key = key
             jobs.append(job)
         jobs.sort(key=lambda j: (-j.size, j.key))
@@ -212,7 +212,7 @@ class JobLoop:
         except RequestFailed as e:  # an HTTP backend's request that failed for good: name its Instance
             named = groups.get(e.key or "")
             if named:
-                raise RequestFailed(f"{where(self.plan_path, named[0])}: {e}", e.key) from None
+                raise RequestFailed(f"{instance_where(self.plan_path, named[0])}: {e}", e.key) from None
             raise
         stats.distinct_tokens += distinct_positions([x.ids for x in inputs]) + generated
         sink.flush()

@@ -25,7 +25,7 @@ from lmeval.plans import PlanHeader, Reasoning, TokenRule, UserError, parse_reas
 
 BACKENDS = ("vllm", "hf", "openai", "openai-chat", "fake")
 HTTP_BACKENDS = ("openai", "openai-chat")  # a model reached over HTTP: known by name, no local directory needed
-CONF_DIR = conf_dir("model")
+MODEL_CONF_DIR = conf_dir("model")
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class ModelSpec:
 
 def _conf_dir() -> Path:
     env = os.environ.get("LMEVAL_CONF_DIR")
-    return Path(env) / "model" if env else CONF_DIR
+    return Path(env) / "model" if env else MODEL_CONF_DIR
 
 
 def load_named_config(name: str) -> dict[str, Any]:

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler import CONF_DIR
-from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, LockCheck, compare, entries_from_header, load_lock
+from lmeval.lock.lockfile import (
+    LOCK_PATH,
+    REFERENCE_TASK,
+    Lock,
+    LockCheck,
+    compare_locks,
+    entries_from_header,
+    load_lock,
+)
 from lmeval.lock.lockfile import write_lock as _write_lock
 from lmeval.plans import VERSION, UserError
 
@@ -127,7 +135,7 @@ def check(
     with tempfile.TemporaryDirectory(prefix="lmeval-lock-") as tmp:
         fresh_ref = Path(tmp) / f"{REFERENCE_TASK}.msgpack"
         new = build_lock(data_dir, limit, fresh_ref, extra=extra, log=log, configs=configs)
-        result = compare(lock, new)
+        result = compare_locks(lock, new)
         ref_moved = any(m.kind == "task" and m.new and m.new.get("config") == REFERENCE_TASK for m in result.moved)
         ref_path = lock_path.parent / lock.reference.get("plan", f"reference/{REFERENCE_TASK}.msgpack")
         if ref_moved and ref_path.is_file():
@@ -158,5 +166,5 @@ def update(lock_path: Path, data_dir: Path, limit: int | None, log: Log = None) 
     ref_dir = lock_path.parent / "reference"
     ref_dir.mkdir(parents=True, exist_ok=True)
     new = build_lock(data_dir, limit or None, ref_dir / f"{REFERENCE_TASK}.msgpack", log=log)
-    changes = compare(old, new) if old is not None else None
+    changes = compare_locks(old, new) if old is not None else None
     return LockUpdate(_write_lock(new, lock_path), changes)

@@ -187,7 +187,7 @@ class LockCheck:
         return "\n".join(out)
 
 
-def compare(lock: Lock, new: Lock) -> LockCheck:
+def compare_locks(lock: Lock, new: Lock) -> LockCheck:
     """What moved between the checked-in lock and freshly compiled entries (same settings expected)."""
     moved: list[Moved] = []
     for kind, old_d, new_d, key in (

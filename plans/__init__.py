@@ -75,16 +75,23 @@ if TYPE_CHECKING:
         CATEGORIES,
         EXAMPLE_FIELDS,
         MCQ_LETTERS,
-        METRICS,
         POST_PROCESS,
         REQUIRED_FIELDS,
+        SPEC_METRICS,
     )
     from lmeval.plans.judging import MODES, TASK_PREFIX, ParseRule, add_metrics, consistent, judge_section, write_grades
     from lmeval.plans.limits import MAX_DEPTH, MAX_GEN_TOKS, MAX_REPEATS, MAX_ROW_BYTES, MAX_YAML_BYTES, value_problem
     from lmeval.plans.packids import IdsPacker
     from lmeval.plans.partsum import checksummed, part_sha256
     from lmeval.plans.reasoning import Reasoning, ReasoningError, Split, canonical_reasoning, reasoning_end
-    from lmeval.plans.recordcodec import decode_record, encode_doc, encode_doc_instances, encode_instance, record_maps
+    from lmeval.plans.recordcodec import (
+        Record,
+        decode_record,
+        encode_doc,
+        encode_doc_instances,
+        encode_instance,
+        record_maps,
+    )
     from lmeval.plans.records import OUTPUT_TYPES, REQUEST_TYPES, request_hash_of, shard_of
     from lmeval.plans.results import (
         PART,
@@ -117,6 +124,7 @@ if TYPE_CHECKING:
     from lmeval.plans.scoredrepeats import write_repeats
     from lmeval.plans.scoredsubset import SubsetScores
     from lmeval.plans.scoring import (
+        AGGREGATIONS,
         DEFAULT_METRICS,
         METRIC_ALIASES,
         METRIC_KEYS,
@@ -143,6 +151,8 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "AGGREGATIONS",
+    "Record",
     "METRIC_SPECS",
     "ALL_FIELDS",
     "BUILTIN_HOOKS",
@@ -178,7 +188,7 @@ __all__ = [
     "MAX_YAML_BYTES",
     "MCQ_LETTERS",
     "MEAN",
-    "METRICS",
+    "SPEC_METRICS",
     "METRIC_ALIASES",
     "METRIC_KEYS",
     "MODES",
@@ -336,6 +346,8 @@ __all__ = [
 
 # re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
 _LAZY = {
+    "AGGREGATIONS": "lmeval.plans.scoring",
+    "Record": "lmeval.plans.recordcodec",
     "ALL_FIELDS": "lmeval.plans.jsonl_spec",
     "BUILTIN_HOOKS": "lmeval.plans.funcref",
     "BUILTIN_MODULE": "lmeval.plans.funcref",
@@ -370,7 +382,7 @@ _LAZY = {
     "MAX_YAML_BYTES": "lmeval.plans.limits",
     "MCQ_LETTERS": "lmeval.plans.jsonl_spec",
     "MEAN": "lmeval.plans.samplescores",
-    "METRICS": "lmeval.plans.jsonl_spec",
+    "SPEC_METRICS": "lmeval.plans.jsonl_spec",
     "METRIC_ALIASES": "lmeval.plans.scoring",
     "METRIC_SPECS": "lmeval.plans.scoring",
     "METRIC_KEYS": "lmeval.plans.scoring",

@@ -13,7 +13,7 @@ ALL_FIELDS = frozenset(REQUIRED_FIELDS + OPTIONAL_FIELDS)
 EXAMPLE_FIELDS = ("prompt", "completion")
 
 CATEGORIES = ("arithmetic", "mcq", "code_exec", "classification", "summary")
-METRICS = ("exact_match", "f1", "bleu_4", "rouge_l", "accuracy", "code_exec")
+SPEC_METRICS = ("exact_match", "f1", "bleu_4", "rouge_l", "accuracy", "code_exec")
 POST_PROCESS = (
     "none",
     "strip_whitespace",

@@ -191,7 +191,7 @@ _SHARED = _K[SHARED_CONTEXT] + msgpack.packb(True)
 _INT_ONLY = frozenset({int})
 
 # (idx, request_type, context, continuation, generation_kwargs, context_ids, continuation_ids)
-Request = tuple[int, str, str, str | None, dict[str, Any] | None, list[int] | None, list[int] | None]
+RequestTuple = tuple[int, str, str, str | None, dict[str, Any] | None, list[int] | None, list[int] | None]
 
 
 def _plain_ids(ids: Any) -> bool:
@@ -202,7 +202,7 @@ def encode_doc_instances(
     task: str,
     doc_id: int,
     repeats: int,
-    requests: list[Request],
+    requests: list[RequestTuple],
     plain_ids: bool = False,
     ids_packer: IdsPacker | None = None,
 ) -> list[tuple[str, bytes]] | None:

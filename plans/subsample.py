@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SCHEMES = ("random",)
-DEFAULT_SEED = 1234
+SUBSAMPLE_SEED = 1234
 SUBSAMPLE_KEY = "subsample"  # the task config's key, and the run option's name (run.subsample)
 
 
@@ -30,7 +30,7 @@ class Subsample:
     """What ``run.subsample`` asks: ``n`` documents per task (an int) or a fraction of them (0 < n < 1)."""
 
     n: int | float
-    seed: int = DEFAULT_SEED
+    seed: int = SUBSAMPLE_SEED
     strata: str | None = None  # a document field; None: one stratum
     scheme: str = "random"
 
@@ -61,7 +61,7 @@ def parse_subsample(raw: Any) -> Subsample | None:
     n: Any = body.get("n")
     if not ((_int(n) and n > 0) or (isinstance(n, float) and 0.0 < n < 1.0)):
         raise SubsampleError(f"field run.subsample.n: must be a positive integer or a fraction in (0, 1), got {n!r}")
-    seed: Any = body.get("seed", DEFAULT_SEED)
+    seed: Any = body.get("seed", SUBSAMPLE_SEED)
     if not _int(seed) or not 0 <= seed < 2**63:
         raise SubsampleError(f"field run.subsample.seed: must be a non-negative integer, got {seed!r}")
     strata = body.get("strata")

@@ -36,7 +36,7 @@ RECORD_FORMAT = "lmeval-verified-plans/1"
 MAX_RECORD_BYTES = 1 << 20  # a larger record is ignored (and replaced)
 MAX_ENTRIES = 4096  # the oldest entries are dropped beyond this
 _HASH_CHUNK = 1 << 20
-log = logging.getLogger("lmeval.plans")
+_log = logging.getLogger("lmeval.plans")
 
 
 def _validator_id() -> str:
@@ -53,12 +53,12 @@ VALIDATOR_ID = _validator_id()
 
 def show_check_cost() -> None:
     """Print each plan check's cost on stderr ("plan check: 0.03 s (verified before): PATH"): ``-v``."""
-    if not any(getattr(h, "name", None) == "lmeval-plan-check" for h in log.handlers):
+    if not any(getattr(h, "name", None) == "lmeval-plan-check" for h in _log.handlers):
         handler = logging.StreamHandler()
         handler.name = "lmeval-plan-check"
         handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-    log.setLevel(logging.DEBUG)
+        _log.addHandler(handler)
+    _log.setLevel(logging.DEBUG)
 
 
 def enabled() -> bool:
@@ -123,7 +123,7 @@ def record_verified(digest: str) -> None:
     try:
         write_atomic(path, lambda f: f.write(text.encode("utf-8")))
     except (InputError, OSError) as e:
-        log.debug("verified-plans record not written: %s", e)
+        _log.debug("verified-plans record not written: %s", e)
 
 
 def _identity(f: IO[bytes]) -> tuple[int, int, int, int]:
@@ -175,8 +175,8 @@ class PlanCheck:
         """The whole plan was read, checked and its hash verified: record it (if its file did not change
         meanwhile) and log the check's cost."""
         if self.known:
-            log.debug("plan check: %.2f s (verified before): %s", self.seconds, self.path)
+            _log.debug("plan check: %.2f s (verified before): %s", self.seconds, self.path)
             return
         if self.digest is not None and self.unchanged:
             record_verified(self.digest)
-        log.debug("plan check: %.2f s: %s", self.seconds, self.path)
+        _log.debug("plan check: %.2f s: %s", self.seconds, self.path)

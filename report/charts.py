@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from lmeval.report.html import esc, fmt, raw
 
-Z95 = 1.959963984540054  # two-sided 95% normal quantile
+_Z95 = 1.959963984540054  # two-sided 95% normal quantile
 BAR = 18
 GAP = 14
 PLOT_H = 120
@@ -47,7 +47,7 @@ def axis_range(groups: list[Group]) -> tuple[float, float]:
     lo, hi = 0.0, 0.0
     for g in groups:
         for b in g.bars:
-            ci = Z95 * b.stderr if b.stderr is not None else 0.0
+            ci = _Z95 * b.stderr if b.stderr is not None else 0.0
             lo = min(lo, b.value - ci, b.value)
             hi = max(hi, b.value + ci, b.value)
     if lo >= 0 and hi <= 1:
@@ -93,7 +93,7 @@ def task_chart(task: str, title: str, groups: list[Group], run_labels: list[str]
         for bi, b in enumerate(g.bars):
             x = gx + bi * BAR
             top, bottom = sorted((y(b.value), y(0.0)))
-            ci = Z95 * b.stderr if b.stderr is not None else None
+            ci = _Z95 * b.stderr if b.stderr is not None else None
             label = f"{run_labels[b.run]}: {g.key} = {fmt(b.value)}"
             if ci is not None:
                 label += f" (95% CI {fmt(b.value - ci)} to {fmt(b.value + ci)})"

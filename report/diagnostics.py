@@ -18,7 +18,7 @@ from lmeval.report.html import mapping
 from lmeval.report.inputs import Run
 
 EXAMPLES = 8
-DEFAULT_MAX_GEN_TOKS = 256  # the model config's default (conf/model/*.yaml, executor/modelconf.py)
+_MODEL_DEFAULT_MAX_GEN_TOKS = 256  # the model config's default (conf/model/*.yaml, executor/modelconf.py)
 INVALID = "[invalid]"  # lm-eval's regex filter fallback: no answer found
 
 
@@ -51,11 +51,11 @@ def _model_limits(run: Run) -> tuple[int | None, int]:
     engine = mapping(run.manifest, "engine_args")
     cfg_model = mapping(run.plan.header.config, "model") if run.plan is not None else {}
     mml = engine.get("max_model_len") or model.get("max_model_len") or cfg_model.get("max_model_len")
-    mgt = model.get("max_gen_toks") or cfg_model.get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS
+    mgt = model.get("max_gen_toks") or cfg_model.get("max_gen_toks") or _MODEL_DEFAULT_MAX_GEN_TOKS
     try:
         return (int(mml) if mml else None), int(mgt)
     except (TypeError, ValueError):
-        return None, DEFAULT_MAX_GEN_TOKS
+        return None, _MODEL_DEFAULT_MAX_GEN_TOKS
 
 
 def _ids(xs: list[int]) -> list[int]:

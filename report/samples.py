@@ -22,17 +22,17 @@ from lmeval.report.inputs import DocView, Run
 LL_DIGITS = 6  # log-likelihoods as shown in the page (and stored): 6 decimals
 
 
-MIN_PREFIX = 80  # shorter shared beginnings ("Question: ") stay in each prompt
+_MIN_PREFIX = 80  # shorter shared beginnings ("Question: ") stay in each prompt
 
 
-def common_prefix(strings: list[str]) -> str:
+def common_text_prefix(strings: list[str]) -> str:
     """The beginning every string shares, cut after its last newline (whole lines: a description, few-shot
     examples); empty when that is shorter than ``MIN_PREFIX`` characters."""
     if len(strings) < 2:
         return ""
     p = os.path.commonprefix(strings)
     p = p[: p.rfind("\n") + 1]
-    return p if len(p) >= MIN_PREFIX else ""
+    return p if len(p) >= _MIN_PREFIX else ""
 
 
 def num(x: Any) -> Any:
@@ -67,7 +67,7 @@ def _prompts(docs: list[DocView | None]) -> tuple[str, list[Any], list[Any]]:
     """(shared prefix, per-doc context suffix (a string, or a list when the doc's Instances differ),
     per-doc continuations (list per Instance, None for generation/rolling))."""
     firsts = [i.context for d in docs if d is not None for i in d.instances]
-    prefix = common_prefix(firsts)
+    prefix = common_text_prefix(firsts)
     ctx: list[Any] = []
     cont: list[Any] = []
     for d in docs:

@@ -14,7 +14,7 @@ ARROWS = {True: "↑", False: "↓"}
 
 
 @dataclass
-class Row:
+class TableRow:
     task: str
     name: str  # alias, indented by depth
     depth: int

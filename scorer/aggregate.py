@@ -22,22 +22,6 @@ import numpy as np
 BOOTSTRAP_ITERS = 100000
 CAPPED_METRICS = ("bleu", "chrf", "chrf++", "ter")
 
-AGGREGATIONS = (
-    "mean",
-    "median",
-    "nanmean",
-    "perplexity",
-    "weighted_perplexity",
-    "bits_per_byte",
-    "f1",
-    "matthews_corrcoef",
-    "bleu",
-    "chrf",
-    "chrf++",
-    "ter",
-    "brier_score",
-    "bypass",
-)
 BOOTSTRAPPABLE = (
     "median",
     "matthews_corrcoef",

@@ -242,7 +242,7 @@ def _score_one(
     """The task's share of the scored run, less the documents ``drop``; and, when ``drop`` is given
     (``--exclude``), its share scored on all documents: filters and metrics run once, on all of them."""
     td = plan.tasks[ts.name]
-    tm = met.resolve(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
+    tm = met.resolve_metrics(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
     rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
     reasoning = plan_reasoning(plan.header.config)
     pipes = pipelines_of(ts.filter_list, ts.name)

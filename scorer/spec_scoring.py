@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from lmeval.plans import MCQ_LETTERS, METRICS, POST_PROCESS, UserError
+from lmeval.plans import MCQ_LETTERS, POST_PROCESS, SPEC_METRICS, UserError
 
 NORMALISING_RULES = frozenset({"none", "strip_whitespace", "lower"})
 FENCE = "```"
@@ -171,8 +171,8 @@ def _prepare(doc: Mapping[str, Any], response: str) -> tuple[dict[str, Any], lis
     """The row without its value, and the raw targets (code_exec runs them as written)."""
     rule = _field(doc, "post_process")
     metric = _field(doc, "metric_name")
-    if metric not in METRICS:
-        known = ", ".join(METRICS)
+    if metric not in SPEC_METRICS:
+        known = ", ".join(SPEC_METRICS)
         raise SpecScoringError(
             f"spec doc {doc.get('task_id', '?')}: unknown metric_name {metric!r} (expected one of {known})"
         )

@@ -355,14 +355,6 @@ def test_a_planted_violation_is_refused() -> None:
 # command module's ``register`` and ``run``; the entry points' ``main``) and the shipped task library's loaders
 # (``compiler/tasklib/<task>.py``'s ``dataset``, named by the task's ``custom_dataset: !function``).
 PROTOCOL_NAMES = {"register", "run", "main", "dataset"}
-# TEMPORARY (#37): public names defined today in more than one product module. The lead renames or merges them
-# after the restructure branches land and empties this set; like the face allowlist it can only shrink.
-DUPLICATE_NAMES_ALLOWLIST = frozenset(
-    "AGGREGATIONS BATCH CONF_DIR DEFAULT_MAX_GEN_TOKS DEFAULT_SEED FORMAT KINDS Location MEMORY METRICS"
-    " MIN_PREFIX Problem RESULT_COLUMNS Record Request Row SAMPLE_COLUMNS TOKENIZER_FILES"
-    " Z95 aggregate build_index check_rows common_prefix compare"
-    " log reap resolve where".split()
-)
 
 
 def _defined_names(tree: ast.Module) -> list[str]:
@@ -400,10 +392,8 @@ def _product_modules() -> dict[str, ast.Module]:
 
 def test_one_name_per_idea() -> None:
     dups = duplicate_definitions(_product_modules())
-    new = {k: v for k, v in dups.items() if k not in PROTOCOL_NAMES | DUPLICATE_NAMES_ALLOWLIST}
-    assert new == {}, f"one public name, one definition (rename one, or import the other): {new}"
-    stale = sorted(DUPLICATE_NAMES_ALLOWLIST - dups.keys())
-    assert stale == [], f"no longer defined twice, remove from DUPLICATE_NAMES_ALLOWLIST: {stale}"
+    found = {k: v for k, v in dups.items() if k not in PROTOCOL_NAMES}
+    assert found == {}, f"one public name, one definition (rename one, or import the other): {found}"
 
 
 def test_a_duplicate_definition_is_found_and_a_re_export_is_not() -> None:

@@ -20,7 +20,7 @@ from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
 from lmeval.plans import Drawn, choose, stratum_of
 
-log = logging.getLogger("lmeval.compile")
+_log = logging.getLogger("lmeval.compile")
 
 
 def _features(docs: list[dict[str, Any]]) -> list[str]:
@@ -141,7 +141,7 @@ class TaskBuilder:
         if run_n is not None:
             if s.num_fewshot == 0:
                 self.notes.append(f"{s.name}: num_fewshot is 0 in the task config; run.num_fewshot={run_n} ignored")
-                log.info(self.notes[-1])
+                _log.info(self.notes[-1])
                 return 0
             return run_n
         return s.num_fewshot if s.num_fewshot is not None else 0

@@ -15,6 +15,7 @@ from lmeval.plans import (
     DocRecord,
     IdsPacker,
     InstanceRecord,
+    Record,
     canonical_bytes,
     encode_doc,
     encode_doc_instances,
@@ -22,8 +23,6 @@ from lmeval.plans import (
     instance_id_for,
     request_hash_of,
 )
-
-Record = DocRecord | InstanceRecord
 
 TokenIds = dict[tuple[int, int], tuple[list[int] | None, list[int] | None]]
 

@@ -49,7 +49,8 @@ reported on the later line.
 from lmeval.compiler.jsonl_spec.load import SPEC_VERSION, SpecError, SpecTask, load_spec_task, render_prompt, spec_doc
 from lmeval.compiler.jsonl_spec.rules import GENERATION_KWARGS, LEGAL, RULES
 from lmeval.compiler.jsonl_spec.validate import SpecIssue, SpecReadError, SpecReport, check_record, validate_file
-from lmeval.plans import CATEGORIES, METRICS, POST_PROCESS
+from lmeval.plans import CATEGORIES, POST_PROCESS
+from lmeval.plans import SPEC_METRICS as METRICS
 
 __all__ = [
     "CATEGORIES",

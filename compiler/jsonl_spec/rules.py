@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmeval.plans import CATEGORIES, METRICS, POST_PROCESS
+from lmeval.plans import CATEGORIES, POST_PROCESS, SPEC_METRICS
 
 MAX_FEW_SHOT = 8
 EXAMPLE_SEPARATOR = "\n\n"  # between few-shot examples and before the task prompt
@@ -65,7 +65,7 @@ RULES: dict[str, str] = {
     "prompt_trailing_whitespace": "the prompt ends with whitespace",
     "fewshot_block_in_prompt": "a prompt or completion has a blank line (the few-shot separator)",
     "empty_targets": "targets is an empty list",
-    "unknown_metric": f"metric_name is not one of {', '.join(METRICS)}",
+    "unknown_metric": f"metric_name is not one of {', '.join(SPEC_METRICS)}",
     "unknown_post_process": f"post_process is not one of {', '.join(POST_PROCESS)}",
     "metric_not_allowed": "metric_name is not legal for the category",
     "post_process_not_allowed": "post_process is not legal for the category and metric",

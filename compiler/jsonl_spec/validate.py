@@ -20,9 +20,9 @@ from lmeval.plans import (
     EXAMPLE_FIELDS,
     MAX_DEPTH,
     MCQ_LETTERS,
-    METRICS,
     POST_PROCESS,
     REQUIRED_FIELDS,
+    SPEC_METRICS,
     InputError,
     UserError,
     open_regular,
@@ -32,7 +32,7 @@ from lmeval.plans import (
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")  # a line holding nothing but whitespace
 _CHUNK = 1 << 16
 
-Problem = tuple[str, str, str]  # (rule, field, message)
+RuleProblem = tuple[str, str, str]  # (rule, field, message)
 
 
 class SpecReadError(UserError):
@@ -85,13 +85,13 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _wrong_type(name: str, expected: str, value: Any) -> Problem:
+def _wrong_type(name: str, expected: str, value: Any) -> RuleProblem:
     return ("wrong_type", name, f"expected {expected}, got {_type_name(value)}")
 
 
-def _check_text(name: str, text: str, *, trailing: bool) -> list[Problem]:
+def _check_text(name: str, text: str, *, trailing: bool) -> list[RuleProblem]:
     """Rules shared by the task prompt and few-shot prompts/completions."""
-    out: list[Problem] = []
+    out: list[RuleProblem] = []
     body = text
     if trailing and text != text.rstrip():
         out.append(("prompt_trailing_whitespace", name, "remove the whitespace at the end"))
@@ -107,10 +107,10 @@ def _check_text(name: str, text: str, *, trailing: bool) -> list[Problem]:
     return out
 
 
-def _check_examples(examples: Any) -> list[Problem]:
+def _check_examples(examples: Any) -> list[RuleProblem]:
     if not isinstance(examples, list):
         return [_wrong_type("few_shot_examples", "array", examples)]
-    out: list[Problem] = []
+    out: list[RuleProblem] = []
     if len(examples) > MAX_FEW_SHOT:
         out.append(("too_many_examples", "few_shot_examples", f"{len(examples)} examples, at most {MAX_FEW_SHOT}"))
     for i, ex in enumerate(examples):
@@ -134,7 +134,7 @@ def _check_examples(examples: Any) -> list[Problem]:
     return out
 
 
-def _nonempty_string(rec: dict[str, Any], key: str, empty_rule: str, out: list[Problem]) -> str | None:
+def _nonempty_string(rec: dict[str, Any], key: str, empty_rule: str, out: list[RuleProblem]) -> str | None:
     """``rec[key]`` when it is a non-empty string; otherwise None, with its problem (if present) in ``out``."""
     if key not in rec:
         return None
@@ -153,7 +153,7 @@ def _one_of(
     key: str,
     known: tuple[str, ...],
     unknown_rule: str,
-    out: list[Problem],
+    out: list[RuleProblem],
     expected: str = "string",
 ) -> str | None:
     """``rec[key]`` when it is one of ``known``; otherwise None, with its problem (if present) in ``out``."""
@@ -169,10 +169,10 @@ def _one_of(
     return None
 
 
-def check_record(rec: dict[str, Any]) -> list[Problem]:
+def check_record(rec: dict[str, Any]) -> list[RuleProblem]:
     """Every rule ``rec`` breaks, as (rule, field, message). Rules that depend on a field being valid are
     skipped when it is not, so one mistake is reported once."""
-    out: list[Problem] = []
+    out: list[RuleProblem] = []
     for key in rec:
         if key not in ALL_FIELDS:
             out.append(("unknown_field", key, "not in the spec schema"))
@@ -201,7 +201,7 @@ def check_record(rec: dict[str, Any]) -> list[Problem]:
                 out.append(_wrong_type(f"targets[{i}]", "string", targets[i]))
             targets_ok = not bad
 
-    metric = _one_of(rec, "metric_name", METRICS, "unknown_metric", out)
+    metric = _one_of(rec, "metric_name", SPEC_METRICS, "unknown_metric", out)
     post = _one_of(rec, "post_process", POST_PROCESS, "unknown_post_process", out, expected="string (one rule)")
 
     if category is not None and metric is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput, fake_seed
 
-BATCH = 8
+_BATCH = 8
 
 
 class ByteTokenizer:
@@ -59,8 +59,8 @@ class FakeBackend:
             time.sleep(self.delay_s * n)
 
     def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
-        for start in range(0, len(inputs), BATCH):
-            chunk = range(start, min(start + BATCH, len(inputs)))
+        for start in range(0, len(inputs), _BATCH):
+            chunk = range(start, min(start + _BATCH, len(inputs)))
             self._pause(len(chunk))
             for i in chunk:
                 h = fake_seed(inputs[i].key)
@@ -68,8 +68,8 @@ class FakeBackend:
                 yield i, ScoreOutput(-(h % 100_000) / 1000.0 - 0.01 * n, h % 3 == 0)
 
     def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
-        for start in range(0, len(inputs), BATCH):
-            chunk = range(start, min(start + BATCH, len(inputs)))
+        for start in range(0, len(inputs), _BATCH):
+            chunk = range(start, min(start + _BATCH, len(inputs)))
             self._pause(len(chunk))
             for i in chunk:
                 x = inputs[i]

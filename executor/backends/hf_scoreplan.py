@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from lmeval.executor.efficiency import common_prefix
 from lmeval.executor.requests import ScoreInput
 
 MIN_PREFIX = 64  # shared tokens worth a prefix pass of their own
@@ -54,14 +55,6 @@ def cover(inputs: Sequence[ScoreInput]) -> list[Forward]:
         cur.first_row = min(cur.first_row, x.ctxlen - 1)
     out.reverse()
     return out
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def common_prefix_all(seqs: Sequence[list[int]]) -> int:

@@ -40,7 +40,7 @@ def rows_to_parquet(rows: Sequence[dict[str, Any]]) -> bytes:
     return buf.getvalue()
 
 
-def check_rows(data: bytes, expected: Sequence[InstanceRecord], what: str) -> int:
+def check_chunk_rows(data: bytes, expected: Sequence[InstanceRecord], what: str) -> int:
     """Raise unless ``data`` is a Parquet part of exactly the Instances ``expected``; return its row count."""
     import polars as pl
 

@@ -20,7 +20,7 @@ from lmeval.executor.errors import ExecuteError, first_line
 from lmeval.executor.jobloop import RunStats
 from lmeval.executor.options import PoolOptions
 from lmeval.executor.pool.chunks import Chunk
-from lmeval.executor.pool.chunkstore import check_rows, commit_chunk
+from lmeval.executor.pool.chunkstore import check_chunk_rows, commit_chunk
 from lmeval.executor.progress import Progress
 from lmeval.plans import KernelPath, RunManifest
 
@@ -217,7 +217,7 @@ class _Loop:
 
     def _commit(self, w: Worker, index: int, res: dict[str, Any]) -> None:
         job = self.job
-        rows = check_rows(
+        rows = check_chunk_rows(
             res["parquet"], job.chunks[index].instances, f"{job.plan_path}: {job.chunks[index].describe()}"
         )
         commit_chunk(job.out_dir, job.plan_hash, index, res["parquet"], rows)

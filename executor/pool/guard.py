@@ -46,7 +46,7 @@ def marked(token: str, skip: frozenset[int] = frozenset()) -> list[int]:
     return pids
 
 
-def reap(token: str, skip: frozenset[int] = frozenset(), limit_s: float = REAP_S) -> int:
+def reap_run(token: str, skip: frozenset[int] = frozenset(), limit_s: float = REAP_S) -> int:
     """SIGKILL every process marked with ``token`` until ``QUIET_SCANS`` scans in a row find none; the number
     of processes killed."""
     deadline = time.monotonic() + limit_s
@@ -111,7 +111,7 @@ def _main(token: str) -> None:
             pass
     except OSError:
         pass
-    reap(token, frozenset({os.getpid()}))
+    reap_run(token, frozenset({os.getpid()}))
 
 
 if __name__ == "__main__":

@@ -103,9 +103,9 @@ class EngineWorker:
 
     def run_chunk(self, index: int, instances: list[InstanceRecord]) -> dict[str, Any]:
         """The rows of one chunk as Parquet bytes, with stats; ``{"error": ...}`` for bad input (not retried)."""
-        where = {"node": self.node, "host": self.host, "pid": os.getpid()}
+        instance_where = {"node": self.node, "host": self.host, "pid": os.getpid()}
         if self.start_error is not None:
-            return {"error": f"worker on {self.host} could not start its engine: {self.start_error}", **where}
+            return {"error": f"worker on {self.host} could not start its engine: {self.start_error}", **instance_where}
         faults.point(f"chunk-{index}")
         stats = RunStats()
         sink = ChunkRows()
@@ -113,7 +113,7 @@ class EngineWorker:
         try:
             JobLoop(self.backend, self.spec, self.plan_path, sink, stats).run(instances)
         except UserError as e:
-            return {"error": str(e), **where}
+            return {"error": str(e), **instance_where}
         busy = ms_since(t)
         return {
             "parquet": rows_to_parquet(sink.rows),
@@ -126,5 +126,5 @@ class EngineWorker:
             "engine_args": self.backend.engine_args(),
             "load_ms": self.load_ms,
             "kernel_path": self.kernel_path,
-            **where,
+            **instance_where,
         }

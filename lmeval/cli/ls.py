@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-KINDS = {"tasks": "task", "groups": "group", "tags": "tag"}
+_KINDS = {"tasks": "task", "groups": "group", "tags": "tag"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "when lm-eval is installed, its task catalog, with kind, output type and source. conf/task names win "
         "over lm-eval's on a clash (the lm-eval entry is then listed as lm_eval:NAME).",
     )
-    p.add_argument("what", nargs="?", default="all", choices=["all", *KINDS], help="which kind to list")
+    p.add_argument("what", nargs="?", default="all", choices=["all", *_KINDS], help="which kind to list")
     p.add_argument("pattern", nargs="?", default=None, help="glob ('mmlu_*') or substring to filter names")
     p.add_argument(
         "--include-path",
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from lmeval.compiler import catalog, find_names
 
-    kind = None if args.what == "all" else KINDS[args.what]
+    kind = None if args.what == "all" else _KINDS[args.what]
     rows = find_names(args.include_path, kind, args.source, args.pattern)
     out = sys.stdout
     if args.json:

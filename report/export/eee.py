@@ -36,7 +36,7 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "eee_schemas"
 COLLECTION = "lmeval"
 UNIT_METRICS = {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1"}  # proportions
 BOUNDS: dict[str, tuple[float, float]] = {"mcc": (-1.0, 1.0)}
-SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
+_SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 
 
 def _strings(d: dict[str, Any]) -> dict[str, str]:
@@ -103,7 +103,7 @@ def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def aggregate(run: ExportRun, ts: TaskSummary, stamp: str, samples_path: str, checksum: str, rows: int) -> dict:
+def eee_aggregate(run: ExportRun, ts: TaskSummary, stamp: str, samples_path: str, checksum: str, rows: int) -> dict:
     res = run.results.get("results", {}).get(ts.name, {})
     hib = run.results.get("higher_is_better", {}).get(ts.name, {})
     n = int(res.get("sample_len") or ts.n_docs)
@@ -162,7 +162,7 @@ def _output(ts: TaskSummary, rows: list[dict[str, Any]], choices: list[str] | No
 def instance_lines(run: ExportRun, ts: TaskSummary, evaluation_id: str) -> list[dict[str, Any]]:
     tp = run.tasks[ts.name]
     samples = run.samples.filter(pl.col("task") == ts.name)
-    metric_cols = [c for c in samples.columns if c not in SAMPLE_COLUMNS]
+    metric_cols = [c for c in samples.columns if c not in _SAMPLE_COLUMNS]
     mid = _model(run)[0]
     out = []
     for srow in samples.sort("doc_id", maintain_order=True).iter_rows(named=True):
@@ -227,7 +227,7 @@ def write_eee(run: ExportRun, out_dir: Path, now: float | None = None) -> list[P
         lines = instance_lines(run, ts, evaluation_id)
         text = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
         samples_rel = f"{rel}/{fid}_samples.jsonl"
-        agg = aggregate(run, ts, stamp, samples_rel, sha256(text), len(lines))
+        agg = eee_aggregate(run, ts, stamp, samples_rel, sha256(text), len(lines))
         for path, body in ((out_dir / samples_rel, text), (folder / f"{fid}.json", json.dumps(agg, indent=2) + "\n")):
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(body, encoding="utf-8")

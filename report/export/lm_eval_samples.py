@@ -39,7 +39,7 @@ BUILTIN_ORDER: dict[str, tuple[str, ...]] = {
     "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
 }  # fmt: skip
 INT_METRICS = {("multiple_choice", "exact_match"), ("loglikelihood", "acc")}
-SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
+_SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 
 
 def _default(o: Any) -> Any:
@@ -151,7 +151,7 @@ def task_lines(run: ExportRun, ts: TaskSummary) -> list[str]:
     """The task's sample-log lines (empty when the run scored no document of it)."""
     tp = run.tasks[ts.name]
     samples = run.samples.filter(pl.col("task") == ts.name)
-    metric_cols = [c for c in samples.columns if c not in SAMPLE_COLUMNS]
+    metric_cols = [c for c in samples.columns if c not in _SAMPLE_COLUMNS]
     filters: list[str] = list(dict.fromkeys(samples["filter"].to_list()))
     lines: list[str] = []
     for filt in filters:

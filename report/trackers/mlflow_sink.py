@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lmeval.report.trackers.payload import RESULT_COLUMNS, Payload
+from lmeval.report.trackers.payload import TABLE_COLUMNS, Payload
 
-BATCH = 100  # params per call (MLflow's log_batch limit), metrics too
+_BATCH = 100  # params per call (MLflow's log_batch limit), metrics too
 MAX_PARAM = 6000  # characters of a param value MLflow stores
 _REFUSED = re.compile(r"[^/\w.\- ]")
 
@@ -91,12 +91,12 @@ def _log_run(client: Any, rid: str, p: Payload) -> None:
     from mlflow.entities import Metric, Param
 
     params = [Param(k, v) for k, v in flat_params(p.config).items()]
-    for i in range(0, len(params), BATCH):
-        client.log_batch(rid, params=params[i : i + BATCH])
+    for i in range(0, len(params), _BATCH):
+        client.log_batch(rid, params=params[i : i + _BATCH])
     now = int(time.time() * 1000)
     metrics = [Metric(mlflow_key(k), v, now, 0) for k, v in p.metrics.items()]
-    for i in range(0, len(metrics), BATCH):
-        client.log_batch(rid, metrics=metrics[i : i + BATCH])
+    for i in range(0, len(metrics), _BATCH):
+        client.log_batch(rid, metrics=metrics[i : i + _BATCH])
     client.log_dict(rid, p.config, "lmeval/config.json")
     with warnings.catch_warnings():  # pandas' deprecation notes about MLflow's own code
         warnings.simplefilter("ignore")
@@ -104,5 +104,5 @@ def _log_run(client: Any, rid: str, p: Payload) -> None:
 
 
 def _log_tables(client: Any, rid: str, p: Payload) -> None:
-    client.log_table(rid, _columns(RESULT_COLUMNS, p.results), "lmeval/results_table.parquet")
+    client.log_table(rid, _columns(TABLE_COLUMNS, p.results), "lmeval/results_table.parquet")
     client.log_table(rid, _columns(p.sample_columns, p.samples), "lmeval/samples_table.parquet")

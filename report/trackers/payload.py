@@ -17,7 +17,7 @@ from typing import Any
 from lmeval.plans import PlanError, ScoredRun, read_scored
 from lmeval.report.errors import ReportError
 
-RESULT_COLUMNS = ("task", "filter", "metric", "value", "stderr")
+TABLE_COLUMNS = ("task", "filter", "metric", "value", "stderr")
 STDERR = "_stderr"
 
 

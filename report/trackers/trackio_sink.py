@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lmeval.report.trackers.payload import RESULT_COLUMNS, Payload
+from lmeval.report.trackers.payload import TABLE_COLUMNS, Payload
 
 
 def _import_trackio(store: Path) -> Any:
@@ -36,7 +36,7 @@ def log_trackio(p: Payload, store: Path, project: str, name: str) -> str:
         run.log(
             {
                 **p.metrics,
-                "results": trackio.Table(columns=list(RESULT_COLUMNS), data=p.results),
+                "results": trackio.Table(columns=list(TABLE_COLUMNS), data=p.results),
                 "samples": trackio.Table(columns=p.sample_columns, data=p.samples),
             }
         )

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lmeval.report.trackers.payload import RESULT_COLUMNS, Payload
+from lmeval.report.trackers.payload import TABLE_COLUMNS, Payload
 
 
 def log_wandb(p: Payload, store: Path, project: str, name: str) -> str:
@@ -35,7 +35,7 @@ def log_wandb(p: Payload, store: Path, project: str, name: str) -> str:
     try:
         run.log(
             {
-                "results": wandb.Table(columns=[*RESULT_COLUMNS], data=p.results),
+                "results": wandb.Table(columns=[*TABLE_COLUMNS], data=p.results),
                 "samples": wandb.Table(columns=[*p.sample_columns], data=p.samples),
             }
         )

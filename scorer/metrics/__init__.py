@@ -6,7 +6,7 @@ name in the import line of built-ins below."""
 # the built-in metrics, each registering itself (a new metric: its module, and its name here)
 from lmeval.scorer.metrics import corpus, exact_match, jsonl_spec, loglikelihood, pass_at_k, rouge
 from lmeval.scorer.metrics.registry import METRICS, Metric, register_metric
-from lmeval.scorer.metrics.resolve import MetricEntry, TaskMetrics, resolve
+from lmeval.scorer.metrics.resolve import MetricEntry, TaskMetrics, resolve_metrics
 
 exact_match_np = exact_match.exact_match_np
 exact_match_vector = exact_match.exact_match_vector
@@ -27,7 +27,7 @@ __all__ = [
     "loglikelihood",
     "pass_at_k",
     "register_metric",
-    "resolve",
+    "resolve_metrics",
     "rouge",
     "run_pass_at_k",
 ]

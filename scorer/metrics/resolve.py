@@ -10,10 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
+from lmeval.plans import AGGREGATIONS, DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
 from lmeval.plans import METRIC_SPECS as VOCABULARY
 from lmeval.scorer import usercode as pyref
-from lmeval.scorer.aggregate import AGGREGATIONS
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics.registry import METRICS
 
@@ -37,7 +36,7 @@ class TaskMetrics:
         return [m.name for m in self.metrics]
 
 
-def resolve(
+def resolve_metrics(
     task: str, output_type: str, metric_list: list[dict[str, Any]], config: dict[str, Any], trust: pyref.Trust | None
 ) -> TaskMetrics:
     """Resolve a task's metrics, aggregations and directions; unknown names are errors here, not later."""

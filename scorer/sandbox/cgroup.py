@@ -19,7 +19,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-MEMORY = "memory"
+from lmeval.scorer.sandbox.result import MEMORY
+
 PROCESSES = "processes"
 
 _V1_ROOT = "/sys/fs/cgroup"

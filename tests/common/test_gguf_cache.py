@@ -77,7 +77,7 @@ def test_reuse_and_tokenizer_stage(tmp_path: Path, gguf_file: Path) -> None:
     assert g.convert_gguf(gguf_file, cache, weights=False, converter=c.converter()) == meta
     full = g.convert_gguf(gguf_file, cache, converter=c.converter())
     assert c.calls == {"tokenizer": 1, "weights": 1}  # the tokenizer files were copied, not converted again
-    for name in g.TOKENIZER_FILES:
+    for name in g.REQUIRED_FILES:
         assert (full / name).read_bytes() == (meta / name).read_bytes()
     assert (full / "model.safetensors").is_file()
     assert g.convert_gguf(gguf_file, cache, weights=False, converter=c.converter()) == full

@@ -16,7 +16,7 @@ import pytest
 from lmeval.cli import main
 from lmeval.contamination.check import in_corpus_order, match_files, match_spans
 from lmeval.contamination.corpus import CorpusStats, Span, units
-from lmeval.contamination.plantext import FIELDS, build_index
+from lmeval.contamination.plantext import FIELDS, build_plan_index
 from lmeval.contamination.ranges import MIN_SPAN, plan_spans
 from lmeval.contamination.report import build_contamination_report
 from lmeval.contamination.shards import merge_shards
@@ -112,7 +112,7 @@ def test_parquet_is_cut_at_row_groups(setup: dict[str, Any]) -> None:
 @pytest.mark.parametrize("kind", ["txt", "jsonl", "parquet"])
 def test_many_spans_give_the_one_process_report(setup: dict[str, Any], kind: str) -> None:
     path, expected = _write(setup, kind)
-    index = build_index(str(setup["plan"]), 13, FIELDS)
+    index = build_plan_index(str(setup["plan"]), 13, FIELDS)
     files = [str(path)]
     one, one_stats = match_files(index, 13, files, "text")
     spans = plan_spans(files, 8, min_span=64 << 10)  # as 8 workers would: every 8th span, in corpus order

@@ -11,8 +11,8 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.pool.chunks import default_chunk_size, make_chunks
 from lmeval.executor.pool.chunkstore import (
     check_chunk_parts,
+    check_chunk_rows,
     check_complete,
-    check_rows,
     chunk_part_name,
     commit_chunk,
     rows_to_parquet,
@@ -68,16 +68,16 @@ def test_chunk_parts_are_checked_before_and_after_commit(mixed_plan: Path, tmp_p
         for i in chunk.instances
     ]  # fmt: skip
     data = rows_to_parquet(rows)
-    n = check_rows(data, chunk.instances, "chunk 2")
+    n = check_chunk_rows(data, chunk.instances, "chunk 2")
     assert n == len(chunk.instances)
     with pytest.raises(ExecuteError, match="returned .* rows for"):
-        check_rows(rows_to_parquet(rows[:-1]), chunk.instances, "chunk 2")
+        check_chunk_rows(rows_to_parquet(rows[:-1]), chunk.instances, "chunk 2")
     with pytest.raises(ExecuteError, match="returned .* rows for"):
-        check_rows(rows_to_parquet([*rows, rows[0]]), chunk.instances, "chunk 2")
+        check_chunk_rows(rows_to_parquet([*rows, rows[0]]), chunk.instances, "chunk 2")
     with pytest.raises(ExecuteError, match="request hash differs"):
-        check_rows(rows_to_parquet([{**rows[0], "request_hash": "x"}, *rows[1:]]), chunk.instances, "chunk 2")
+        check_chunk_rows(rows_to_parquet([{**rows[0], "request_hash": "x"}, *rows[1:]]), chunk.instances, "chunk 2")
     with pytest.raises(ExecuteError, match="unreadable"):
-        check_rows(b"not parquet", chunk.instances, "chunk 2")
+        check_chunk_rows(b"not parquet", chunk.instances, "chunk 2")
 
     h = plan.header.plan_hash
     p1 = commit_chunk(tmp_path, h, 2, data, n)

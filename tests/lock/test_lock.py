@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.lock.build import SKIP, check, shipped_configs
-from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, compare, load_lock, shown_path
+from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, compare_locks, load_lock, shown_path
 from lmeval.plans.errors import UserError
 from lmeval.plans.io import read_header
 
@@ -78,15 +78,15 @@ def test_compare_reports_added_removed_and_settings() -> None:
     old = Lock(settings={"limit": 100}, tasks={"t1": entry, "t2": entry})
     moved = dict(entry, task_hash="b" * 64, summary={"config": {"description": "B"}})
     new = Lock(settings={"limit": 50}, tasks={"t1": moved, "t3": entry})
-    res = compare(old, new)
+    res = compare_locks(old, new)
     assert not res.ok
     assert [(m.name, m.status) for m in res.moved] == [("t1", "moved"), ("t2", "removed"), ("t3", "added")]
     text = res.summary()
     assert "config.description: 'A' → 'B'" in text and "settings: limit: 100 → 50" in text
     same = dict(entry, task_hash="c" * 64)
-    text = compare(Lock({}, tasks={"t": entry}), Lock({}, tasks={"t": same})).summary()
+    text = compare_locks(Lock({}, tasks={"t": entry}), Lock({}, tasks={"t": same})).summary()
     assert "same task config and data: the compiler renders these prompts differently now" in text
-    assert compare(old, old).ok
+    assert compare_locks(old, old).ok
 
 
 def test_bad_lock_file(tmp_path: Path) -> None:

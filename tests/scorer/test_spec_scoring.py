@@ -78,7 +78,7 @@ def test_post_process(rule: str, text: str, expected: str) -> None:
 def test_every_contract_rule_and_metric_is_scored() -> None:
     """The scorer implements exactly the vocabulary the compiler validates against (plans/jsonl_spec.py)."""
     assert set(_RULE_FUNCS) == set(jsonl_spec.POST_PROCESS)
-    for metric in jsonl_spec.METRICS:
+    for metric in jsonl_spec.SPEC_METRICS:
         targets = ["assert True"] if metric == "code_exec" else ["x"]
         assert score_spec_row(doc(metric, "none", targets), "x")["metric_name"] == metric
     assert post_process("extract_letter", "xyz" + jsonl_spec.MCQ_LETTERS[-1]) == jsonl_spec.MCQ_LETTERS[-1]
