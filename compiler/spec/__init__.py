@@ -2,49 +2,21 @@
 re-exports it with a DeprecationWarning, for one release."""
 
 import warnings
+from typing import Any
 
-from lmeval.compiler.jsonl_spec import (
-    CATEGORIES,
-    GENERATION_KWARGS,
-    LEGAL,
-    METRICS,
-    POST_PROCESS,
-    RULES,
-    SPEC_VERSION,
-    SpecError,
-    SpecIssue,
-    SpecReadError,
-    SpecReport,
-    SpecTask,
-    check_record,
-    load_spec_task,
-    render_prompt,
-    spec_doc,
-    validate_file,
-)
+from lmeval.compiler import jsonl_spec as _moved
 
-__all__ = [
-    "CATEGORIES",
-    "GENERATION_KWARGS",
-    "LEGAL",
-    "METRICS",
-    "POST_PROCESS",
-    "RULES",
-    "SPEC_VERSION",
-    "SpecError",
-    "SpecIssue",
-    "SpecReadError",
-    "SpecReport",
-    "SpecTask",
-    "check_record",
-    "load_spec_task",
-    "render_prompt",
-    "spec_doc",
-    "validate_file",
-]
+__all__ = list(_moved.__all__)
 
 warnings.warn(
     "lmeval.compiler.spec is deprecated and will be removed in the next release: import lmeval.compiler.jsonl_spec",
     DeprecationWarning,
     stacklevel=2,
 )
+
+
+def __getattr__(name: str) -> Any:
+    """Every name of the new path, the same objects."""
+    if name in _moved.__all__:
+        return getattr(_moved, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
