@@ -12,7 +12,7 @@ from lmeval.common import CONF_DIR
 from lmeval.compiler.build import DEFAULT_SEED_MODE, BuildOptions, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.runchecks import bad as _bad
-from lmeval.compiler.runchecks import budget_options, statistics_options
+from lmeval.compiler.runchecks import budget_options, format_option, statistics_options, strict_option
 from lmeval.compiler.runchecks import is_int as _int
 from lmeval.plans import (
     Reasoning,
@@ -29,13 +29,13 @@ RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
     "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields", "subsample",
-    "sample_scores",
+    "sample_scores", "format",
 )  # fmt: skip
 # Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
 OPTIONAL_RUN_KEYS = (
     "seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
-    "subsample", "sample_scores",
+    "subsample", "sample_scores", "format",
 )  # fmt: skip
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
@@ -93,7 +93,7 @@ def shorthand(overrides: list[str]) -> list[str]:
 
 
 _TASK_SELECT = re.compile(r"^\+task=(.+)$", re.S)
-_NAME = re.compile(r"[A-Za-z0-9_.:-]+")
+_NAME = re.compile(r"[A-Za-z0-9_.:-]+(@[A-Za-z0-9_]+)?")
 _RUN_TASKS = re.compile(r"^(\+{0,2})run\.tasks=(.*)$", re.S)
 
 
@@ -113,9 +113,13 @@ def catalog_names(overrides: list[str]) -> list[str]:
             if items and all(_NAME.fullmatch(x) for x in items) and any(x not in conf_names for x in items):
                 from lmeval.compiler.tasks import QUALIFIER, catalog
 
-                cat = catalog()
+                # NAME@FMT (compiler/formats): a run.tasks entry whatever NAME is (select_tasks formats it)
+                plain = [x for x in items if "@" not in x]
+                cat = catalog() if any(x not in conf_names for x in plain) else None
                 known = cat.index.entries if cat is not None else {}
-                other = [x for x in items if x not in conf_names and (x.startswith(QUALIFIER) or x in known)]
+                other = [
+                    x for x in items if "@" in x or (x not in conf_names and (x.startswith(QUALIFIER) or x in known))
+                ]
                 if other and len(other) == len([x for x in items if x not in conf_names]):
                     moved += other
                     ours = [x for x in items if x in conf_names]
@@ -199,7 +203,9 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
     run = data.get("run")
     if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
-    for key in ("reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "subsample", "sample_scores"):
+    for key in (
+        "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "subsample", "sample_scores", "format",
+    ):  # fmt: skip
         if isinstance(run, dict) and key in run and run[key] in (None, {}, 0, []):
             del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
     if isinstance(run, dict) and "subsample" in run:
@@ -266,6 +272,7 @@ class RunConfig:
     strict_fields: bool = False  # run.strict_fields: a field rendering None is an error (compiler/build/nullfields.py)
     subsample: Subsample | None = None  # run.subsample (plans/subsample.py): a seeded, stratified subset
     sample_scores: list[str] | None = None  # run.sample_scores (plans/samplescores.py): every repeat scored
+    format: str | None = None  # run.format (compiler/formats): every multiple-choice task in this prompt format
 
     def options(self) -> BuildOptions:
         """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/build/seeds.py)."""
@@ -356,11 +363,9 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
         raise fail("needs run.apply_chat_template=true", field="run.chat_template_kwargs")
     r.chat_template_kwargs = ctk or None
     r.thinking_budget, r.answer_budget = budget_options(raw, r.reasoning)
-    strict = raw.get("strict_fields", False)
-    if not isinstance(strict, bool):
-        raise _bad("strict_fields", "true or false", strict)
-    r.strict_fields = strict
+    r.strict_fields = strict_option(raw)
     r.subsample, r.sample_scores = statistics_options(raw, r.limit)
+    r.format = format_option(raw)
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
 

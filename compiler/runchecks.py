@@ -52,3 +52,21 @@ def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[in
     if thinking and reasoning is None:
         raise fail("needs run.reasoning (its first end marker is the one forced)", field="run.thinking_budget")
     return thinking, answer
+
+
+def format_option(raw: dict[str, Any]) -> str | None:
+    """``run.format`` (compiler/formats): one of the prompt formats, or None."""
+    from lmeval.plans import PROMPT_FORMATS
+
+    fmt = raw.get("format")
+    if fmt is not None and fmt not in PROMPT_FORMATS:
+        raise bad("format", f"one of {', '.join(PROMPT_FORMATS)}", fmt)
+    return fmt if isinstance(fmt, str) else None
+
+
+def strict_option(raw: dict[str, Any]) -> bool:
+    """``run.strict_fields`` (compiler/build/nullfields.py): true or false."""
+    strict = raw.get("strict_fields", False)
+    if not isinstance(strict, bool):
+        raise bad("strict_fields", "true or false", strict)
+    return strict

@@ -11,6 +11,7 @@ from lmeval.plans import TaskSummary
 
 # Config key (any segment of a dotted path, last one first) → cause.
 _KEY_CAUSES: dict[str, str] = {
+    "format": "format",
     "description": "description",
     "system_instruction": "system_instruction",
     "target_delimiter": "delimiters",

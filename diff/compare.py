@@ -15,7 +15,16 @@ from contextlib import ExitStack
 from lmeval.diff.changes import dict_changes, group_by_cause
 from lmeval.diff.model import DiffReport, TaskDiff
 from lmeval.diff.tasks import diff_task
-from lmeval.plans import VERSION, PlanError, PlanReader, TaskSummary, UserError, peek_header, verify_plans
+from lmeval.plans import (
+    VERSION,
+    PlanError,
+    PlanReader,
+    TaskSummary,
+    UserError,
+    peek_header,
+    split_name,
+    verify_plans,
+)
 
 
 def _check_versions(old: str, new: str) -> None:
@@ -88,50 +97,45 @@ def _diff(old: PlanReader, new: PlanReader, show: int, task: str | None, labels:
 
     old_tasks = {t.name: t for t in oh.tasks}
     new_tasks = {t.name: t for t in nh.tasks}
-    order = [t.name for t in nh.tasks] + [t.name for t in oh.tasks if t.name not in new_tasks]
+    paired = format_pairs(list(old_tasks), list(new_tasks))
+    taken = set(paired.values())
+    order = [t.name for t in nh.tasks] + [t.name for t in oh.tasks if t.name not in new_tasks and t.name not in taken]
     for name in order:
-        ot, nt = old_tasks.get(name), new_tasks.get(name)
+        ot, nt = old_tasks.get(paired.get(name, name)), new_tasks.get(name)
         if task is not None and not any(_matches(t, task) for t in (ot, nt) if t is not None):
             continue
-        if ot is None:
-            assert nt is not None
-            report.tasks.append(
-                TaskDiff(
-                    name,
-                    "added",
-                    None,
-                    nt.task_hash,
-                    0,
-                    nt.n_docs,
-                    0,
-                    nt.n_instances,
-                    docs_added=nt.n_docs,
-                    instances_added=nt.n_instances,
-                    to_execute=nt.n_instances,
-                )
-            )
+        if ot is None or nt is None:
+            report.tasks.append(_one_sided(name, ot, nt))
             continue
-        if nt is None:
-            report.tasks.append(
-                TaskDiff(
-                    name,
-                    "removed",
-                    ot.task_hash,
-                    None,
-                    ot.n_docs,
-                    0,
-                    ot.n_instances,
-                    0,
-                    docs_removed=ot.n_docs,
-                    instances_removed=ot.n_instances,
-                )
-            )
-            continue
-        if ot.task_hash == nt.task_hash and old.layout.spans[name][1] == new.layout.spans[name][1]:
+        if ot.task_hash == nt.task_hash and old.layout.spans[ot.name][1] == new.layout.spans[name][1]:
             report.tasks_identical += 1
             continue
         report.tasks.append(diff_task(old, new, ot, nt, run_causes, report, labels or (old.path, new.path)))
     return report
+
+
+def _one_sided(name: str, ot: TaskSummary | None, nt: TaskSummary | None) -> TaskDiff:
+    """A task only one plan has: added (only in the new one) or removed."""
+    if ot is None:
+        assert nt is not None
+        return TaskDiff(name, "added", None, nt.task_hash, 0, nt.n_docs, 0, nt.n_instances, docs_added=nt.n_docs,
+                        instances_added=nt.n_instances, to_execute=nt.n_instances)  # fmt: skip
+    return TaskDiff(name, "removed", ot.task_hash, None, ot.n_docs, 0, ot.n_instances, 0, docs_removed=ot.n_docs,
+                    instances_removed=ot.n_instances)  # fmt: skip
+
+
+def format_pairs(old: list[str], new: list[str]) -> dict[str, str]:
+    """New task name -> old task name for one task in two prompt formats (``arc_easy`` or ``arc_easy@cf`` in
+    one plan, ``arc_easy@mcf`` in the other: ``plans.split_name``): each side's only unmatched task of a base."""
+    olds: dict[str, list[str]] = {}
+    for n in old:
+        if n not in set(new):
+            olds.setdefault(split_name(n)[0], []).append(n)
+    news: dict[str, list[str]] = {}
+    for n in new:
+        if n not in set(old):
+            news.setdefault(split_name(n)[0], []).append(n)
+    return {ns[0]: olds[b][0] for b, ns in news.items() if len(ns) == 1 and len(olds.get(b, [])) == 1}
 
 
 def _matches(t: TaskSummary, pattern: str) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 # Cause keys (stable: they appear in --json output) and their human labels, in report order.
 CAUSES: dict[str, str] = {
+    "format": "prompt format (cf / mcf / gen: compiler/formats)",
     "fewshot": "few-shot selection",
     "description": "description",
     "system_instruction": "system instruction",

@@ -37,6 +37,24 @@ class ChangedInstance(NamedTuple):
     causes: set[str]
 
 
+# With the prompt format changed (``NAME@cf`` vs ``NAME@mcf``), what it rewrites is the format's doing: these
+# causes of a changed prompt, document or config value are reported as the format.
+_FORMAT_PARTS = frozenset(
+    ("template", "choices", "target", "delimiters", "request_type", "generation_kwargs", "scoring", "config")
+    + ("prompt", "token_ids")
+)
+
+
+def fold_format(causes: dict[str, list[Change]]) -> dict[str, list[Change]]:
+    """A task's config changes by cause, those a changed format explains moved under ``format``."""
+    if "format" not in causes:
+        return causes
+    out: dict[str, list[Change]] = {}
+    for cause, changes in causes.items():
+        out.setdefault("format" if cause in _FORMAT_PARTS else cause, []).extend(changes)
+    return out
+
+
 # causes that explain a token-id change already (otherwise changed ids alone are "token_ids")
 _TEXT_CAUSES = frozenset(
     ("description", "system_instruction", "delimiters", "template", "chat_template", "fewshot", "doc", "prompt")
@@ -64,6 +82,7 @@ class _TaskDiffer:
         self.task_prompt_causes = [c for c in _PROMPT_CAUSES if c in task_causes]
         self.run_prompt_causes = [c for c in _PROMPT_CAUSES if c in run_causes]
         self.run_causes = run_causes
+        self.format_changed = "format" in task_causes
         self.old_desc = old.config.get("description")
         self.new_desc = new.config.get("description")
         self.old_fd = old.config.get("fewshot_delimiter")
@@ -139,6 +158,8 @@ class _TaskDiffer:
             if ov == nv and same_value(ov, nv) or (isinstance(ov, list) and ov == nv):
                 continue
             cause = {"doc": "doc", "target": "target", "choices": "choices", "fewshot_ids": "fewshot"}[f]
+            if self.format_changed and cause in _FORMAT_PARTS:
+                cause = "format"
             doc_causes.add(cause)
             st = self._stat(cause)
             if len(st.examples) < _EXAMPLES:
@@ -186,6 +207,8 @@ class _TaskDiffer:
             causes.add("token_ids")
         if "messages" in diff and not causes:  # the chat messages alone: what a chat endpoint is sent changed
             causes.add("prompt")
+        if self.format_changed:
+            causes = {"format" if c in _FORMAT_PARTS else c for c in causes}
         return ChangedInstance(idx, o, n, causes)
 
     # --- prompt diffs -------------------------------------------------------------------------------------
@@ -274,10 +297,11 @@ def diff_task(
     report: DiffReport,
     labels: tuple[str, str],
 ) -> TaskDiff:
-    td = TaskDiff(ot.name, "changed", ot.task_hash, nt.task_hash, ot.n_docs, nt.n_docs, ot.n_instances, nt.n_instances)
+    name = ot.name if ot.name == nt.name else f"{ot.name} -> {nt.name}"  # one task in two formats
+    td = TaskDiff(name, "changed", ot.task_hash, nt.task_hash, ot.n_docs, nt.n_docs, ot.n_instances, nt.n_instances)
     td.changes = summary_changes(ot, nt)
-    task_causes = group_by_cause(td.changes)
-    if same_task_records(old.layout, new.layout, ot.name):
+    task_causes = fold_format(group_by_cause(td.changes))
+    if ot.name == nt.name and same_task_records(old.layout, new.layout, ot.name):
         td.records_identical = True
         td.scoring_only = bool(task_causes) and set(task_causes) <= {"scoring"}
         _TaskDiffer(td, task_causes, run_causes, ot, nt, report, labels).finish()

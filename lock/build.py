@@ -1,6 +1,7 @@
 """Compile every shipped task config into lock entries, then check them against the lock or rewrite it.
 
-Every config in ``conf/task/`` is compiled with the tiny reference model at default settings; data-backed
+Every config in ``conf/task/`` is compiled with the tiny reference model at default settings, and every
+multiple-choice one in each prompt format too (``NAME@cf``, ``NAME@mcf``, ``NAME@gen``: compiler/formats); data-backed
 tasks read the reference data (``<data_dir>/<name>/<split>.jsonl``) with the lock's ``run.limit``; the
 embedded ``arith`` task is compiled whole and its plan kept beside the lock (``reference/arith.msgpack``).
 ``check`` and ``update`` return data (``LockCheck``, ``LockUpdate``); ``lmeval lock`` prints them.
@@ -74,11 +75,11 @@ def build_lock(
     """Compile every shipped task config and return the lock entries; the reference plan goes to
     ``reference_out``. ``extra``: overrides added to every compile (tests use it for deliberate changes)."""
     from lmeval.compiler import compile_plan
-    from lmeval.plans import write_plan
+    from lmeval.plans import PROMPT_FORMATS, format_name, write_plan
 
     if not data_dir.is_dir():
         raise UserError(f"--data-dir {data_dir}: no such directory (the reference data, files <name>/<split>.jsonl)")
-    names = configs if configs is not None else shipped_configs()
+    names = list(configs) if configs is not None else shipped_configs()
     lock = Lock(settings={})
     model: dict[str, Any] = {}
     for name in names:
@@ -106,6 +107,8 @@ def build_lock(
             "tokenizer": header.model.tokenizer,
             "tokenizer_hash": header.model.tokenizer_hash,
         }
+        if configs is None and "@" not in name and any(t.output_type == "multiple_choice" for t in header.tasks):
+            names += [format_name(name, fmt) for fmt in PROMPT_FORMATS]  # the shipped formats (compiler/formats)
         if name == REFERENCE_TASK:
             write_plan(reference_out, header, records)
             lock.reference = {"task": name, "plan": f"reference/{reference_out.name}", "plan_hash": header.plan_hash}

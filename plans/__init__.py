@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from lmeval.plans.limits import MAX_DEPTH, MAX_GEN_TOKS, MAX_REPEATS, MAX_ROW_BYTES, MAX_YAML_BYTES, value_problem
     from lmeval.plans.packids import IdsPacker
     from lmeval.plans.partsum import checksummed, part_sha256
+    from lmeval.plans.promptformats import PROMPT_FORMATS, SEPARATOR, format_name, split_name
     from lmeval.plans.reasoning import Reasoning, ReasoningError, Split, canonical_reasoning, reasoning_end
     from lmeval.plans.recordcodec import (
         Record,
@@ -151,6 +152,10 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "PROMPT_FORMATS",
+    "SEPARATOR",
+    "format_name",
+    "split_name",
     "AGGREGATIONS",
     "Record",
     "METRIC_SPECS",
@@ -358,6 +363,10 @@ _LAZY = {
     "DEFAULT_CODEC": "lmeval.plans.storage",
     "DEFAULT_METRICS": "lmeval.plans.scoring",
     "DOCUMENT": "lmeval.plans.scoredintervals",
+    "PROMPT_FORMATS": "lmeval.plans.promptformats",
+    "SEPARATOR": "lmeval.plans.promptformats",
+    "format_name": "lmeval.plans.promptformats",
+    "split_name": "lmeval.plans.promptformats",
     "Drawn": "lmeval.plans.subsample",
     "EXAMPLE_FIELDS": "lmeval.plans.jsonl_spec",
     "EncodedTask": "lmeval.plans.sealparts",

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from lmeval.common import CONF_DIR
 from lmeval.compiler.errors import fail
+from lmeval.compiler.formats import check_format, format_name, formatted, primary_metric, split_name
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
     GROUP_FIELDS,
@@ -40,6 +41,9 @@ class TaskOptions(Protocol):
 
     @property
     def tasks(self) -> list[str] | None: ...
+
+    @property
+    def format(self) -> str | None: ...
 
 
 @dataclass
@@ -97,12 +101,22 @@ def _text_of(path: str) -> str:
 
 
 class Expander:
-    def __init__(self, lookup: Lookup, known: Callable[[], list[str]], broken: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        lookup: Lookup,
+        known: Callable[[], list[str]],
+        broken: dict[str, str] | None = None,
+        default_format: str | None = None,
+    ) -> None:
         self.lookup = lookup
         self.known = known
         self.broken = broken or {}
         self.sel = Selection()
         self._task_names: dict[str, str] = {}
+        # prompt formats (compiler/formats): run.format for every multiple-choice task, or NAME@FMT's own
+        self.default_format = default_format
+        self._format: str | None = None  # the NAME@FMT being expanded
+        self._format_is_task = False  # NAME is a task (a group formats only its multiple-choice members)
 
     def unknown(self, name: str, where: str | None = None) -> Exception:
         for path, why in sorted(self.broken.items()):
@@ -115,6 +129,19 @@ class Expander:
     def add_named(
         self, name: str, parents: list[str], overrides: dict[str, Any] | None = None, where: str | None = None
     ) -> list[str]:
+        base, fmt = split_name(name)
+        if fmt is not None:
+            if self._format is not None:
+                raise fail(f"{name!r}: a format inside a formatted selection ({self._format})", file=where)
+            check_format(fmt, f"{where or 'run.tasks'} {name}")
+            found = self.lookup(base)
+            if found is None:
+                raise self.unknown(base, where)
+            self._format, self._format_is_task = fmt, found.kind == "task"
+            try:
+                return self.add_named(base, parents, overrides, where)
+            finally:
+                self._format = None
         found = self.lookup(name)
         if found is None:
             raise self.unknown(name, where)
@@ -147,6 +174,9 @@ class Expander:
     ) -> list[str]:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
+        fmt = self._format or self.default_format
+        if fmt is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
+            cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, fmt, source)
         task = build_task_config(cfg, source, default_name)
         if task.name in self._task_names:
             raise fail(
@@ -179,6 +209,7 @@ class Expander:
         task_overrides = {k: v for k, v in raw.items() if k not in GROUP_FIELDS}
         merged = {**task_overrides, **(overrides or {})}
         chain = [*parents, name]
+        first_task = len(self.sel.tasks)
         subtasks: list[str] = []
         for item in members:
             if isinstance(item, str):
@@ -204,17 +235,34 @@ class Expander:
             else:
                 raise fail(f"unsupported group member {item!r}", file=source, field=f"group {name} task")
         md = raw.get("metadata")
+        aggregate = _norm_agg(raw.get("aggregate_metric_list"), source, name)
+        alias = raw.get("group_alias")
+        fmt = self._format or self.default_format
+        if fmt is not None and any(split_name(t)[1] == fmt for t in subtasks):
+            name, alias, aggregate = self._formatted_group(name, alias, aggregate, fmt, first_task)
         self.sel.groups.append(
             GroupInfo(
                 name=name,
-                alias=raw.get("group_alias"),
+                alias=alias,
                 subtasks=subtasks,
-                aggregate_metric_list=_norm_agg(raw.get("aggregate_metric_list"), source, name),
+                aggregate_metric_list=aggregate,
                 version=md.get("version") if isinstance(md, dict) else None,
                 source=source,
             )
         )
         return name
+
+    def _formatted_group(
+        self, name: str, alias: str | None, aggregate: list[dict[str, Any]], fmt: str, first_task: int
+    ) -> tuple[str, str | None, list[dict[str, Any]]]:
+        """A group whose members were formatted is the group of that format (``mmlu@mcf``): its members
+        name it so, and it aggregates the format's metric (gen: the extracted label's exact match)."""
+        new = format_name(name, fmt)
+        for t in self.sel.tasks[first_task:]:
+            t.groups = [new if g == name else g for g in t.groups]
+        metric, filt = primary_metric(fmt)
+        agg = [{**a, "metric": metric, "filter_list": [filt]} if a["metric"] == "acc" else a for a in aggregate]
+        return new, format_name(alias, fmt) if alias else None, agg
 
 
 def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
@@ -233,7 +281,7 @@ def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
         names = sorted(p.stem for p in task_dir.glob("*.yaml"))
         return (index.names() if index is not None else []) + names + (cat.index.names() if cat else [])
 
-    ex = Expander(lookup, known, broken)
+    ex = Expander(lookup, known, broken, run.format)
     hydra_tasks = cfg.get("task") or {}
     if not isinstance(hydra_tasks, dict):
         raise fail("the 'task' config must map task names to task configs (use +task=NAME)")

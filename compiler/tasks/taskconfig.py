@@ -24,7 +24,7 @@ TASK_FIELDS = (
     "doc_to_target", "doc_to_image", "doc_to_audio", "unsafe_code", "doc_to_choice", "process_results",
     "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot",
     "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
-    "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores",
+    "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format",
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",

@@ -23,13 +23,18 @@ ONE_CHAR = 'task.arith.doc_to_text="Question: What is {{a}} {{op}} {{b}}?\nAnswe
 
 def test_lock_covers_every_shipped_config() -> None:
     lock = load_lock()
-    assert set(lock.configs) | set(lock.skipped) == set(shipped_configs())
+    plain = {c for c in lock.configs if "@" not in c}
+    assert plain | set(lock.skipped) == set(shipped_configs())
     assert set(lock.skipped) == set(SKIP)
+    # every multiple-choice config in each prompt format (compiler/formats), and no other config
+    mc = {"arc_challenge", "arc_easy", "boolq", "mmlu", "piqa", "winogrande"}
+    assert set(lock.configs) - plain == {f"{c}@{f}" for c in mc for f in ("cf", "mcf", "gen")}
     for name, c in lock.configs.items():
         assert c["tasks"], name
         for t in c["tasks"]:
             assert lock.tasks[t]["config"] == name and lock.tasks[t]["n_instances"] > 0
     assert len(lock.configs["mmlu"]["tasks"]) == 57  # the group is locked per subject
+    assert len(lock.configs["mmlu@gen"]["tasks"]) == 57 and "mmlu@gen" in lock.groups
     assert lock.settings["limit"] and lock.settings["tokenizer_hash"]
 
 

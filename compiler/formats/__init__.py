@@ -1,0 +1,35 @@
+"""Prompt formats as a compile axis (issue #38): one multiple-choice task as cloze (``cf``), lettered
+multiple choice (``mcf``) or generated letter (``gen``), as OLMES defines them (``templates``), built from
+where each task keeps its question, choices and answer (``adapters``) into a task config of its own
+(``apply``). Selected as ``NAME@FMT`` (``+task=arc_easy@mcf``, ``run.tasks=[mmlu@cf]``) or ``run.format=FMT``
+for every multiple-choice task; design note: docs/how-to/formats.md."""
+
+from lmeval.compiler.formats.adapters import ADAPTERS, Adapter, adapter_for
+from lmeval.compiler.formats.apply import CF_METRICS, check_format, formatted, primary_metric
+from lmeval.compiler.formats.templates import (
+    ANSWER_PREFIX,
+    DEFAULT_LABELS,
+    GEN_LETTER_REGEX,
+    LABEL_STYLES,
+    LabelStyle,
+)
+from lmeval.plans import PROMPT_FORMATS, SEPARATOR, format_name, split_name
+
+__all__ = [
+    "ADAPTERS",
+    "ANSWER_PREFIX",
+    "CF_METRICS",
+    "DEFAULT_LABELS",
+    "PROMPT_FORMATS",
+    "GEN_LETTER_REGEX",
+    "LABEL_STYLES",
+    "SEPARATOR",
+    "Adapter",
+    "LabelStyle",
+    "adapter_for",
+    "check_format",
+    "format_name",
+    "formatted",
+    "primary_metric",
+    "split_name",
+]
