@@ -26,7 +26,7 @@ from lmeval.executor.backends.http import HttpClient, RequestFailed, run_concurr
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
-from lmeval.plans import BUDGET_KEY, InstanceRecord, PlanHeader
+from lmeval.plans import BUDGET_KEY, InstanceRecord, PlanHeader, split_name
 
 NAME = "openai-chat"
 SCORING_TYPES = ("loglikelihood", "loglikelihood_rolling")
@@ -49,7 +49,8 @@ def chat_refusal(header: PlanHeader, instances: Sequence[InstanceRecord], plan_p
         if inst.request_type in SCORING_TYPES:
             return (
                 f"{plan_path}: task {inst.task}: {inst.request_type} requests need log-probabilities of given "
-                f"text, which a chat endpoint does not return; run this task on the openai, vllm or hf backend"
+                f"text, which a chat endpoint does not return; run this task on the openai, vllm or hf backend, "
+                f"or compile a multiple-choice task by generation ({split_name(inst.task)[0]}@gen or run.format=gen)"
             )
     if compiled_with_chat_template(header):
         for inst in instances:

@@ -186,3 +186,27 @@ def test_a_gen_prefix_is_continued_as_the_last_assistant_message() -> None:
     plain = chat_body("m", GenInput([1], p, "k", "ctx", None, msgs[:1]))
     assert plain["messages"] == msgs[:1] and "continue_final_message" not in plain
     assert chat_body("m", GenInput([1], p, "k", "ctx"))["messages"] == [{"role": "user", "content": "ctx"}]
+
+
+def test_multiple_choice_by_generation_is_a_task_of_its_own_and_both_score(stub: Stub, tmp_path: Path) -> None:
+    """#39: arc_easy by generation (``arc_easy@gen``, compiler/formats) on the chat backend is another task
+    identity than arc_easy by log-likelihood; the log-likelihood plan is refused there naming the way out,
+    and each scores on a backend that can run it."""
+    ll = pt.compiled(tmp_path / "ll.msgpack", "+task=arc_easy", "run.limit=6")
+    gen = pt.compiled(tmp_path / "gen.msgpack", "+task=arc_easy@gen", "run.limit=6")
+    (t_ll,), (t_gen,) = read_plan(ll).header.tasks, read_plan(gen).header.tasks
+    assert (t_ll.name, t_gen.name) == ("arc_easy", "arc_easy@gen") and t_ll.task_hash != t_gen.task_hash
+    assert t_gen.output_type == "generate_until" and t_gen.config["format"]["name"] == "gen"
+    rc, _, err = cli_in_process("execute", str(ll), "--out", str(tmp_path / "refused"), "--no-progress",
+                                *_overrides(stub))  # fmt: skip
+    assert rc == 2 and "arc_easy@gen or run.format=gen" in err and len(err.strip().splitlines()) == 1
+
+    stub.answer = lambda prompt: " B. because\n\nQuestion: next"  # always the second choice
+    _run(gen, tmp_path / "gen", _overrides(stub))
+    score(str(tmp_path / "gen"), console=False)
+    res = json.loads((tmp_path / "gen" / "results.json").read_text())["results"]["arc_easy@gen"]
+    docs = read_plan(gen).docs
+    assert res["exact_match,letter"] == sum(1 for d in docs if d.target == 1) / len(docs) == 2 / 6
+    _run(ll, tmp_path / "ll", ["model.backend=fake"])
+    score(str(tmp_path / "ll"), console=False)
+    assert "acc,none" in json.loads((tmp_path / "ll" / "results.json").read_text())["results"]["arc_easy"]
