@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         resolve_model,
         tokenizer_hash,
     )
+    from lmeval.common.timelimit import deadline
 
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "ModelRef",
     "ModelRefError",
     "config_hash",
+    "deadline",
     "discard",
     "gc_paused",
     "model_name",
@@ -58,6 +60,7 @@ _LAZY = {
     "ModelRef": "lmeval.common.modelref",
     "ModelRefError": "lmeval.common.modelref",
     "config_hash": "lmeval.common.modelref",
+    "deadline": "lmeval.common.timelimit",
     "discard": "lmeval.common.cachefile",
     "gc_paused": "lmeval.common.gcpause",
     "model_name": "lmeval.common.modelref",

@@ -79,7 +79,16 @@ if TYPE_CHECKING:
         REQUIRED_FIELDS,
         SPEC_METRICS,
     )
-    from lmeval.plans.judging import MODES, TASK_PREFIX, ParseRule, add_metrics, consistent, judge_section, write_grades
+    from lmeval.plans.judging import (
+        MODES,
+        PARSE_SECONDS,
+        TASK_PREFIX,
+        ParseRule,
+        add_metrics,
+        consistent,
+        judge_section,
+        write_grades,
+    )
     from lmeval.plans.limits import MAX_DEPTH, MAX_GEN_TOKS, MAX_REPEATS, MAX_ROW_BYTES, MAX_YAML_BYTES, value_problem
     from lmeval.plans.packids import IdsPacker
     from lmeval.plans.partsum import checksummed, part_sha256
@@ -94,6 +103,7 @@ if TYPE_CHECKING:
         record_maps,
     )
     from lmeval.plans.records import OUTPUT_TYPES, REQUEST_TYPES, request_hash_of, shard_of
+    from lmeval.plans.regexes import RegexTimeout, compile_regex, nested_quantifier, search_bounded
     from lmeval.plans.results import (
         PART,
         RESULT_COLUMNS,
@@ -203,7 +213,12 @@ __all__ = [
     "OUTPUT_TYPES",
     "PART",
     "POST_PROCESS",
+    "PARSE_SECONDS",
     "ParseRule",
+    "RegexTimeout",
+    "compile_regex",
+    "nested_quantifier",
+    "search_bounded",
     "PlanCheck",
     "REASONING_COLUMNS",
     "REQUEST_TYPES",
@@ -402,7 +417,12 @@ _LAZY = {
     "OUTPUT_TYPES": "lmeval.plans.records",
     "PART": "lmeval.plans.results",
     "POST_PROCESS": "lmeval.plans.jsonl_spec",
+    "PARSE_SECONDS": "lmeval.plans.judging",
     "ParseRule": "lmeval.plans.judging",
+    "RegexTimeout": "lmeval.plans.regexes",
+    "compile_regex": "lmeval.plans.regexes",
+    "nested_quantifier": "lmeval.plans.regexes",
+    "search_bounded": "lmeval.plans.regexes",
     "PlanCheck": "lmeval.plans.verified",
     "REASONING_COLUMNS": "lmeval.plans.scored",
     "REQUEST_TYPES": "lmeval.plans.records",

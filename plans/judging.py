@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.errors import PlanError
+from lmeval.plans.regexes import compile_regex, nested_quantifier, search_bounded
 
 MODES = ("single", "pairwise")
 TASK_PREFIX = "judge_"
 MAX_PARSED_CHARS = 65536  # a judge's output is bounded by max_gen_toks; the parse rule reads at most this much
+PARSE_SECONDS = 1.0  # one search of the parse rule over one output; longer: that output is unparsed (timed out)
 VERDICTS = ("a", "b", "tie")
 
 
@@ -35,10 +37,13 @@ class ParseRule:
     def from_dict(cls, d: Any, mode: str, where: str = "judge.parse") -> ParseRule:
         if not isinstance(d, dict) or not isinstance(d.get("regex"), str):
             raise PlanError(f"{where}.regex: a regular expression (a string) is required")
-        try:
-            groups = re.compile(d["regex"]).groups
-        except re.error as e:
-            raise PlanError(f"{where}.regex: not a regular expression ({e})") from None
+        err = compile_regex(d["regex"])
+        if err is not None:
+            raise PlanError(f"{where}.regex: not a regular expression ({err})")
+        hazard = nested_quantifier(d["regex"])
+        if hazard is not None:
+            raise PlanError(f"{where}.regex: {hazard}")
+        groups = re.compile(d["regex"]).groups
         if groups != 1:
             raise PlanError(f"{where}.regex: needs exactly one group, has {groups}")
         labels = d.get("labels") or {}
@@ -58,7 +63,8 @@ class ParseRule:
         return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)}
 
     def grade(self, output: str | None) -> float | None:
-        """Single mode: the number the judge's output gives, or None (no match, not a number, out of range)."""
+        """Single mode: the number the judge's output gives, or None (no match, not a number, out of range);
+        ``RegexTimeout`` when the search runs longer than ``PARSE_SECONDS`` (the caller counts it unparsed)."""
         m = self._match(output)
         if m is None:
             return None
@@ -71,14 +77,15 @@ class ParseRule:
         return value
 
     def verdict(self, output: str | None) -> str | None:
-        """Pairwise mode: a | b | tie from the judge's output, or None (no match, unknown label)."""
+        """Pairwise mode: a | b | tie from the judge's output, or None (no match, unknown label); ``RegexTimeout``
+        as ``grade``."""
         m = self._match(output)
         return None if m is None else self.labels.get(m)
 
     def _match(self, output: str | None) -> str | None:
         if not isinstance(output, str):
             return None
-        m = re.search(self.regex, output[:MAX_PARSED_CHARS])
+        m = search_bounded(self.regex, output[:MAX_PARSED_CHARS], PARSE_SECONDS)
         return None if m is None or m.group(1) is None else m.group(1)
 
 

@@ -15,12 +15,12 @@ Functions here take the plan's data form of a config (a ``!function`` reference 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.funcref import is_ref, ref_attr
+from lmeval.plans.regexes import compile_regex
 
 # option kinds: how an option's value is checked
 BOOL, INT, POS_INT, INTS, NUMBER, STR, REGEX, REGEXES, MAPPING, FUNCTION, ANY = (
@@ -117,18 +117,6 @@ FILTER_SPECS: dict[str, FilterSpec] = {
 }
 
 Problem = tuple[str, str]  # (field, message)
-
-
-def compile_regex(pattern: str) -> str | None:
-    """None when ``pattern`` compiles with the engine the scorer runs it with (Python's ``re``; polars only
-    runs patterns translated exactly from it, see scorer/regex_translate.py), else the error."""
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        return str(e)
-    except (TypeError, ValueError, OverflowError, RecursionError) as e:
-        return f"{type(e).__name__}: {e}"
-    return None
 
 
 def _hint(name: str, options: Iterable[str]) -> str:

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans import TASK_PREFIX, ParseRule, PlanHeader, consistent, judge_section
+from lmeval.plans import TASK_PREFIX, ParseRule, PlanHeader, RegexTimeout, consistent, judge_section
 
 
 @dataclass
@@ -18,6 +18,7 @@ class TaskGrades:
     mode: str
     grades: dict[int, Any] = field(default_factory=dict)  # doc id -> grade (single) / a|b|tie (pairwise) / None
     outputs: dict[int, list[str | None]] = field(default_factory=dict)  # doc id -> the judge's output(s), by idx
+    timed_out: list[int] = field(default_factory=list)  # doc ids whose parse ran past PARSE_SECONDS (unparsed)
 
     @property
     def unparsed(self) -> int:
@@ -61,8 +62,12 @@ def judge_grades(header: PlanHeader, rows: list[dict[str, Any]]) -> list[TaskGra
             outs[int(r["idx"])] = r.get("response")
     for tg in out.values():
         for doc_id, outs in sorted(tg.outputs.items()):
-            if mode == "single":
-                tg.grades[doc_id] = rule.grade(outs[0])
-            else:
-                tg.grades[doc_id] = consistent(rule.verdict(outs[0]), rule.verdict(outs[1]))
+            try:
+                if mode == "single":
+                    tg.grades[doc_id] = rule.grade(outs[0])
+                else:
+                    tg.grades[doc_id] = consistent(rule.verdict(outs[0]), rule.verdict(outs[1]))
+            except RegexTimeout:
+                tg.grades[doc_id] = None
+                tg.timed_out.append(doc_id)
     return list(out.values())

@@ -9,7 +9,7 @@ can cost. A task file is data, so a template cannot make the compiler exhaust me
   ``join`` whose result would be too long;
 - a rendering's output is capped at ``MAX_VALUE_CHARS``;
 - each rendering, and each compile-time hook call (a ``!function`` field, ``process_docs``), runs under a
-  time limit, and a task's renderings together under another (``deadline``).
+  time limit (``lmeval.common.timelimit``), and a task's renderings together under another.
 
 Exceeding one raises ``Bounded``; the renderer turns it into a one-line error naming file, task, field and doc.
 """
@@ -18,11 +18,7 @@ from __future__ import annotations
 
 import operator
 import re
-import signal
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import jinja2.sandbox
@@ -193,36 +189,3 @@ def render_capped(template: Any, context: dict[str, Any]) -> str:
             raise Bounded(f"renders more than {MAX_VALUE_CHARS} characters")
         out.append(chunk)
     return "".join(out)
-
-
-class _Expired(Bounded):
-    pass
-
-
-@contextmanager
-def deadline(seconds: float, what: str) -> Iterator[None]:
-    """Raise ``Bounded`` in this thread when the block runs longer than ``seconds`` (a real-time timer; in the
-    main thread only, where signals are delivered: elsewhere the block runs unbounded). Nested deadlines keep
-    the outer one's remaining time."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old_remaining, _ = signal.getitimer(signal.ITIMER_REAL)
-    if old_remaining and old_remaining < seconds:  # an outer deadline comes first: leave it in charge
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise _Expired(f"{what} ran longer than the limit of {seconds:g} s")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    start = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if old_remaining:
-            left = old_remaining - (time.monotonic() - start)
-            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))

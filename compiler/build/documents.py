@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.build.bounded import PROCESS_DOCS_SECONDS, Bounded, deadline
+from lmeval.common import deadline
+from lmeval.compiler.build.bounded import PROCESS_DOCS_SECONDS, Bounded
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import FunctionRef, TaskConfig, resolve
 from lmeval.plans import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
@@ -263,7 +264,7 @@ def apply_process_docs(
     fn = resolve(fn_ref, task=task, field="process_docs")
     own = getattr(fn, "__module__", "").startswith("lmeval.compiler.tasklib")
     try:
-        with deadline(PROCESS_DOCS_SECONDS, f"process_docs {fn_ref.qualname}"):
+        with deadline(PROCESS_DOCS_SECONDS, f"process_docs {fn_ref.qualname}", Bounded):
             if own:
                 out = fn(rows)
             else:

@@ -17,13 +17,13 @@ import jinja2
 import jinja2.meta
 import jinja2.sandbox
 
+from lmeval.common import deadline
 from lmeval.compiler.build.bounded import (
     HOOK_SECONDS,
     RENDER_SECONDS,
     TASK_RENDER_SECONDS,
     Bounded,
     BoundedEnvironment,
-    deadline,
     render_capped,
 )
 from lmeval.compiler.build.nullfields import NullCounter
@@ -118,7 +118,7 @@ class Renderer:
         start = time.monotonic()
         nones = _NONES[0]
         try:
-            with deadline(RENDER_SECONDS, "the template"):
+            with deadline(RENDER_SECONDS, "the template", Bounded):
                 out = render_capped(t, doc)
             if _NONES[0] != nones and doc_id is not None:
                 self.nulls.add(field, _names(text), doc, doc_id)
@@ -139,7 +139,7 @@ class Renderer:
     def _call(self, ref: FunctionRef, field: str, doc: dict[str, Any], doc_id: int | None) -> Any:
         fn: Callable[..., Any] = resolve(ref, task=self.task, field=field)
         try:
-            with deadline(HOOK_SECONDS, f"function {ref.qualname}"):
+            with deadline(HOOK_SECONDS, f"function {ref.qualname}", Bounded):
                 return fn(doc)
         except Bounded as e:
             raise self._err(field, doc_id, str(e)) from None

@@ -53,6 +53,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
 def run_judge_score(args: argparse.Namespace) -> int:
     from lmeval.plans import (
+        PARSE_SECONDS,
         add_metrics,
         judge_section,
         plan_of,
@@ -86,9 +87,14 @@ def run_judge_score(args: argparse.Namespace) -> int:
         m = tg.metrics()
         metrics[tg.task] = {f"{k},{name}": v for k, v in m.items()}
         entry["tasks"][tg.task] = {**m, "grades": {str(d): g for d, g in tg.grades.items()}}
+        slow = ""
+        if tg.timed_out:
+            entry["tasks"][tg.task]["timed_out"] = tg.timed_out
+            slow = (f", {len(tg.timed_out)} of them timed out (the parse rule ran over {PARSE_SECONDS:g} s; docs "
+                    f"{', '.join(map(str, tg.timed_out[:5]))}{', ...' if len(tg.timed_out) > 5 else ''})")  # fmt: skip
         se = m["judge_score_stderr"]
         print(f"{tg.task}: judge_score {_num(m['judge_score'])} ± {_num(se)} over {m['judge_n']} documents, "
-              f"{m['judge_unparsed']} unparsed ({name})")  # fmt: skip
+              f"{m['judge_unparsed']} unparsed{slow} ({name})")  # fmt: skip
     write_grades(args.into, header.plan_hash, entry)
     add_metrics(args.into, metrics, {"judge_score": True, "judge_unparsed": False})
     return 0

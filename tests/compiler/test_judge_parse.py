@@ -43,3 +43,8 @@ def test_bad_rules_are_one_line_errors(bad: object) -> None:
     with pytest.raises(PlanError) as e:
         ParseRule.from_dict(bad, "single")
     assert "\n" not in str(e.value) and "judge.parse" in str(e.value)
+
+
+def test_nested_quantifier_rule_is_refused_at_compile() -> None:
+    with pytest.raises(PlanError, match=r"judge.parse.regex: nested quantifiers"):
+        ParseRule.from_dict({"regex": r"Rating: ((\d+)+)$"}, "single")

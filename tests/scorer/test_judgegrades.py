@@ -37,3 +37,15 @@ def test_pairwise_needs_both_orders() -> None:
     (tg,) = judge_grades(h, rows)
     assert tg.grades == {0: "a", 1: "tie", 2: None}
     assert tg.metrics()["judge_score"] == 0.75 and tg.unparsed == 1
+
+
+def test_parse_that_runs_past_its_limit_is_unparsed_and_named() -> None:
+    # (x|x)+ passes the static rule (no nested repeat) but backtracks exponentially on x...xy
+    h = _header("single", {"regex": r"^(?:x|x)+(\d)$", "min": 1, "max": 9})
+    rows = [
+        {"task": "judge_t", "doc_id": 0, "idx": 0, "response": "x" * 60 + "y"},
+        {"task": "judge_t", "doc_id": 1, "idx": 0, "response": "xx5"},
+    ]
+    (tg,) = judge_grades(h, rows)
+    assert tg.grades == {0: None, 1: 5.0} and tg.timed_out == [0]
+    assert tg.metrics()["judge_unparsed"] == 1
