@@ -140,10 +140,13 @@ if TYPE_CHECKING:
         METRIC_ALIASES,
         METRIC_KEYS,
         METRIC_SPECS,
+        PMI_CONTEXT,
+        UNCONDITIONAL_CONTEXTS,
         check_filter_list,
         check_group_metric,
         check_metric_list,
         produced_metrics,
+        unconditional_metrics,
     )
     from lmeval.plans.sealparts import EncodedTask, encode_frames, plan_digest, seal_header, write_tasks
     from lmeval.plans.storage import DEFAULT_CODEC, FRAME_MAX, MAX_WINDOW, chunks, hashed, open_layout
@@ -217,6 +220,9 @@ __all__ = [
     "ParseRule",
     "RegexTimeout",
     "compile_regex",
+    "PMI_CONTEXT",
+    "UNCONDITIONAL_CONTEXTS",
+    "unconditional_metrics",
     "nested_quantifier",
     "search_bounded",
     "PlanCheck",
@@ -409,6 +415,9 @@ _LAZY = {
     "SPEC_METRICS": "lmeval.plans.jsonl_spec",
     "METRIC_ALIASES": "lmeval.plans.scoring",
     "METRIC_SPECS": "lmeval.plans.scoring",
+    "PMI_CONTEXT": "lmeval.plans.scoring",
+    "UNCONDITIONAL_CONTEXTS": "lmeval.plans.scoring",
+    "unconditional_metrics": "lmeval.plans.scoring",
     "METRIC_KEYS": "lmeval.plans.scoring",
     "MODES": "lmeval.plans.judging",
     "MetricInterval": "lmeval.plans.scoredintervals",

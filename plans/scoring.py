@@ -48,6 +48,8 @@ METRIC_SPECS: dict[str, MetricSpec] = {
     "acc": MetricSpec("mean", True, ("loglikelihood", "multiple_choice")),
     "acc_norm": MetricSpec("mean", True, _MC),
     "acc_mutual_info": MetricSpec("mean", True, _MC),
+    "acc_per_token": MetricSpec("mean", True, _MC),  # OLMES: log-likelihood per continuation token
+    "acc_pmi": MetricSpec("mean", True, _MC),  # OLMES: PMI against the unconditional context "Answer:"
     "acc_bytes": MetricSpec("mean", True, _MC),
     "exact_match": MetricSpec(
         "mean",
@@ -78,6 +80,20 @@ METRIC_ALIASES: dict[str, str] = {"pass@k": "pass_at_k"}
 MULTI_KEY_METRICS = ("rouge", "pass_at_k", "jsonl_spec")
 # keys of a metric_list entry that are not options of the metric
 METRIC_KEYS = ("metric", "aggregation", "higher_is_better", "hf_evaluate")
+
+# Multiple-choice metrics that score each choice against an unconditional context as well: the plan holds, after
+# a document's k conditional requests, k more for each such metric the task lists (in this order), the choice's
+# continuation after that context. acc_mutual_info is lm-eval's (an empty context); acc_pmi is OLMES' PMI
+# normalisation, log P(choice | prompt) - log P(choice | "Answer:").
+PMI_CONTEXT = "Answer:"
+UNCONDITIONAL_CONTEXTS: dict[str, str] = {"acc_mutual_info": "", "acc_pmi": PMI_CONTEXT}
+
+
+def unconditional_metrics(names: Iterable[str]) -> list[str]:
+    """The metrics of ``names`` that need unconditional requests, in the order of their blocks in the plan."""
+    listed = set(names)
+    return [m for m in UNCONDITIONAL_CONTEXTS if m in listed]
+
 
 DEFAULT_METRICS: dict[str, list[str]] = {
     "loglikelihood": ["perplexity", "acc"],

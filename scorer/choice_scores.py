@@ -10,14 +10,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from lmeval.plans import unconditional_metrics
 from lmeval.scorer import doc_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filterscores import FilterScores, items_json
 from lmeval.scorer.metrics import TaskMetrics
 from lmeval.scorer.planload import TaskDocs
 
-FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "f1", "mcc"}
-_MC_KEYS = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info")
+FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "acc_per_token", "acc_pmi", "f1", "mcc"}
+_MC_KEYS = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "acc_per_token", "acc_pmi")
 
 
 def score_mc_fast(
@@ -31,11 +32,11 @@ def score_mc_fast(
     that do not fit (list or text targets, negative targets, unexpected request counts) go to Python.
     """
     names = tm.names()
-    mi = "acc_mutual_info" in names
+    blocks = unconditional_metrics(names)
     keys = [k for k in _MC_KEYS if k in names]
-    d = _mc_layout(docs, rows, mi, multiple_target)
+    d = _mc_layout(docs, rows, len(blocks), multiple_target)
     frames = [
-        _mc_group_frame(rows, grp.sort("doc_id"), n, mi, keys)
+        _mc_group_frame(rows, grp.sort("doc_id"), n, blocks, keys)
         for (n,), grp in d.filter(pl.col("simple")).partition_by("n", as_dict=True).items()
     ]
     slow_ids = d.filter(~pl.col("simple"))["doc_id"].to_list()
@@ -45,7 +46,7 @@ def score_mc_fast(
     return FilterScores(filt, allf["doc_id"], _mc_values(allf, keys))
 
 
-def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, mi: bool, multiple_target: bool) -> pl.DataFrame:
+def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, n_blocks: int, multiple_target: bool) -> pl.DataFrame:
     """Per document: choices ``k``, its rows' count ``n`` and idx range, the gold index, and ``simple``
     (scored in numpy: an int target in range, exactly the expected requests, one target)."""
     # rows are sorted by (doc_id, idx) without duplicates (scorer.rows): per document, the count and the
@@ -69,7 +70,7 @@ def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, mi: bool, multiple_target
         .join(per_doc, on="doc_id", how="left")
         .with_columns(
             gold=pl.when(pl.col("target_int") >= pl.col("k")).then(-100).otherwise(pl.col("target_int")),
-            expect=pl.col("k") * (2 if mi else 1),
+            expect=pl.col("k") * (1 + n_blocks),  # conditional requests, then each unconditional block
         )
         .with_columns(
             simple=(
@@ -86,14 +87,14 @@ def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, mi: bool, multiple_target
     )
 
 
-def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, mi: bool, keys: list[str]) -> pl.DataFrame:
+def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, blocks: list[str], keys: list[str]) -> pl.DataFrame:
     """The documents of ``grp`` (all with ``n`` requests) scored at once on (documents x choices) arrays."""
     if grp.height * n == rows.height:  # every document is in this group: rows are already in order
         sub = rows
     else:
         sub = rows.join(grp.select("doc_id"), on="doc_id", how="semi").sort(["doc_id", "idx"])
     m = grp.height
-    k = n // 2 if mi else n
+    k = n // (1 + len(blocks))
     ll = sub["loglikelihood"].to_numpy().reshape(m, n).astype(np.float64)
     greedy = sub["is_greedy"].fill_null(False).to_numpy().reshape(m, n)
     ch = grp.select(pl.col("choices").explode())["choices"]
@@ -110,8 +111,10 @@ def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, mi: bool, key
             "acc_norm": np.argmax(cond / clen, axis=1),
             "acc_bytes": np.argmax(cond / blen, axis=1),
         }
-        if mi:
-            preds["acc_mutual_info"] = np.argmax(cond - ll[:, k:], axis=1)
+        for j, metric in enumerate(blocks, start=1):  # log P(choice | prompt) - log P(choice | that context)
+            preds[metric] = np.argmax(cond - ll[:, j * k : (j + 1) * k], axis=1)
+        if "acc_per_token" in keys:
+            preds["acc_per_token"] = np.argmax(cond / _token_counts(sub, m, n)[:, :k], axis=1)
     for key, pr in preds.items():
         if key in keys:
             cols[key] = (pr == gold).astype(np.float64)
@@ -121,22 +124,36 @@ def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, mi: bool, key
     return pl.DataFrame(cols)
 
 
+def _token_counts(sub: pl.DataFrame, m: int, n: int) -> Any:
+    """The (documents x requests) continuation token counts acc_per_token divides by (from the result rows)."""
+    counts = sub["n_continuation_tokens"]
+    if counts.null_count():
+        raise ScoreError("acc_per_token needs each request's continuation token count (n_continuation_tokens)")
+    return counts.cast(pl.Float64).to_numpy().reshape(m, n)
+
+
 def _mc_slow_frame(
     tm: TaskMetrics, td: TaskDocs, rows: pl.DataFrame, slow_ids: list[int], keys: list[str], multiple_target: bool
 ) -> pl.DataFrame:
     """The documents numpy cannot score exactly, through lm-eval's process_results path (``doc_metrics``)."""
     sub = rows.filter(pl.col("doc_id").is_in(slow_ids))
     resps: dict[int, list[Any]] = {}
-    for doc_id, ll_, g in zip(
-        sub["doc_id"].to_list(), sub["loglikelihood"].to_list(), sub["is_greedy"].to_list(), strict=True
+    ntoks: dict[int, list[int | None]] = {}
+    for doc_id, ll_, g, nt in zip(
+        sub["doc_id"].to_list(),
+        sub["loglikelihood"].to_list(),
+        sub["is_greedy"].to_list(),
+        sub["n_continuation_tokens"].to_list(),
+        strict=True,
     ):
         resps.setdefault(doc_id, []).append((ll_, bool(g)))
+        ntoks.setdefault(doc_id, []).append(nt)
     slow_rows: list[dict[str, Any]] = []
     for rec in td.records(sorted(slow_ids)):
         if rec.choices is None:
             raise ScoreError(f"task {rec.task} doc {rec.doc_id}: multiple_choice document has no choices in the plan")
         try:
-            out = doc_metrics.mc_doc(tm, rec.target, rec.choices, resps[rec.doc_id], multiple_target)
+            out = doc_metrics.mc_doc(tm, rec.target, rec.choices, resps[rec.doc_id], multiple_target, ntoks[rec.doc_id])
         except (TypeError, ValueError, IndexError, KeyError) as e:
             raise ScoreError(f"task {rec.task} doc {rec.doc_id}: cannot score ({type(e).__name__}: {e})") from None
         row: dict[str, Any] = {"doc_id": rec.doc_id}

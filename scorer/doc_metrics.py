@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from lmeval.plans import unconditional_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics import METRICS, TaskMetrics, exact_match_np
 
@@ -102,17 +103,31 @@ def mc_gold(target: Any, choices: list[str]) -> tuple[Any, bool]:
 
 
 def mc_doc(
-    tm: TaskMetrics, target: Any, choices: list[str], results: Sequence[Any], multiple_target: bool
+    tm: TaskMetrics,
+    target: Any,
+    choices: list[str],
+    results: Sequence[Any],
+    multiple_target: bool,
+    n_tokens: Sequence[int | None] | None = None,
 ) -> dict[str, Any]:
-    """lm-eval's process_results for multiple_choice: ``results`` are (loglikelihood, is_greedy) per choice."""
+    """lm-eval's process_results for multiple_choice: ``results`` are (loglikelihood, is_greedy) per request
+    (the choices, then each unconditional block, plans/scoring.py); ``n_tokens`` each request's continuation
+    token count (acc_per_token)."""
     names = tm.names()
     lls, is_greedy = zip(*results, strict=True)
     completion_len = np.array([float(len(c)) for c in choices])
     byte_len = np.array([float(len(c.encode("utf-8"))) for c in choices])
-    lls_uncond = None
-    if 2 * len(choices) == len(lls) and "acc_mutual_info" in names:
-        lls_uncond = lls[len(choices) :]
-        lls = lls[: len(choices)]
+    k = len(choices)
+    blocks = unconditional_metrics(names)
+    uncond: dict[str, Sequence[float]] = {}
+    if blocks:
+        if len(lls) != k * (1 + len(blocks)):
+            raise ScoreError(
+                f"{', '.join(blocks)} needs {k * (1 + len(blocks))} loglikelihood requests for {k} choices "
+                f"(the unconditional ones in the plan), got {len(lls)}"
+            )
+        uncond = {m: lls[j * k : (j + 1) * k] for j, m in enumerate(blocks, start=1)}
+        lls, is_greedy = lls[:k], is_greedy[:k]
     with np.errstate(divide="ignore", invalid="ignore"):
         pred = np.argmax(lls)
         pred_norm = np.argmax(lls / completion_len)
@@ -145,12 +160,24 @@ def mc_doc(
         out["brier_score"] = (gold, _softmax(np.array(lls, dtype=np.float64)))
     if "likelihood" in names:
         out["likelihood"] = (gold, lls)
-    if "acc_mutual_info" in names:
-        if lls_uncond is None:
-            raise ScoreError("acc_mutual_info needs the unconditional loglikelihood requests in the plan")
-        mi = [c - u for c, u in zip(lls, lls_uncond, strict=True)]
-        out["acc_mutual_info"] = 1.0 if np.argmax(mi) == gold else 0.0
+    for metric in blocks:
+        mi = [c - u for c, u in zip(lls, uncond[metric], strict=True)]
+        if metric == "acc_mutual_info":  # lm-eval compares with == even for several targets (never a hit)
+            out[metric] = 1.0 if np.argmax(mi) == gold else 0.0
+        else:
+            out[metric] = _hit(int(np.argmax(mi)), gold, multiple_target)
+    if "acc_per_token" in names:
+        counts = list(n_tokens or [])[:k]
+        if len(counts) != k or any(c is None for c in counts):
+            raise ScoreError("acc_per_token needs each request's continuation token count (n_continuation_tokens)")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pred_tok = int(np.argmax(np.array(lls, dtype=np.float64) / np.array(counts, dtype=np.float64)))
+        out["acc_per_token"] = _hit(pred_tok, gold, multiple_target)
     return out
+
+
+def _hit(pred: int, gold: Any, multiple_target: bool) -> float:
+    return 1.0 if (pred in gold if multiple_target else pred == gold) else 0.0
 
 
 def loglikelihood_doc(tm: TaskMetrics, results: Sequence[Any]) -> dict[str, Any]:

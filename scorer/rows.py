@@ -16,8 +16,8 @@ import polars as pl
 from lmeval.plans import KEY_COLUMNS, PART, RESULT_COLUMNS, part_files, read_parts, reraised_as
 from lmeval.scorer.errors import ScoreError
 
-COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "response", "responses", "finish_reason",
-           "reasoning_tokens", "thinking_forced")  # fmt: skip
+COLUMNS = ("task", "doc_id", "idx", "loglikelihood", "is_greedy", "n_continuation_tokens", "response", "responses",
+           "finish_reason", "reasoning_tokens", "thinking_forced")  # fmt: skip
 
 
 @dataclass

@@ -18,7 +18,7 @@ from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, Cha
 from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
-from lmeval.plans import Drawn, choose, stratum_of
+from lmeval.plans import UNCONDITIONAL_CONTEXTS, Drawn, choose, stratum_of, unconditional_metrics
 
 _log = logging.getLogger("lmeval.compile")
 
@@ -383,8 +383,8 @@ class TaskBuilder:
                 pairs = [(c, f"{delim}{target}") for c in ctx]
             else:
                 pairs = [(ctx, f"{delim}{ch}") for ch in choices]
-            if self._mutual_info():
-                pairs += [("", f"{delim}{ch}") for ch in choices]
+            for metric in self._unconditional():
+                pairs += [(UNCONDITIONAL_CONTEXTS[metric], f"{delim}{ch}") for ch in choices]
             return [Request("loglikelihood", c, cont, None, i) for i, (c, cont) in enumerate(pairs)]
         assert isinstance(ctx, str)
         gk = dict(s.generation_kwargs or {})
@@ -394,5 +394,6 @@ class TaskBuilder:
             gk.update(self.run.gen_kwargs)
         return [Request("generate_until", ctx, None, budgeted(gk, self.run), 0)]
 
-    def _mutual_info(self) -> bool:
-        return any(m.get("metric") == "acc_mutual_info" for m in self.config.metric_list or [])
+    def _unconditional(self) -> list[str]:
+        """The task's metrics that score choices against an unconditional context (plans/scoring.py)."""
+        return unconditional_metrics(str(m.get("metric")) for m in self.config.metric_list or [] if isinstance(m, dict))

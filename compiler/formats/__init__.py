@@ -5,7 +5,7 @@ where each task keeps its question, choices and answer (``adapters``) into a tas
 for every multiple-choice task; design note: docs/how-to/formats.md."""
 
 from lmeval.compiler.formats.adapters import ADAPTERS, Adapter, adapter_for
-from lmeval.compiler.formats.apply import CF_METRICS, check_format, formatted, primary_metric
+from lmeval.compiler.formats.apply import CF_METRICS, check_format, format_metric, formatted, primary_metric
 from lmeval.compiler.formats.templates import (
     ANSWER_PREFIX,
     DEFAULT_LABELS,
@@ -29,6 +29,7 @@ __all__ = [
     "adapter_for",
     "check_format",
     "format_name",
+    "format_metric",
     "formatted",
     "primary_metric",
     "split_name",

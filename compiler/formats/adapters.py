@@ -25,28 +25,35 @@ class Adapter:
     gold: str  # Jinja expression: the gold choice's index
     prefix: str = "Question: "  # OLMES' question prefix for the task
     written: str = "cf"  # the format the task's own prompts are in: cf (cloze) or mcf (letters)
+    # OLMES' cloze normalisation for the task (its Table 3): the CF metric a format comparison reads
+    cf_metric: str = "acc_norm"
+    partial: bool = False  # the task's cloze is lm-eval's partial scoring (one context per choice): no PMI
 
     def to_dict(self) -> dict[str, str]:
         return {"question": self.question, "choices": self.choices, "gold": self.gold, "prefix": self.prefix}
 
 
-_ARC = Adapter("{{question}}", "choices.text", "choices.label.index(answerKey)")
+_ARC = Adapter("{{question}}", "choices.text", "choices.label.index(answerKey)")  # ARC-Easy: per character
 # lm-eval's mmlu is written as letters ("Q\nA. x\nB. y\nAnswer:"); OLMES' MCF has "Question: " and " A." labels
 _MMLU = Adapter("{{question.strip()}}", "choices", "answer", written="mcf")
 
 ADAPTERS: dict[str, Adapter] = {
     "arc_easy": _ARC,
-    "arc_challenge": _ARC,
+    "arc_challenge": Adapter("{{question}}", "choices.text", "choices.label.index(answerKey)", cf_metric="acc_pmi"),
     # OLMES (catwalk's PiQAStd / PiQAMCStd): the goal after "Goal: "
     "piqa": Adapter("{{goal}}", "[sol1, sol2]", "label", prefix="Goal: "),
     # the passage, then the question; choices in lm-eval's order (no, yes), so the gold stays `label`
-    "boolq": Adapter("{{question}}?", "['no', 'yes']", "label", prefix="{{passage}}\nQuestion: "),
+    "boolq": Adapter("{{question}}?", "['no', 'yes']", "label", prefix="{{passage}}\nQuestion: ", cf_metric="acc"),
     # the sentence with its blank, the two options (lm-eval's cloze format is partial scoring: kept for @cf)
-    "winogrande": Adapter("{{sentence}}", "[option1, option2]", "['1', '2'].index(answer)"),
+    "winogrande": Adapter(
+        "{{sentence}}", "[option1, option2]", "['1', '2'].index(answer)", cf_metric="acc", partial=True
+    ),
     # lm-eval's hellaswag process_docs gives query (activity label: context) and choices (the endings)
     "hellaswag": Adapter("{{query}}", "choices", "label|int", prefix=""),
     # OLMES (catwalk's OpenBookQAMCStd): the question stem
-    "openbookqa": Adapter("{{question_stem}}", "choices.text", "choices.label.index(answerKey.lstrip())"),
+    "openbookqa": Adapter(
+        "{{question_stem}}", "choices.text", "choices.label.index(answerKey.lstrip())", cf_metric="acc_pmi"
+    ),
 }
 _MMLU_PREFIX = "mmlu_"
 

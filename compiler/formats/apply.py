@@ -35,8 +35,8 @@ from lmeval.compiler.formats.templates import (
 )
 from lmeval.plans import PROMPT_FORMATS, format_name
 
-# every cloze normalisation (OLMES: none, per character, per token, PMI); the names lm-eval's scorer knows
-CF_METRICS = ("acc", "acc_norm")
+# every cloze normalisation (OLMES: none, per character, per token, PMI against "Answer:"; plans/scoring.py)
+CF_METRICS = ("acc", "acc_norm", "acc_per_token", "acc_pmi")
 _FEWSHOT_FIELDS = ("doc_to_text", "doc_to_choice", "doc_to_target", "gen_prefix")
 
 
@@ -49,6 +49,13 @@ def check_format(fmt: str, where: str) -> str:
 def primary_metric(fmt: str) -> tuple[str, str]:
     """(metric, filter) a group of formatted tasks aggregates: ``acc`` for cf/mcf, the extracted label for gen."""
     return ("exact_match", GEN_FILTER) if fmt == "gen" else ("acc", "none")
+
+
+def format_metric(fmt: str, cf_metric: str) -> str:
+    """The ``METRIC,FILTER`` key a format is compared on (OLMES): the task's cloze normalisation for cf, the
+    label's accuracy for mcf, the extracted label's exact match for gen."""
+    metric, filt = (cf_metric, "none") if fmt == "cf" else primary_metric(fmt)
+    return f"{metric},{filt}"
 
 
 def formatted(cfg: dict[str, Any], fmt: str, source: str | None, labels: str = DEFAULT_LABELS) -> dict[str, Any]:
@@ -70,9 +77,10 @@ def formatted(cfg: dict[str, Any], fmt: str, source: str | None, labels: str = D
     record: dict[str, Any] = {"name": fmt, "task": base, "adapter": ad.to_dict()}
     if fmt != "cf":
         record["labels"] = style.name
+    record["metric"] = format_metric(fmt, ad.cf_metric)
     out["format"] = record
     if fmt == "cf" and ad.written == "cf":
-        out["metric_list"] = _cf_metrics(cfg)
+        out["metric_list"] = _cf_metrics(cfg, ad.partial)
         return out
     fewshot = out.get("fewshot_config")
     if isinstance(fewshot, dict):
@@ -83,7 +91,7 @@ def formatted(cfg: dict[str, Any], fmt: str, source: str | None, labels: str = D
     if fmt == "cf":
         out["doc_to_text"] = cf_text(ad.prefix, ad.question)
         out["doc_to_choice"] = cf_choices(ad.choices)
-        out["metric_list"] = _cf_metrics(cfg)
+        out["metric_list"] = _cf_metrics(cfg, partial=False)
         return out
     out["doc_to_text"] = mcf_text(ad.prefix, ad.question, ad.choices, style)
     out["doc_to_choice"] = mcf_choices(ad.choices, style)
@@ -103,9 +111,11 @@ def formatted(cfg: dict[str, Any], fmt: str, source: str | None, labels: str = D
     return out
 
 
-def _cf_metrics(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """The task's own metrics, then every cloze normalisation it does not list yet."""
+def _cf_metrics(cfg: dict[str, Any], partial: bool) -> list[dict[str, Any]]:
+    """The task's own metrics, then every cloze normalisation it does not list yet (no PMI for a task scored
+    by partial contexts, one per choice: its unconditional continuation would be the same for every choice)."""
     own = [m for m in cfg.get("metric_list") or [] if isinstance(m, dict)]
     names = {m.get("metric") for m in own}
-    extra = [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in CF_METRICS if m not in names]
+    wanted = [m for m in CF_METRICS if not (partial and m == "acc_pmi")]
+    extra = [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in wanted if m not in names]
     return copy.deepcopy(own) + extra

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lmeval.compiler.errors import fail
+from lmeval.plans import PMI_CONTEXT
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-ANSWER_PREFIX = "Answer:"
+ANSWER_PREFIX = PMI_CONTEXT  # "Answer:", also the unconditional context of acc_pmi
 
 
 @dataclass(frozen=True)

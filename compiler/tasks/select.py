@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from lmeval.common import CONF_DIR
 from lmeval.compiler.errors import fail
-from lmeval.compiler.formats import check_format, format_name, formatted, primary_metric, split_name
+from lmeval.compiler.formats import CF_METRICS, check_format, format_name, formatted, primary_metric, split_name
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
     GROUP_FIELDS,
@@ -262,6 +262,9 @@ class Expander:
             t.groups = [new if g == name else g for g in t.groups]
         metric, filt = primary_metric(fmt)
         agg = [{**a, "metric": metric, "filter_list": [filt]} if a["metric"] == "acc" else a for a in aggregate]
+        if fmt == "cf":  # every cloze normalisation the members report, aggregated as the group's acc is
+            have = {a["metric"] for a in agg}
+            agg += [{**a, "metric": m} for a in agg if a["metric"] == "acc" for m in CF_METRICS if m not in have]
         return new, format_name(alias, fmt) if alias else None, agg
 
 

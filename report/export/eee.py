@@ -34,7 +34,16 @@ from lmeval.report.export.lm_eval_samples import lm_eval_target, sha256
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "eee_schemas"
 COLLECTION = "lmeval"
-UNIT_METRICS = {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1"}  # proportions
+UNIT_METRICS = {
+    "acc",
+    "acc_norm",
+    "acc_bytes",
+    "acc_mutual_info",
+    "acc_per_token",
+    "acc_pmi",
+    "exact_match",
+    "f1",
+}  # proportions
 BOUNDS: dict[str, tuple[float, float]] = {"mcc": (-1.0, 1.0)}
 _SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 

@@ -34,7 +34,7 @@ from lmeval.report.export.inputs import ExportRun
 # the order lm-eval's Task.process_results builds its dict in, per output type
 BUILTIN_ORDER: dict[str, tuple[str, ...]] = {
     "multiple_choice": ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "brier_score", "likelihood",
-                        "acc_mutual_info"),
+                        "acc_mutual_info", "acc_per_token", "acc_pmi"),
     "loglikelihood": ("perplexity", "acc"),
     "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
 }  # fmt: skip

@@ -10,6 +10,6 @@ from lmeval.scorer.metrics.registry import Metric, builtin
 
 _NAMES = (
     "acc", "acc_norm", "acc_mutual_info", "acc_bytes", "perplexity", "likelihood", "word_perplexity",
-    "byte_perplexity", "bits_per_byte", "mcc", "f1", "brier_score",
+    "byte_perplexity", "bits_per_byte", "mcc", "f1", "brier_score", "acc_per_token", "acc_pmi",
 )  # fmt: skip
 LOGLIKELIHOOD: tuple[Metric, ...] = tuple(builtin(n) for n in _NAMES)

@@ -59,7 +59,9 @@ def test_each_output_type_computes_exactly_the_metrics_that_apply_to_it() -> Non
 
     everything = list(scoring.METRIC_SPECS)
     choices = ["a", "bb"]
-    mc = doc_metrics.mc_doc(_tm(everything), 1, choices, [(-1.0, False), (-0.5, True)] * 2, False)
+    # the choices, then one unconditional block per metric that needs one (acc_mutual_info, acc_pmi)
+    results = [(-1.0, False), (-0.5, True)] * 3
+    mc = doc_metrics.mc_doc(_tm(everything), 1, choices, results, False, n_tokens=[1, 2] * 3)
     assert set(mc) == applies("multiple_choice")
     assert set(doc_metrics.loglikelihood_doc(_tm(everything), [(-1.0, True)])) == applies("loglikelihood")
     assert set(doc_metrics.rolling_doc(_tm(everything), "some text", [-3.0])) == applies("loglikelihood_rolling")

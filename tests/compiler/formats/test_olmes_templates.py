@@ -108,8 +108,12 @@ def test_cf_of_a_letter_task_is_olmes_cloze(data: Path) -> None:
     _, docs, insts = _compile("mmlu_anatomy@cf", data)
     for doc_id, row in enumerate(_rows(case)):
         mine = sorted((i for i in insts if i.doc_id == doc_id), key=lambda i: i.idx)
-        assert {i.context for i in mine} == {case.description + make_cloze_prompt(case.question(row))}
-        assert [i.continuation for i in mine] == [f" {c}" for c in case.choices(row)]
+        k = len(case.choices(row))
+        cond, uncond = mine[:k], mine[k:]
+        assert {i.context for i in cond} == {case.description + make_cloze_prompt(case.question(row))}
+        assert [i.continuation for i in cond] == [f" {c}" for c in case.choices(row)]
+        # acc_pmi: each choice again after OLMES' unconditional prompt, "Answer:" alone
+        assert [(i.context, i.continuation) for i in uncond] == [("Answer:", f" {c}") for c in case.choices(row)]
         assert docs[doc_id].target == case.gold(row)
 
 
@@ -120,5 +124,17 @@ def test_cf_of_a_cloze_task_keeps_its_requests(task: str, data: Path) -> None:
     _, _, plain = _compile(task, data)
     header, _, cf = _compile(f"{task}@cf", data)
     key = [(i.doc_id, i.idx, i.context, i.continuation, i.context_ids, i.continuation_ids) for i in plain]
-    assert [(i.doc_id, i.idx, i.context, i.continuation, i.context_ids, i.continuation_ids) for i in cf] == key
-    assert {"acc", "acc_norm"} <= {m["metric"] for m in header.tasks[0].config["metric_list"]}
+    by_doc: dict[int, int] = {}
+    for i in plain:
+        by_doc[i.doc_id] = by_doc.get(i.doc_id, 0) + 1
+    conditional = [i for i in cf if i.idx < by_doc[i.doc_id]]
+    extra = [i for i in cf if i.idx >= by_doc[i.doc_id]]
+    assert [(i.doc_id, i.idx, i.context, i.continuation, i.context_ids, i.continuation_ids) for i in conditional] == key
+    metrics = {m["metric"] for m in header.tasks[0].config["metric_list"]}
+    assert {"acc", "acc_norm", "acc_per_token"} <= metrics
+    if task == "winogrande":  # partial scoring: one context per choice, no unconditional requests
+        assert "acc_pmi" not in metrics and extra == []
+    else:  # acc_pmi: every choice's continuation once more after "Answer:"
+        assert "acc_pmi" in metrics
+        want = [(i.doc_id, i.idx + by_doc[i.doc_id], "Answer:", i.continuation) for i in plain]
+        assert [(i.doc_id, i.idx, i.context, i.continuation) for i in extra] == want
