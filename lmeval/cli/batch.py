@@ -49,5 +49,10 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     from lmeval.executor import import_batch
 
-    print(import_batch(args.plan, args.output, args.out, args.overrides, args.endpoint, args.provider))
-    return 0
+    from lmeval.plans.results import read_manifest
+
+    out = import_batch(args.plan, args.output, args.out, args.overrides, args.endpoint, args.provider)
+    print(out)
+    # a partial import (requests missing or answered with an error) keeps its rows but exits 2, as a partial
+    # score does: a script cannot mistake it for a complete run
+    return 0 if read_manifest(out).finished else 2

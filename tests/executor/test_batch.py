@@ -129,7 +129,7 @@ def test_missing_ids_make_a_partial_import_that_a_second_import_completes(gsm8k_
     _write(tmp_path / "partial.jsonl", partial)
     out = tmp_path / "r"
     rc, err = _import(gsm8k_plan, tmp_path / "partial.jsonl", out)
-    assert rc == 0 and "1 answered with an error; 2 instances still missing" in err, err
+    assert rc == 2 and "1 answered with an error; 2 instances still missing" in err, err  # kept, not complete
     assert len(read_results(out)) == 3 and read_manifest(out).finished is None
 
     rest = _export(gsm8k_plan, tmp_path / "rest.jsonl", "--resume", str(out))
