@@ -6,8 +6,9 @@ One ``lmeval run`` compiles every shipped multiple-choice task (arc_easy, arc_ch
 boolq and the first N MMLU subjects) in each format (``@cf``, ``@mcf``, ``@gen``: compiler/formats) into one
 plan and executes it on SmolLM2-135M-Instruct (``model=smollm2``): the first ``--limit`` documents of each
 task, ``--num-fewshot`` shots. Printed and written to ``bench/results/formats-smollm2.md``: per task, CF
-``acc`` and ``acc_norm``, MCF ``acc``, gen ``exact_match`` with its unparsed count (responses the label regex
-does not match), chance level, and the better of CF and MCF (OLMES' rule), with the machine and the wall time.
+``acc``, ``acc_norm``, ``acc_per_token`` and ``acc_pmi``, MCF ``acc``, gen ``exact_match`` with its unparsed
+count (responses the label regex does not match) and its agreement with MCF's argmax label, chance level, and
+the better of CF (OLMES' normalisation for the task) and MCF (OLMES' rule), with the machine and the wall time.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def main() -> None:
         wall = time.monotonic() - t
         results = json.loads((out / "results.json").read_text())["results"]
         unparsed = _unparsed(out)
+        agree = _agreement(out)
     end = machine()
-    rows = [_row(b, results, unparsed) for b in bases]
+    rows = [_row(b, results, unparsed, agree) for b in bases]
     text = _table(rows, a, start, end, wall, " ".join(cmd[1:]).replace(str(DATA), "../shared/data"))
     Path(a.out).write_text(text)
     print(text)
@@ -70,21 +72,56 @@ def _unparsed(out: Path) -> dict[str, int]:
     return {str(t): int(n) for t, n in counts.iter_rows()}
 
 
-def _row(base: str, results: dict[str, Any], unparsed: dict[str, int]) -> dict[str, Any]:
+def _agreement(out: Path) -> dict[str, float]:
+    """Per base task: the share of documents whose generated label (``@gen``) is the label MCF scores highest
+    (``@mcf``'s argmax over the labels' log-likelihoods): 1.0 means greedy generation is MCF read another way."""
+    import polars as pl
+
+    from lmeval.plans.results import read_results
+
+    rows = read_results(out).select("task", "doc_id", "idx", "loglikelihood")
+    mcf = (
+        rows.filter(pl.col("task").str.ends_with("@mcf"))
+        .sort("loglikelihood", descending=True, maintain_order=True)
+        .sort(["task", "doc_id", "idx"])
+        .group_by("task", "doc_id", maintain_order=True)
+        .agg(pl.col("idx").get(pl.col("loglikelihood").arg_max()).alias("best"))
+        .with_columns(base=pl.col("task").str.replace(r"@mcf$", ""))
+    )
+    gen = (
+        pl.read_parquet(out / "samples.parquet")
+        .filter(pl.col("filter") == "letter")
+        .select("task", "doc_id", "filtered")
+        .with_columns(base=pl.col("task").str.replace(r"@gen$", ""))
+    )
+    j = mcf.join(gen, on=["base", "doc_id"], how="inner")
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    same = j.with_columns(
+        ok=pl.col("best").map_elements(lambda i: letters[i], return_dtype=pl.String) == pl.col("filtered")
+    )
+    return {str(b): float(m) for b, m in same.group_by("base").agg(pl.col("ok").mean()).iter_rows()}
+
+
+def _cf_metric(base: str) -> str:
+    from lmeval.compiler.formats import ADAPTERS
+
+    ad = ADAPTERS.get(base)
+    return ad.cf_metric if ad is not None else "acc_norm"  # mmlu and derived adapters: per character
+
+
+def _row(base: str, results: dict[str, Any], unparsed: dict[str, int], agree: dict[str, float]) -> dict[str, Any]:
     cf, mcf, gen = (results.get(f"{base}@{f}", {}) for f in ("cf", "mcf", "gen"))
+    olmes = _cf_metric(base)
     return {
         "task": base,
         "chance": CHANCE.get(base, 0.25),
-        "cf_acc": cf.get("acc,none"),
-        "cf_acc_norm": cf.get("acc_norm,none"),
+        **{f"cf_{m}": cf.get(f"{m},none") for m in ("acc", "acc_norm", "acc_per_token", "acc_pmi")},
+        "cf_olmes": olmes,
         "mcf_acc": mcf.get("acc,none"),
         "gen_em": gen.get("exact_match,letter"),
         "gen_unparsed": unparsed.get(f"{base}@gen", 0),
-        "best": max(
-            ("cf", cf.get("acc_norm,none", cf.get("acc,none")) or 0.0),
-            ("mcf", mcf.get("acc,none") or 0.0),
-            key=lambda x: x[1],
-        ),  # fmt: skip
+        "agree": agree.get(base),
+        "best": max(("cf", cf.get(f"{olmes},none") or 0.0), ("mcf", mcf.get("acc,none") or 0.0), key=lambda x: x[1]),
     }
 
 
@@ -102,13 +139,22 @@ def _table(
         f"at end {end['load']}. One plan, {len(rows) * 3} tasks, {a.num_fewshot}-shot, first {a.limit} documents "
         f"of each task, backend {a.backend}; {wall:.0f} s from process start to scores.",
         "",
-        "| task | chance | CF acc | CF acc_norm | MCF acc | gen exact_match (unparsed) | better of CF / MCF |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "CF: acc (none), acc_norm (per character), acc_per_token, acc_pmi (PMI against `Answer:`); the one OLMES "
+        "uses for the task is starred. gen = MCF: the share of documents whose generated label is MCF's argmax "
+        "label. Better of: OLMES' rule, the task's CF normalisation against MCF acc.",
+        "",
+        "| task | chance | CF acc | CF acc_norm | CF acc_per_token | CF acc_pmi | MCF acc | gen exact_match (unparsed) "
+        "| gen = MCF | better of CF / MCF |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
+        cells = [
+            _f(r[f"cf_{m}"]) + ("*" if m == r["cf_olmes"] else "")
+            for m in ("acc", "acc_norm", "acc_per_token", "acc_pmi")
+        ]
         lines.append(
-            f"| {r['task']} | {r['chance']:.2f} | {_f(r['cf_acc'])} | {_f(r['cf_acc_norm'])} | {_f(r['mcf_acc'])} | "
-            f"{_f(r['gen_em'])} ({r['gen_unparsed']}) | {r['best'][0]} {_f(r['best'][1])} |"
+            f"| {r['task']} | {r['chance']:.2f} | {' | '.join(cells)} | {_f(r['mcf_acc'])} | "
+            f"{_f(r['gen_em'])} ({r['gen_unparsed']}) | {_f(r['agree'])} | {r['best'][0]} {_f(r['best'][1])} |"
         )
     lines += ["", f"Command: `{cmd}`", ""]
     return "\n".join(lines)
