@@ -48,7 +48,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from lmeval.executor import import_batch
-    from lmeval.plans.results import read_manifest
+    from lmeval.plans import read_manifest
 
     out = import_batch(args.plan, args.output, args.out, args.overrides, args.endpoint, args.provider)
     print(out)
