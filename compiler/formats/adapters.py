@@ -11,7 +11,7 @@ they are document fields, single-expression templates or literals, and a one-lin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lmeval.compiler.errors import fail
@@ -39,7 +39,7 @@ _MMLU = Adapter("{{question.strip()}}", "choices", "answer", written="mcf")
 
 ADAPTERS: dict[str, Adapter] = {
     "arc_easy": _ARC,
-    "arc_challenge": Adapter("{{question}}", "choices.text", "choices.label.index(answerKey)", cf_metric="acc_pmi"),
+    "arc_challenge": replace(_ARC, cf_metric="acc_pmi"),
     # OLMES (catwalk's PiQAStd / PiQAMCStd): the goal after "Goal: "
     "piqa": Adapter("{{goal}}", "[sol1, sol2]", "label", prefix="Goal: "),
     # the passage, then the question; choices in lm-eval's order (no, yes), so the gold stays `label`
