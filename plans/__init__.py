@@ -92,7 +92,15 @@ if TYPE_CHECKING:
     from lmeval.plans.limits import MAX_DEPTH, MAX_GEN_TOKS, MAX_REPEATS, MAX_ROW_BYTES, MAX_YAML_BYTES, value_problem
     from lmeval.plans.packids import IdsPacker
     from lmeval.plans.partsum import checksummed, part_sha256
-    from lmeval.plans.promptformats import PROMPT_FORMATS, SEPARATOR, format_name, split_name
+    from lmeval.plans.promptformats import (
+        BEST,
+        BEST_OF,
+        PROMPT_FORMATS,
+        SEPARATOR,
+        best_aggregate,
+        format_name,
+        split_name,
+    )
     from lmeval.plans.reasoning import Reasoning, ReasoningError, Split, canonical_reasoning, reasoning_end
     from lmeval.plans.recordcodec import (
         Record,
@@ -165,8 +173,11 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "BEST",
+    "BEST_OF",
     "PROMPT_FORMATS",
     "SEPARATOR",
+    "best_aggregate",
     "format_name",
     "split_name",
     "AGGREGATIONS",
@@ -384,6 +395,9 @@ _LAZY = {
     "DEFAULT_CODEC": "lmeval.plans.storage",
     "DEFAULT_METRICS": "lmeval.plans.scoring",
     "DOCUMENT": "lmeval.plans.scoredintervals",
+    "BEST": "lmeval.plans.promptformats",
+    "BEST_OF": "lmeval.plans.promptformats",
+    "best_aggregate": "lmeval.plans.promptformats",
     "PROMPT_FORMATS": "lmeval.plans.promptformats",
     "SEPARATOR": "lmeval.plans.promptformats",
     "format_name": "lmeval.plans.promptformats",

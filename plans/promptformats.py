@@ -6,6 +6,15 @@ from __future__ import annotations
 
 PROMPT_FORMATS = ("cf", "mcf", "gen")  # cloze, multiple-choice letters, generated letter (OLMES CF, MCF; generation)
 SEPARATOR = "@"
+# ``NAME@best`` (selection only, not ``run.format``): ``NAME@cf`` and ``NAME@mcf`` plus a group ``NAME@best``
+# that reports, per task, the better of the two (OLMES' rule; scorer/group_best.py); both stay in the results
+BEST = "best"
+BEST_OF = ("cf", "mcf")
+
+
+def best_aggregate() -> dict[str, object]:
+    """The ``aggregate_metric_list`` entry of a ``NAME@best`` group (its result keys: ``best,none``, ...)."""
+    return {"metric": BEST, "aggregation": BEST, "filter_list": ["none"]}
 
 
 def split_name(name: str) -> tuple[str, str | None]:

@@ -106,7 +106,7 @@ AGGREGATIONS: tuple[str, ...] = (
     "mean", "median", "nanmean", "perplexity", "weighted_perplexity", "bits_per_byte", "f1", "matthews_corrcoef",
     "bleu", "chrf", "chrf++", "ter", "brier_score", "bypass",
 )  # fmt: skip
-GROUP_AGGREGATIONS: tuple[str, ...] = ("mean",)
+GROUP_AGGREGATIONS: tuple[str, ...] = ("mean", "best")  # best: NAME@best groups (plans/promptformats.py)
 GROUP_METRIC_KEYS = ("metric", "aggregation", "weight_by_size", "filter_list")
 
 
@@ -365,7 +365,7 @@ def check_group_metric(entry: Any, produced: Iterable[set[str] | None]) -> list[
     if fl is not None and not (isinstance(fl, str) or (isinstance(fl, list) and all(isinstance(f, str) for f in fl))):
         out.append(("aggregate_metric_list.filter_list", f"must be a filter name or a list of them, got {fl!r}"))
     sets = list(produced)
-    if sets and all(s is not None and metric not in s for s in sets):
+    if sets and agg != "best" and all(s is not None and metric not in s for s in sets):
         have = sorted(set().union(*(s for s in sets if s is not None)))
         msg = f"no task of the group has metric {metric!r}{_hint(metric, have)}; its tasks have {', '.join(have)}"
         out.append(("aggregate_metric_list.metric", msg))

@@ -7,6 +7,7 @@ from typing import Any
 
 from lmeval.plans import GroupSummary
 from lmeval.scorer import aggregate as agg
+from lmeval.scorer import group_best
 from lmeval.scorer.errors import ScoreError
 
 
@@ -36,9 +37,13 @@ def _version(g: GroupSummary) -> str:
 
 
 def aggregate_groups(
-    groups: list[GroupSummary], task_results: dict[str, dict[str, Any]], aliases: dict[str, str] | None = None
+    groups: list[GroupSummary],
+    task_results: dict[str, dict[str, Any]],
+    aliases: dict[str, str] | None = None,
+    compared: dict[str, str] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, list[str]]]:
-    """(group results, group versions, group_subtasks)."""
+    """(group results, group versions, group_subtasks). ``compared``: formatted task -> its ``format.metric``
+    (what a ``NAME@best`` group compares)."""
     by = _by_name(groups)
     aliases = aliases or {}
     results: dict[str, dict[str, Any]] = {}
@@ -48,7 +53,7 @@ def aggregate_groups(
         subtasks[g.name] = list(g.subtasks)
         versions[g.name] = _version(g)
         gm: dict[str, Any] = {"alias": aliases.get(g.name, g.name), "name": g.name}
-        if g.aggregate_metric_list:
+        if g.aggregate_metric_list and not group_best.is_best(g):  # NAME@best: below, over its members
             leaves = leaf_tasks(g.name, by)
             gm["sample_len"] = sum(task_results[t].get("sample_len", 0) for t in leaves if t in task_results)
             sample_count: dict[str, int] = {}
@@ -94,6 +99,7 @@ def aggregate_groups(
             if sample_count:
                 gm["sample_count"] = sample_count
         results[g.name] = gm
+    group_best.add_best(groups, {**task_results, **results}, compared)
     return results, versions, subtasks
 
 

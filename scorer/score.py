@@ -329,7 +329,8 @@ def _scored_run(
     header = plan.header
     tasks = {ts.name: ts for ts in header.tasks}
     results = {t: s.metrics for t, s in scored.items()}
-    group_results, group_versions, group_subtasks = grp.aggregate_groups(header.groups, results, aliases)
+    compared = {t.name: fmt["metric"] for t in header.tasks if isinstance(fmt := t.config.get("format"), dict)}
+    group_results, group_versions, group_subtasks = grp.aggregate_groups(header.groups, results, aliases, compared)
     results.update(group_results)
     n_shot: dict[str, Any] = {t: tasks[t].num_fewshot for t in scored}
     hib = {t: s.hib for t, s in scored.items()}

@@ -30,7 +30,7 @@ from lmeval.compiler.tasks.lookup import (
     unqualified,
 )
 from lmeval.compiler.tasks.taskconfig import TaskConfig, build_task_config
-from lmeval.plans import MAX_YAML_BYTES, InputError, check_group_metric, open_regular
+from lmeval.plans import BEST, BEST_OF, MAX_YAML_BYTES, InputError, best_aggregate, check_group_metric, open_regular
 
 
 class TaskOptions(Protocol):
@@ -133,6 +133,8 @@ class Expander:
         if fmt is not None:
             if self._format is not None:
                 raise fail(f"{name!r}: a format inside a formatted selection ({self._format})", file=where)
+            if fmt == BEST:
+                return [self.add_best(base, parents, overrides, where)]
             check_format(fmt, f"{where or 'run.tasks'} {name}")
             found = self.lookup(base)
             if found is None:
@@ -155,6 +157,18 @@ class Expander:
             finally:
                 self.lookup = prev
         return self._add_found(name, found, parents, overrides)
+
+    def add_best(self, base: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
+        """``NAME@best``: ``NAME@cf`` and ``NAME@mcf`` exactly as selected alone (their tasks' records do not
+        name this group), and the group ``NAME@best`` over the two that reports the better (scorer/group_best)."""
+        subtasks: list[str] = []
+        for fmt in BEST_OF:
+            subtasks += self.add_named(format_name(base, fmt), parents, overrides, where)
+        name = format_name(base, BEST)
+        self.sel.groups.append(
+            GroupInfo(name=name, alias=None, subtasks=subtasks, aggregate_metric_list=[best_aggregate()], source=where)
+        )
+        return name
 
     def _add_found(self, name: str, found: Found, parents: list[str], overrides: dict[str, Any] | None) -> list[str]:
         if found.kind == "tag":
