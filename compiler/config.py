@@ -11,6 +11,7 @@ from typing import Any
 from lmeval.common import CONF_DIR
 from lmeval.compiler.build import DEFAULT_SEED_MODE, BuildOptions, Seeds, fewshot_seed, parse_seed, parse_seed_mode
 from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.formats import Sweep, parse_sweep
 from lmeval.compiler.runchecks import bad as _bad
 from lmeval.compiler.runchecks import budget_options, format_option, statistics_options, strict_option
 from lmeval.compiler.runchecks import is_int as _int
@@ -29,13 +30,13 @@ RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
     "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields", "subsample",
-    "sample_scores", "format",
+    "sample_scores", "format", "sweep",
 )  # fmt: skip
 # Run options conf/run/default.yaml leaves out, so that a plan compiled at their default carries exactly the
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
 OPTIONAL_RUN_KEYS = (
     "seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
-    "subsample", "sample_scores", "format",
+    "subsample", "sample_scores", "format", "sweep",
 )  # fmt: skip
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 
@@ -93,7 +94,7 @@ def shorthand(overrides: list[str]) -> list[str]:
 
 
 _TASK_SELECT = re.compile(r"^\+task=(.+)$", re.S)
-_NAME = re.compile(r"[A-Za-z0-9_.:-]+(@[A-Za-z0-9_]+)?")
+_NAME = re.compile(r"[A-Za-z0-9_.:-]+(@[A-Za-z0-9_+]+)?")  # NAME@FMT, NAME@FMT+LABELS+seedN
 _RUN_TASKS = re.compile(r"^(\+{0,2})run\.tasks=(.*)$", re.S)
 
 
@@ -205,6 +206,7 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
     for key in (
         "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "subsample", "sample_scores", "format",
+        "sweep",
     ):  # fmt: skip
         if isinstance(run, dict) and key in run and run[key] in (None, {}, 0, []):
             del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
@@ -273,6 +275,12 @@ class RunConfig:
     subsample: Subsample | None = None  # run.subsample (plans/subsample.py): a seeded, stratified subset
     sample_scores: list[str] | None = None  # run.sample_scores (plans/samplescores.py): every repeat scored
     format: str | None = None  # run.format (compiler/formats): every multiple-choice task in this prompt format
+    sweep: Sweep | None = None  # run.sweep (compiler/formats/sweep.py): the variants NAME@sweep compiles
+
+    @property
+    def sampler_seed(self) -> int | None:
+        """The few-shot sampler's seed the run uses (``run.fewshot_random_seed`` or ``run.seed``'s slot)."""
+        return fewshot_seed(self.seeds, self.fewshot_random_seed)
 
     def options(self) -> BuildOptions:
         """What building the tasks needs: the fields both hold, with the seeds resolved (compiler/build/seeds.py)."""
@@ -366,6 +374,7 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     r.strict_fields = strict_option(raw)
     r.subsample, r.sample_scores = statistics_options(raw, r.limit)
     r.format = format_option(raw)
+    r.sweep = parse_sweep(raw.get("sweep"))
     fewshot_seed(r.seeds, r.fewshot_random_seed)  # a conflict is refused here, before anything is read
     return r
 

@@ -20,7 +20,9 @@ from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.tasks import forget_loaded, select_tasks
 from lmeval.plans import (
     DEFAULT_CODEC,
+    GENERATION_ONLY_BACKENDS,
     PlanHeader,
+    format_of,
     header_hash_bytes,
     plan_digest,
     seal_header,
@@ -112,11 +114,27 @@ def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOpt
     return opts
 
 
+def _by_generation(cfg: dict[str, Any], run: RunConfig) -> str | None:
+    """A plan for a backend without log-probabilities (``GENERATION_ONLY_BACKENDS``: a chat endpoint) takes
+    multiple-choice tasks by generation, as ``NAME@gen`` (compiler/formats), unless ``run.format`` chooses:
+    the switch is in the plan (other task names and identities), and this note says why."""
+    model = cfg.get("model")
+    backend = model.get("backend") if isinstance(model, dict) else None
+    if run.format is not None or backend not in GENERATION_ONLY_BACKENDS:
+        return None
+    run.format = "gen"
+    return (
+        f"model.backend={backend} returns no log-probabilities: multiple-choice tasks compiled by generation "
+        "(NAME@gen; set run.format to choose another format)"
+    )
+
+
 def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     forget_loaded()
     cfg = compose(overrides, (settings.cache_dir or default_dir()) if settings.cache else None)
     portable, locations = split_locations(cfg)
     run = run_config(cfg.get("run") or {})
+    by_generation = _by_generation(cfg, run)
     tok, model, chat = load_model_info(cfg.get("model"), run.apply_chat_template, run.chat_template_kwargs)
     sel = select_tasks(cfg, run)
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
@@ -133,6 +151,8 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
         if nulls:
             raise CompileError(nulls[0].message(strict=True))
     notes = [n for p in parts for n in p.notes]
+    if by_generation and any(format_of(s.name) == "gen" for s in sel.tasks):
+        notes.insert(0, by_generation)
     header = plan_header(portable, model, sel, [p.summary for p in parts], notes)
     try:
         sealed = _seal(header, parts, cache)

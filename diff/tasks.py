@@ -95,6 +95,8 @@ class _TaskDiffer:
 
     def _context_causes(self, o: str, n: str, doc_causes: set[str]) -> set[str]:
         causes = doc_causes & {"fewshot", "doc"}
+        if self.format_changed:  # a format or its variant (labels, few-shot seed) rewrote the prompt
+            causes.add("format")
         cands = list(self.task_prompt_causes)
         if "description" in cands and self._explained_by(self.old_desc, self.new_desc, o, n):
             return causes | {"description"}

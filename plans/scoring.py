@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.funcref import is_ref, ref_attr
+from lmeval.plans.promptformats import best_aggregate, spread_aggregate
 from lmeval.plans.regexes import compile_regex
 
 # option kinds: how an option's value is checked
@@ -106,7 +107,7 @@ AGGREGATIONS: tuple[str, ...] = (
     "mean", "median", "nanmean", "perplexity", "weighted_perplexity", "bits_per_byte", "f1", "matthews_corrcoef",
     "bleu", "chrf", "chrf++", "ter", "brier_score", "bypass",
 )  # fmt: skip
-GROUP_AGGREGATIONS: tuple[str, ...] = ("mean", "best")  # best: NAME@best groups (plans/promptformats.py)
+GROUP_AGGREGATIONS: tuple[str, ...] = ("mean",)  # a written group's; NAME@best and NAME@sweep make their own
 GROUP_METRIC_KEYS = ("metric", "aggregation", "weight_by_size", "filter_list")
 
 
@@ -351,6 +352,8 @@ def check_group_metric(entry: Any, produced: Iterable[set[str] | None]) -> list[
     metric = entry["metric"]
     if not isinstance(metric, str) or not metric:
         return [("aggregate_metric_list.metric", f"must be a metric name, got {metric!r}")]
+    if entry in (best_aggregate(), spread_aggregate()):
+        return []  # the compiler's NAME@best / NAME@sweep groups (plans/promptformats.py), over members' scores
     for key in sorted(set(entry) - set(GROUP_METRIC_KEYS)):
         known = ", ".join(GROUP_METRIC_KEYS)
         msg = f"unknown key{_hint(key, GROUP_METRIC_KEYS)} of group metric {metric!r}; known: {known}"
@@ -365,7 +368,7 @@ def check_group_metric(entry: Any, produced: Iterable[set[str] | None]) -> list[
     if fl is not None and not (isinstance(fl, str) or (isinstance(fl, list) and all(isinstance(f, str) for f in fl))):
         out.append(("aggregate_metric_list.filter_list", f"must be a filter name or a list of them, got {fl!r}"))
     sets = list(produced)
-    if sets and agg != "best" and all(s is not None and metric not in s for s in sets):
+    if sets and all(s is not None and metric not in s for s in sets):
         have = sorted(set().union(*(s for s in sets if s is not None)))
         msg = f"no task of the group has metric {metric!r}{_hint(metric, have)}; its tasks have {', '.join(have)}"
         out.append(("aggregate_metric_list.metric", msg))

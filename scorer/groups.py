@@ -7,7 +7,7 @@ from typing import Any
 
 from lmeval.plans import GroupSummary
 from lmeval.scorer import aggregate as agg
-from lmeval.scorer import group_best
+from lmeval.scorer import group_best, group_spread
 from lmeval.scorer.errors import ScoreError
 
 
@@ -53,7 +53,7 @@ def aggregate_groups(
         subtasks[g.name] = list(g.subtasks)
         versions[g.name] = _version(g)
         gm: dict[str, Any] = {"alias": aliases.get(g.name, g.name), "name": g.name}
-        if g.aggregate_metric_list and not group_best.is_best(g):  # NAME@best: below, over its members
+        if g.aggregate_metric_list and not (group_best.is_best(g) or group_spread.is_spread(g)):  # below
             leaves = leaf_tasks(g.name, by)
             gm["sample_len"] = sum(task_results[t].get("sample_len", 0) for t in leaves if t in task_results)
             sample_count: dict[str, int] = {}
@@ -99,7 +99,8 @@ def aggregate_groups(
             if sample_count:
                 gm["sample_count"] = sample_count
         results[g.name] = gm
-    group_best.add_best(groups, {**task_results, **results}, compared)
+    group_best.add_best(groups, {**task_results, **results}, compared)  # NAME@best, over its members' results
+    group_spread.add_spread(groups, {**task_results, **results}, compared)  # NAME@sweep
     return results, versions, subtasks
 
 

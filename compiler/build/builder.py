@@ -2,6 +2,8 @@
 ``fewshot_context`` (system prompt, few-shot turns, eval turn, chat template), ``construct_requests``
 (per output type) and the few-shot sampler (one ``random.Random`` per task, consumed doc by doc).
 """
+# size: one piece, lm-eval's ConfigurableTask build order (probe, pool, sampler, per-doc render): the steps
+# share the task's renderer and sampler state, and their order is the parity being kept
 
 from __future__ import annotations
 
@@ -163,6 +165,10 @@ class TaskBuilder:
         r = Renderer(s.name, s.source, _features(docs), s.doc_to_choice is not None)
         multiple_input, multiple_target = self._probe(r, docs[0])
         pool = self._shot_pool(n_shot, early_pool) if n_shot > 0 else []
+        fmt = s.raw.get("format")
+        if n_shot == 0 and isinstance(fmt, dict) and "seed" in fmt:
+            self.notes.append(f"{s.name}: 0-shot, so its few-shot seed {fmt['seed']} changes no prompt")
+            _log.info(self.notes[-1])
         return Prepared(docs, pool, r, n_shot, multiple_input, multiple_target)
 
     def render(self, p: Prepared) -> BuiltTask:
@@ -174,7 +180,7 @@ class TaskBuilder:
         selected = docs[:limit] if limit is not None else docs
         drawn = self._subsample(docs)
         keep = set(drawn.doc_ids) if drawn is not None else None
-        rnd = random.Random(self.run.fewshot_random_seed)
+        rnd = random.Random(self._fewshot_seed())
         remove_eval_doc = s.fewshot.split == s.test_split
         shot_cache: dict[int, list[Msg]] = {}
         out: list[BuiltDoc] = []
@@ -200,6 +206,13 @@ class TaskBuilder:
             out.append(self._doc(r, doc_id, doc, ids, messages, multiple_input, where))
         nulls = r.nulls.fields(self._data_file(), s.name)
         return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes, nulls, drawn)
+
+    def _fewshot_seed(self) -> int | None:
+        """The few-shot sampler's seed: a sweep variant's own (its ``format.seed``, compiler/formats), else
+        the run's."""
+        fmt = self.config.raw.get("format")
+        seed = fmt.get("seed") if isinstance(fmt, dict) else None
+        return seed if isinstance(seed, int) else self.run.fewshot_random_seed
 
     def _data_file(self) -> str:
         """The evaluation split's data file, as a warning names it."""

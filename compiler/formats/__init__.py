@@ -2,10 +2,12 @@
 multiple choice (``mcf``) or generated letter (``gen``), as OLMES defines them (``templates``), built from
 where each task keeps its question, choices and answer (``adapters``) into a task config of its own
 (``apply``). Selected as ``NAME@FMT`` (``+task=arc_easy@mcf``, ``run.tasks=[mmlu@cf]``) or ``run.format=FMT``
-for every multiple-choice task; design note: docs/how-to/formats.md."""
+for every multiple-choice task, ``NAME@sweep`` for a sensitivity sweep (``sweep``); design note:
+docs/how-to/formats.md."""
 
 from lmeval.compiler.formats.adapters import ADAPTERS, Adapter, adapter_for
 from lmeval.compiler.formats.apply import CF_METRICS, check_format, format_metric, formatted, primary_metric
+from lmeval.compiler.formats.sweep import Sweep, parse_sweep
 from lmeval.compiler.formats.templates import (
     ANSWER_PREFIX,
     DEFAULT_LABELS,
@@ -25,12 +27,14 @@ __all__ = [
     "LABEL_STYLES",
     "SEPARATOR",
     "Adapter",
+    "Sweep",
     "LabelStyle",
     "adapter_for",
     "check_format",
     "format_name",
     "format_metric",
     "formatted",
+    "parse_sweep",
     "primary_metric",
     "split_name",
 ]

@@ -33,7 +33,7 @@ from lmeval.compiler.formats.templates import (
     mcf_choices,
     mcf_text,
 )
-from lmeval.plans import PROMPT_FORMATS, format_name
+from lmeval.plans import PROMPT_FORMATS, Variant, format_name
 
 # every cloze normalisation (OLMES: none, per character, per token, PMI against "Answer:"; plans/scoring.py)
 CF_METRICS = ("acc", "acc_norm", "acc_per_token", "acc_pmi")
@@ -58,8 +58,12 @@ def format_metric(fmt: str, cf_metric: str) -> str:
     return f"{metric},{filt}"
 
 
-def formatted(cfg: dict[str, Any], fmt: str, source: str | None, labels: str = DEFAULT_LABELS) -> dict[str, Any]:
-    """The config of task ``cfg['task']`` in format ``fmt`` (one of ``PROMPT_FORMATS``)."""
+def formatted(
+    cfg: dict[str, Any], fmt: str, source: str | None, labels: str = DEFAULT_LABELS, seed: int | None = None
+) -> dict[str, Any]:
+    """The config of task ``cfg['task']`` in format ``fmt`` (one of ``PROMPT_FORMATS``), its MCF labels in style
+    ``labels`` and, when ``seed`` is given, its few-shot examples drawn with that seed instead of the run's
+    (a sweep's variant: ``arc_easy@mcf+parens+seed1``, plans/promptformats.py)."""
     base = str(cfg.get("task"))
     if cfg.get("output_type") != "multiple_choice":
         raise fail(
@@ -70,13 +74,18 @@ def formatted(cfg: dict[str, Any], fmt: str, source: str | None, labels: str = D
         )
     ad = adapter_for(cfg, base, source)
     style = label_style(labels, f"task {base} format labels")
+    if fmt == "cf" and style.name != DEFAULT_LABELS:
+        raise fail(f"the cloze format has no labels (got {labels!r})", file=source, task=base, field="format labels")
+    suffix = Variant(fmt, None if style.name == DEFAULT_LABELS else style.name, seed).suffix()
     out = copy.deepcopy(cfg)
-    out["task"] = format_name(base, fmt)
+    out["task"] = format_name(base, suffix)
     alias = cfg.get("task_alias")
-    out["task_alias"] = format_name(alias if isinstance(alias, str) and alias else base, fmt)
+    out["task_alias"] = format_name(alias if isinstance(alias, str) and alias else base, suffix)
     record: dict[str, Any] = {"name": fmt, "task": base, "adapter": ad.to_dict()}
     if fmt != "cf":
         record["labels"] = style.name
+    if seed is not None:
+        record["seed"] = seed  # the few-shot sampler's seed (compiler/build/builder.py)
     record["metric"] = format_metric(fmt, ad.cf_metric)
     out["format"] = record
     if fmt == "cf" and ad.written == "cf":

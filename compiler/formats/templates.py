@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lmeval.compiler.errors import fail
-from lmeval.plans import PMI_CONTEXT
+from lmeval.plans import DEFAULT_LABEL_STYLE, PMI_CONTEXT
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ANSWER_PREFIX = PMI_CONTEXT  # "Answer:", also the unconditional context of acc_pmi
@@ -46,7 +46,7 @@ LABEL_STYLES: dict[str, LabelStyle] = {
     "parens": LabelStyle("parens", " (", ")"),  # " (A) text"
     "numbers": LabelStyle("numbers", " ", ".", numbers=True),  # " 1. text"
 }
-DEFAULT_LABELS = "letters"
+DEFAULT_LABELS = DEFAULT_LABEL_STYLE  # plans/promptformats.py: the style a variant name leaves out
 
 
 def label_style(name: str, where: str) -> LabelStyle:

@@ -4,6 +4,8 @@ when some name needs it, lm-eval's installed catalog (``lookup``); groups and ta
 TaskFactory does (group-level task fields become defaults of the member tasks; an inline member's own
 keys win). Also the names ``lmeval ls`` lists (``find_names``).
 """
+# size: one recursion, the Expander: tasks, groups, tags and formats (NAME@FMT, @best, @sweep) expand into
+# each other in lm-eval's TaskFactory order and share its state (names seen, the format being applied)
 
 from __future__ import annotations
 
@@ -16,7 +18,16 @@ from typing import Any, Protocol
 
 from lmeval.common import CONF_DIR
 from lmeval.compiler.errors import fail
-from lmeval.compiler.formats import CF_METRICS, check_format, format_name, formatted, primary_metric, split_name
+from lmeval.compiler.formats import (
+    CF_METRICS,
+    DEFAULT_LABELS,
+    Sweep,
+    check_format,
+    format_name,
+    formatted,
+    primary_metric,
+    split_name,
+)
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
     GROUP_FIELDS,
@@ -30,7 +41,20 @@ from lmeval.compiler.tasks.lookup import (
     unqualified,
 )
 from lmeval.compiler.tasks.taskconfig import TaskConfig, build_task_config
-from lmeval.plans import BEST, BEST_OF, MAX_YAML_BYTES, InputError, best_aggregate, check_group_metric, open_regular
+from lmeval.plans import (
+    BEST,
+    BEST_OF,
+    MAX_YAML_BYTES,
+    SWEEP,
+    InputError,
+    Variant,
+    VariantError,
+    best_aggregate,
+    check_group_metric,
+    open_regular,
+    parse_variant,
+    spread_aggregate,
+)
 
 
 class TaskOptions(Protocol):
@@ -44,6 +68,12 @@ class TaskOptions(Protocol):
 
     @property
     def format(self) -> str | None: ...
+
+    @property
+    def sweep(self) -> Sweep | None: ...
+
+    @property
+    def sampler_seed(self) -> int | None: ...
 
 
 @dataclass
@@ -107,6 +137,8 @@ class Expander:
         known: Callable[[], list[str]],
         broken: dict[str, str] | None = None,
         default_format: str | None = None,
+        sweep: Sweep | None = None,
+        run_seed: int | None = None,
     ) -> None:
         self.lookup = lookup
         self.known = known
@@ -115,8 +147,12 @@ class Expander:
         self._task_names: dict[str, str] = {}
         # prompt formats (compiler/formats): run.format for every multiple-choice task, or NAME@FMT's own
         self.default_format = default_format
-        self._format: str | None = None  # the NAME@FMT being expanded
+        self._variant: Variant | None = None  # the NAME@FMT (or NAME@FMT+LABELS+seedN) being expanded
         self._format_is_task = False  # NAME is a task (a group formats only its multiple-choice members)
+        # NAME@sweep (compiler/formats/sweep.py): run.sweep's variants, the run's few-shot seed unmarked in names
+        self.sweep = sweep
+        self.run_seed = run_seed
+        self.swept = False
 
     def unknown(self, name: str, where: str | None = None) -> Exception:
         for path, why in sorted(self.broken.items()):
@@ -131,19 +167,25 @@ class Expander:
     ) -> list[str]:
         base, fmt = split_name(name)
         if fmt is not None:
-            if self._format is not None:
-                raise fail(f"{name!r}: a format inside a formatted selection ({self._format})", file=where)
+            if self._variant is not None:
+                raise fail(f"{name!r}: a format inside a formatted selection ({self._variant.suffix()})", file=where)
             if fmt == BEST:
                 return [self.add_best(base, parents, overrides, where)]
-            check_format(fmt, f"{where or 'run.tasks'} {name}")
+            if fmt == SWEEP:
+                return [self.add_sweep(base, parents, overrides, where)]
+            try:
+                variant = parse_variant(fmt)
+            except VariantError as e:
+                raise fail(str(e), file=where, field=f"{where or 'run.tasks'} {name}") from None
+            check_format(variant.fmt, f"{where or 'run.tasks'} {name}")
             found = self.lookup(base)
             if found is None:
                 raise self.unknown(base, where)
-            self._format, self._format_is_task = fmt, found.kind == "task"
+            self._variant, self._format_is_task = variant, found.kind == "task"
             try:
                 return self.add_named(base, parents, overrides, where)
             finally:
-                self._format = None
+                self._variant = None
         found = self.lookup(name)
         if found is None:
             raise self.unknown(name, where)
@@ -170,6 +212,21 @@ class Expander:
         )
         return name
 
+    def add_sweep(self, base: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
+        """``NAME@sweep``: every variant of ``run.sweep`` (all three formats by default) as ``NAME@FMT[+...]``
+        exactly as selected alone, and the group ``NAME@sweep`` over them reporting their spread
+        (scorer/group_spread.py)."""
+        self.swept = True
+        subtasks: list[str] = []
+        for v in (self.sweep or Sweep()).variants(self.run_seed):
+            subtasks += self.add_named(format_name(base, v.suffix()), parents, overrides, where)
+        name = format_name(base, SWEEP)
+        spread = [spread_aggregate()]
+        self.sel.groups.append(
+            GroupInfo(name=name, alias=None, subtasks=subtasks, aggregate_metric_list=spread, source=where)
+        )
+        return name
+
     def _add_found(self, name: str, found: Found, parents: list[str], overrides: dict[str, Any] | None) -> list[str]:
         if found.kind == "tag":
             out = []
@@ -188,9 +245,10 @@ class Expander:
     ) -> list[str]:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
-        fmt = self._format or self.default_format
-        if fmt is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
-            cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, fmt, source)
+        v = self._variant or (Variant(self.default_format) if self.default_format else None)
+        if v is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
+            cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, v.fmt, source, v.labels or DEFAULT_LABELS,
+                            v.seed)  # fmt: skip
         task = build_task_config(cfg, source, default_name)
         if task.name in self._task_names:
             raise fail(
@@ -251,9 +309,9 @@ class Expander:
         md = raw.get("metadata")
         aggregate = _norm_agg(raw.get("aggregate_metric_list"), source, name)
         alias = raw.get("group_alias")
-        fmt = self._format or self.default_format
-        if fmt is not None and any(split_name(t)[1] == fmt for t in subtasks):
-            name, alias, aggregate = self._formatted_group(name, alias, aggregate, fmt, first_task)
+        v = self._variant or (Variant(self.default_format) if self.default_format else None)
+        if v is not None and any(split_name(t)[1] == v.suffix() for t in subtasks):
+            name, alias, aggregate = self._formatted_group(name, alias, aggregate, v, first_task)
         self.sel.groups.append(
             GroupInfo(
                 name=name,
@@ -267,11 +325,13 @@ class Expander:
         return name
 
     def _formatted_group(
-        self, name: str, alias: str | None, aggregate: list[dict[str, Any]], fmt: str, first_task: int
+        self, name: str, alias: str | None, aggregate: list[dict[str, Any]], v: Variant, first_task: int
     ) -> tuple[str, str | None, list[dict[str, Any]]]:
-        """A group whose members were formatted is the group of that format (``mmlu@mcf``): its members
-        name it so, and it aggregates the format's metric (gen: the extracted label's exact match)."""
-        new = format_name(name, fmt)
+        """A group whose members were formatted is the group of that format (``mmlu@mcf``, a variant's
+        ``mmlu@mcf+parens``): its members name it so, and it aggregates the format's metric (gen: the
+        extracted label's exact match)."""
+        fmt, suffix = v.fmt, v.suffix()
+        new = format_name(name, suffix)
         for t in self.sel.tasks[first_task:]:
             t.groups = [new if g == name else g for g in t.groups]
         metric, filt = primary_metric(fmt)
@@ -279,7 +339,7 @@ class Expander:
         if fmt == "cf":  # every cloze normalisation the members report, aggregated as the group's acc is
             have = {a["metric"] for a in agg}
             agg += [{**a, "metric": m} for a in agg if a["metric"] == "acc" for m in CF_METRICS if m not in have]
-        return new, format_name(alias, fmt) if alias else None, agg
+        return new, format_name(alias, suffix) if alias else None, agg
 
 
 def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
@@ -298,7 +358,7 @@ def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
         names = sorted(p.stem for p in task_dir.glob("*.yaml"))
         return (index.names() if index is not None else []) + names + (cat.index.names() if cat else [])
 
-    ex = Expander(lookup, known, broken, run.format)
+    ex = Expander(lookup, known, broken, run.format, run.sweep, run.sampler_seed)
     hydra_tasks = cfg.get("task") or {}
     if not isinstance(hydra_tasks, dict):
         raise fail("the 'task' config must map task names to task configs (use +task=NAME)")
@@ -319,6 +379,8 @@ def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
         ex.sel.top += ex.add_named(name, [], where="run.tasks")
     if not ex.sel.tasks:
         raise fail("no task selected: pass +task=NAME (e.g. +task=arith) or run.tasks=[...]")
+    if run.sweep is not None and not ex.swept:
+        raise fail("no task is selected as NAME@sweep (e.g. +task=arc_easy@sweep)", field="run.sweep")
     ex.sel.load_order = [s.name for s in ex.sel.tasks]
     ex.sel.tasks.sort(key=lambda s: s.name)
     return ex.sel

@@ -38,3 +38,22 @@ def test_two_formats_differ_only_where_the_format_does(tmp_path: Path) -> None:
     first = report.prompts[0].diff
     assert "(context unchanged)" in first and "request type: loglikelihood → generate_until" in first
     assert task.instances_removed == 5 * 3  # the other three letters' requests of each document
+
+
+def test_two_variants_of_a_sweep_differ_by_their_labels_and_seed(tmp_path: Path) -> None:
+    """``lmeval diff`` of two sweep members names the variant: the label style and the few-shot seed."""
+    data = data_dir()
+    out = []
+    for name in ("arc_easy@mcf", "arc_easy@mcf+parens+seed1"):
+        path = tmp_path / f"{name.replace('@', '_').replace('+', '_')}.msgpack"
+        compiler.compile_to_file([f"run.tasks=[{name}]", f"run.data_dir={data}", "run.limit=3",
+                                  "run.num_fewshot=2"], str(path))  # fmt: skip
+        out.append(str(path))
+    report = diff_plans(*out, show=100)
+    (task,) = report.tasks
+    assert task.name == "arc_easy@mcf -> arc_easy@mcf+parens+seed1" and task.docs_changed == 3
+    causes = {c.cause: c for c in task.causes}
+    assert set(causes) == {"format", "fewshot"} and causes["format"].docs == 3
+    text = render_text(report)
+    assert "config.format.labels: 'letters' → 'parens'" in text and "config.format.seed: (absent) → 1" in text
+    assert "doc 0: few-shot ids" in text and "+ (A) " in text
