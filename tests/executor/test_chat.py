@@ -197,6 +197,14 @@ def test_multiple_choice_by_generation_is_a_task_of_its_own_and_both_score(stub:
     (t_ll,), (t_gen,) = read_plan(ll).header.tasks, read_plan(gen).header.tasks
     assert (t_ll.name, t_gen.name) == ("arc_easy", "arc_easy@gen") and t_ll.task_hash != t_gen.task_hash
     assert t_gen.output_type == "generate_until" and t_gen.config["format"]["name"] == "gen"
+    # compiled for the chat backend, a multiple-choice task is taken by generation: the same task, and a note
+    auto = read_plan(pt.compiled(tmp_path / "auto.msgpack", "+task=arc_easy", "run.limit=6",
+                                 "model.backend=openai-chat")).header  # fmt: skip
+    assert [(t.name, t.task_hash) for t in auto.tasks] == [("arc_easy@gen", t_gen.task_hash)]
+    assert any("model.backend=openai-chat returns no log-probabilities" in n for n in auto.extra["notes"])
+    mcf = read_plan(pt.compiled(tmp_path / "mcf.msgpack", "+task=arc_easy", "run.limit=6", "run.format=mcf",
+                                "model.backend=openai-chat")).header  # fmt: skip
+    assert [t.name for t in mcf.tasks] == ["arc_easy@mcf"] and "notes" not in mcf.extra  # run.format chooses
     rc, _, err = cli_in_process("execute", str(ll), "--out", str(tmp_path / "refused"), "--no-progress",
                                 *_overrides(stub))  # fmt: skip
     assert rc == 2 and "arc_easy@gen or run.format=gen" in err and len(err.strip().splitlines()) == 1
