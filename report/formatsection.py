@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 
-from lmeval.report.formatview import CHOICE, GENERATION, OTHER, UNCONDITIONAL, FormatBlock, FormatView, Request
+from lmeval.report.formatview import CHOICE, GENERATION, OTHER, UNCONDITIONAL, FormatBlock, FormatRequest, FormatView
 from lmeval.report.html import esc
 from lmeval.report.samples import LL_DIGITS
 
@@ -50,7 +50,7 @@ def _outcome(b: FormatBlock) -> str:
     )
 
 
-def _choices_table(b: FormatBlock, reqs: list[Request], shared: bool, compared: bool) -> str:
+def _choices_table(b: FormatBlock, reqs: list[FormatRequest], shared: bool, compared: bool) -> str:
     name = esc(b.metric.partition(",")[0])
     chosen = b.outcome.predicted if b.outcome is not None else None
     head = "<th>Choice</th>" + ("" if shared else "<th>Context</th>") + "<th>Continuation</th>"
@@ -80,7 +80,7 @@ def _loglikelihood_block(b: FormatBlock) -> str:
     if choices:
         compared = b.metric.partition(",")[0] != "acc" and any(r.compared is not None for r in choices)
         out.append(_choices_table(b, choices, shared, compared))
-    blocks: dict[str, list[Request]] = {}
+    blocks: dict[str, list[FormatRequest]] = {}
     for r in b.requests:
         if r.kind == UNCONDITIONAL and r.block is not None:
             blocks.setdefault(r.block, []).append(r)

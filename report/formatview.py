@@ -28,7 +28,7 @@ _ORDER = (None, *PROMPT_FORMATS)  # the task as written first, then cf, mcf, gen
 
 
 @dataclass(frozen=True)
-class Request:
+class FormatRequest:
     """One request of the document, as the plan has it, with the model's answer when there are results."""
 
     idx: int
@@ -62,7 +62,7 @@ class FormatBlock:
     metric: str  # "acc_norm,none": format.metric, or the task's first metric and filter
     choices: list[str] | None
     gold: int | None  # the gold choice's index
-    requests: list[Request]
+    requests: list[FormatRequest]
     outcome: Outcome | None  # None: the plan only, or no result rows for this document
 
     @property
@@ -203,7 +203,7 @@ def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-def _requests(doc: DocView, blocks: list[str], got: dict[int, dict[str, Any]]) -> list[Request]:
+def _requests(doc: DocView, blocks: list[str], got: dict[int, dict[str, Any]]) -> list[FormatRequest]:
     """The document's requests labelled: the choices, then each unconditional block (plans/scoring.py)."""
     insts = sorted(doc.instances, key=lambda i: i.idx)
     k = len(doc.choices or [])
@@ -220,17 +220,17 @@ def _requests(doc: DocView, blocks: list[str], got: dict[int, dict[str, Any]]) -
                 n_tokens=row.get("n_continuation_tokens"),
             )
         if inst.request_type == "generate_until":
-            out.append(Request(kind=GENERATION, until=inst.until, response=row.get("response"), **common))
+            out.append(FormatRequest(kind=GENERATION, until=inst.until, response=row.get("response"), **common))
         elif laid_out and pos >= k:
-            out.append(Request(kind=UNCONDITIONAL, choice=pos % k, block=blocks[pos // k - 1], **common))
+            out.append(FormatRequest(kind=UNCONDITIONAL, choice=pos % k, block=blocks[pos // k - 1], **common))
         elif inst.request_type == "loglikelihood" and (laid_out or pos < k):
-            out.append(Request(kind=CHOICE, choice=pos, **common))
+            out.append(FormatRequest(kind=CHOICE, choice=pos, **common))
         else:
-            out.append(Request(kind=OTHER, **common))
+            out.append(FormatRequest(kind=OTHER, **common))
     return out
 
 
-def _compared(reqs: list[Request], metric: str, choices: list[str]) -> list[Request]:
+def _compared(reqs: list[FormatRequest], metric: str, choices: list[str]) -> list[FormatRequest]:
     """The CHOICE requests with the value ``metric`` compares (None where the metric is not an argmax rule)."""
     uncond = {(r.block, r.choice): r.loglikelihood for r in reqs if r.kind == UNCONDITIONAL}
     out = []
@@ -242,7 +242,7 @@ def _compared(reqs: list[Request], metric: str, choices: list[str]) -> list[Requ
     return out
 
 
-def _value(metric: str, ll: float, choice: str, uncond: float | None, r: Request) -> float | None:
+def _value(metric: str, ll: float, choice: str, uncond: float | None, r: FormatRequest) -> float | None:
     with np.errstate(divide="ignore", invalid="ignore"):
         if metric == "acc":
             return ll
@@ -257,7 +257,7 @@ def _value(metric: str, ll: float, choice: str, uncond: float | None, r: Request
     return None
 
 
-def _argmax(reqs: list[Request]) -> int | None:
+def _argmax(reqs: list[FormatRequest]) -> int | None:
     """The winning choice: ``np.argmax`` of the compared values, as the scorer (the first of equal ones)."""
     cs = [r for r in reqs if r.kind == CHOICE]
     if not cs or any(r.compared is None for r in cs):

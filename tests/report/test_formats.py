@@ -50,10 +50,9 @@ def _doc(doc_id: int) -> dict[str, Any]:
 
 
 def _plan_view(plan: Path) -> Any:
-    from lmeval.plans import read_plan_by_task
+    from lmeval.plans import read_header
 
-    header, _ = read_plan_by_task(str(plan), None)
-    return read_plan_view(str(plan), header.plan_hash)
+    return read_plan_view(str(plan), read_header(plan).plan_hash)
 
 
 def test_families_need_two_formats() -> None:
@@ -114,6 +113,7 @@ def test_results_show_the_answers_and_the_winner(three_formats: dict[str, Path])
         assert [r.loglikelihood for r in b.requests] == ll  # cf: the choices, then the unconditional block
         k = len(texts)
         expect = int(np.argmax(np.array(ll[:k]) / np.array(norm, dtype=float)))
+        assert [r.compared for r in b.requests[:k]] == [x / n for x, n in zip(ll[:k], norm, strict=True)]
         assert b.outcome is not None and b.outcome.predicted == expect
         name = b.metric.split(",")[0]
         score = samples.filter(pl.col("task") == b.task)[name].item()
