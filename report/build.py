@@ -15,6 +15,8 @@ from lmeval.plans import reraised_as
 from lmeval.report.cleanscore import contamination_section, has_contamination
 from lmeval.report.diagnostics import LABELS, Finding, run_findings
 from lmeval.report.errors import ReportError
+from lmeval.report.formatsection import formats_section
+from lmeval.report.formatview import run_format_views
 from lmeval.report.html import esc, json_script
 from lmeval.report.inputs import PlanView, Run, label_runs, load_run
 from lmeval.report.plansection import plans_section
@@ -101,14 +103,17 @@ def _hib(runs: list[Run], task: str) -> dict[str, bool]:
     return {}
 
 
-def _header(runs: list[Run], base: Run, title: str, n_findings: int) -> str:
+def _header(runs: list[Run], base: Run, title: str, n_findings: int, formats: bool) -> str:
     """The page's title, its section links and the runs' legend."""
     nav = [("provenance", "Provenance"), ("results", "Results")]
     if has_contamination(runs):
         nav.append(("contamination", "Contamination"))
     if len(runs) > 1:
         nav.append(("comparison", "Comparison"))
-    nav += [("samples", "Samples"), ("plans", "Plans"), ("diagnostics", f"Diagnostics ({n_findings})")]
+    nav.append(("samples", "Samples"))
+    if formats:
+        nav.append(("formats", "Formats"))
+    nav += [("plans", "Plans"), ("diagnostics", f"Diagnostics ({n_findings})")]
     legend = "".join(
         f'<span class="legend run{r.index % 8}"><i></i>{esc(r.label)}'
         + (" (baseline)" if r.index == base.index else "")
@@ -136,6 +141,7 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
     with reraised_as(ReportError):
         plans_html = plans_section(runs, base)
     findings = [f for r in runs for f in run_findings(r)]
+    formats_html = formats_section(run_format_views(runs))
     tasks = task_order(runs)
     payloads = [task_payload(t, runs, _hib(runs, t)) for t in tasks]
     meta: dict[str, Any] = {
@@ -147,7 +153,7 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
     }
     title = title or "lmeval report: " + ", ".join(r.label for r in runs)
     body = [
-        _header(runs, base, title, len(findings)),
+        _header(runs, base, title, len(findings), bool(formats_html)),
         '<section id="provenance"><h2>Provenance</h2>' + provenance_table(runs, base.index) + "</section>",
         '<section id="results"><h2>Results</h2>'
         + results_table(runs, "results", "Tasks")
@@ -175,6 +181,8 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
         '<section id="samples"><h2>Samples</h2><div id="browser" class="browser">'
         "<noscript>The sample browser needs JavaScript (no network is used).</noscript></div></section>"
     )
+    if formats_html:
+        body.append(formats_html)
     body.append('<section id="plans"><h2>Plans</h2>' + plans_html + "</section>")
     body.append('<section id="diagnostics"><h2>Diagnostics</h2>' + _findings_table(findings, runs) + "</section>")
     data = [json_script("lmeval-meta", meta)]

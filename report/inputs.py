@@ -41,6 +41,7 @@ class InstanceView:
     n_context_ids: int | None
     n_continuation_ids: int | None
     max_gen_toks: int | None
+    until: list[str] | None = None  # generate_until: the stop sequences
 
 
 @dataclass
@@ -127,9 +128,13 @@ def read_plan_view(path: str, expected_hash: str) -> PlanView:
 
 
 def _instance_view(rec: InstanceRecord) -> InstanceView:
-    mgt = None
+    mgt, until = None, None
     if rec.request_type == "generate_until":
         kw = rec.generation_kwargs or {}
+        stops = kw.get("until")
+        stops = [stops] if isinstance(stops, str) else stops
+        if isinstance(stops, list):
+            until = [str(x) for x in stops]
         for alias in ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens"):
             if isinstance(kw.get(alias), int) and not isinstance(kw.get(alias), bool):
                 mgt = int(kw[alias])
@@ -142,6 +147,7 @@ def _instance_view(rec: InstanceRecord) -> InstanceView:
         None if rec.context_ids is None else len(rec.context_ids),
         None if rec.continuation_ids is None else len(rec.continuation_ids),
         mgt,
+        until,
     )
 
 
