@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import importgraph
+
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("compiler", "executor", "scorer")
 # what each package of the namespace may import of lmeval's own (itself always); the CLI (lmeval/) may import all
@@ -98,39 +100,33 @@ def _module_name(path: Path) -> str:
     return ".".join(["lmeval", *parts]) if parts[0] != "lmeval" else ".".join(parts)
 
 
-def test_no_import_circles_between_modules() -> None:
-    """Module-level imports (lazy ones too: a circle broken only by laziness is still a circle) form no cycle,
-    package ``__init__`` re-exports aside."""
+def _module_graph() -> dict[str, importgraph.ModuleImports]:
     files = [p for pkg in LAYERS for p in _py_files(pkg)]
     files += [p for p in _product_files() if p.is_relative_to(ROOT / "lmeval")]  # the CLI, lmeval/cli/ too
-    names = {_module_name(p): p for p in files}
-    graph: dict[str, set[str]] = {}
-    for name, path in names.items():
-        if path.name == "__init__.py":
-            continue
-        deps = set()
-        for m, _ in _imports(path):
-            while m and m not in names:
-                m = m.rpartition(".")[0]
-            if m and m != name and names[m].name != "__init__.py":
-                deps.add(m)
-        graph[name] = deps
-    seen: dict[str, int] = {}
-    cycles: list[list[str]] = []
+    return importgraph.read_modules((_module_name(p), p) for p in files)
 
-    def visit(n: str, stack: list[str]) -> None:
-        seen[n] = 1
-        for d in sorted(graph.get(n, ())):
-            if seen.get(d) == 1:
-                cycles.append(stack[stack.index(d) :] + [d])
-            elif d not in seen:
-                visit(d, [*stack, d])
-        seen[n] = 2
 
-    for n in sorted(graph):
-        if n not in seen:
-            visit(n, [n])
-    assert cycles == [], cycles
+def test_no_import_circles_between_modules() -> None:
+    """Imports (lazy ones too: a circle broken only by laziness is still a circle) form no cycle, read through
+    the package faces: a face runs its eager imports, and a name taken from a face leads to its module (#52)."""
+    assert importgraph.cycles(importgraph.edges(_module_graph())) == []
+
+
+def test_no_import_circles_between_subsystems() -> None:
+    """Subpackages depend one way: compiler.formats on compiler.tasks or the other way round, never both (#52)."""
+    assert importgraph.cycles(importgraph.subsystem_graph(importgraph.edges(_module_graph()))) == []
+
+
+def test_a_circle_through_a_face_is_found() -> None:
+    """The planted circle of #52: regex_ops (which the filters use) importing the filters' face."""
+    modules = _module_graph()
+    planted = importgraph.parse_module(
+        "lmeval.scorer.regex_ops",
+        (ROOT / "scorer" / "regex_ops.py").read_text(encoding="utf-8") + "\nfrom lmeval.scorer.filters import apply\n",
+        is_face=False,
+    )
+    found = importgraph.cycles(importgraph.edges({**modules, planted.name: planted}))
+    assert any("lmeval.scorer.regex_ops" in c and "lmeval.scorer.filters" in c for c in found), found
 
 
 def test_long_modules_say_why() -> None:

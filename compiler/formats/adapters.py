@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lmeval.compiler.errors import fail
-from lmeval.compiler.tasks import FunctionRef
+from lmeval.compiler.functionref import FunctionRef
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import fail
+from lmeval.compiler.functionref import FunctionRef
 from lmeval.plans import (
     BUILTIN_HOOKS,
     BUILTIN_MODULE,
@@ -48,15 +49,6 @@ from lmeval.plans import (
 )
 
 PREFIX = "!function "
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    """A reference to ``module.attr`` found in a config at ``source`` (a YAML file, or None)."""
-
-    qualname: str  # module.attr as the config wrote it
-    base_dir: str | None = None
-    source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.scorer.metrics import run_pass_at_k
+from lmeval.scorer.passk import pass_at_k as run_pass_at_k
 
 TIMEOUT_S = 3.0  # wall-clock seconds per program: code_eval's default
 
