@@ -1,9 +1,13 @@
-"""``lmeval run [OVERRIDES]``: compile → execute → score in one command."""
+"""``lmeval run [OVERRIDES]``: compile → execute → score in one command. A plan with a multi-turn task
+(plans/chain.py) is run stage by stage: each stage executed and scored, the next compiled from its results,
+into one chained run folder (``chain.json``, ``turnK/``); a rerun resumes where the chain stopped."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -12,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--out", help="results directory (default results/<plan_hash12>-<model>/)")
     p.add_argument("--plan-out", help="plan path (default lmeval-plans/<name>-<hash12>.msgpack)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--part-size", type=int, metavar="N", help="rows per results part file (as `lmeval execute`)")
     p.add_argument(
         "--trust-code",
         action="store_true",
@@ -31,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_located, execute_model_overrides
-    from lmeval.plans import show_check_cost
+    from lmeval.plans import show_check_cost, turns_field
 
     if args.verbose:
         show_check_cost()
@@ -46,13 +51,52 @@ def run(args: argparse.Namespace) -> int:
     # own run.include_path, as `lmeval score --include-path` would
     include = c.locations.get("run.include_path")
     scorer.check_user_code(plan, trust, include)  # before the model runs, not after
+    overrides = execute_model_overrides(list(args.overrides), c.header.config)
+    if any(turns_field(t.config) for t in c.header.tasks):
+        return _run_chain(args, c, plan, overrides, trust, include)
     results = executor.execute(
         str(plan),
         out=args.out,
-        overrides=execute_model_overrides(list(args.overrides), c.header.config),
+        overrides=overrides,
         progress=not args.no_progress,
         verbose=args.verbose,
+        part_size=args.part_size,
     )
     print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
     print(results)
+    return 0
+
+
+def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str], trust: bool, include: Any) -> int:
+    """Every stage of a chained plan: executed into ``ROOT/turnK`` (resumed when there), scored, and the next
+    stage compiled from its results (``compiler.compile_next``), until no conversation has another turn."""
+    import re
+
+    from lmeval import executor, scorer
+    from lmeval.cli.results_table import print_score
+    from lmeval.compiler import compile_next
+    from lmeval.plans import Chain, Stage, is_chain, read_chain, stage_dir, write_chain
+
+    h = c.header
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", h.model.name).strip("_") or "model"
+    root = Path(args.out) if args.out else Path("results") / f"{h.plan_hash[:12]}-{model}"
+    chain = read_chain(root) if is_chain(root) else Chain()
+    turn, plan_k, plan_hash = 1, plan, h.plan_hash
+    while True:
+        out = stage_dir(root, turn)
+        stage = Stage(turn, str(plan_k.resolve()), plan_hash, out.name)
+        chain.put(stage)
+        write_chain(root, chain)
+        print(f"turn {turn}: plan {plan_hash[:12]} -> {out}", file=sys.stderr)
+        results = executor.execute(str(plan_k), out=str(out), overrides=overrides, progress=not args.no_progress,
+                                   verbose=args.verbose, part_size=args.part_size)  # fmt: skip
+        print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
+        stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations.get("model.path"))
+        write_chain(root, chain)
+        if nxt is None:
+            break
+        turn, plan_hash = nxt.turn, nxt.header.plan_hash
+        plan_k = nxt.write(root / f"turn{turn}-{plan_hash[:12]}.msgpack")
+        print(f"plan: {plan_k}")
+    print(root)
     return 0
