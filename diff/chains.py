@@ -54,7 +54,11 @@ class ChainDiff:
 
 
 def diff_chains(
-    old: str | os.PathLike[str], new: str | os.PathLike[str], show: int = 5, task: str | None = None, verify: bool = True
+    old: str | os.PathLike[str],
+    new: str | os.PathLike[str],
+    show: int = 5,
+    task: str | None = None,
+    verify: bool = True,
 ) -> ChainDiff:
     """Compare two chained runs stage by stage (stages paired by position)."""
     a, b = read_chain(old), read_chain(new)
@@ -84,8 +88,13 @@ def render_chain(d: ChainDiff) -> str:
     for s in d.stages:
         r = s.report
         hashes = f" (plan {r.old_plan_hash[:12]} → {r.new_plan_hash[:12]})" if r is not None else ""
-        what = {"identical": "identical", "prompts": f"{r.prompts_total if r else 0} prompts differ",
-                "differ": "plans differ, prompts equal", "old-only": "only in old", "new-only": "only in new"}
+        what = {
+            "identical": "identical",
+            "prompts": f"{r.prompts_total if r else 0} prompts differ",
+            "differ": "plans differ, prompts equal",
+            "old-only": "only in old",
+            "new-only": "only in new",
+        }
         lines.append(f"stage {s.stage} (turn {s.turn}): {what[s.status]}{hashes}")
     if d.first is not None:
         first = next(s for s in d.stages if s.stage == d.first["stage"])

@@ -35,6 +35,26 @@ from lmeval.plans.verified import show_check_cost
 
 if TYPE_CHECKING:
     from lmeval.plans.budgets import BUDGET_KEY, ThinkingBudget, read_budget
+    from lmeval.plans.chain import (
+        ANSWERS_KEY,
+        CHAIN_FILE,
+        CHAIN_KEY,
+        TURNS_FIELD,
+        Chain,
+        ChainLink,
+        Stage,
+        chain_link,
+        is_chain,
+        next_messages,
+        plan_turn,
+        read_chain,
+        results_hash,
+        stage_dir,
+        stage_plan,
+        turns_field,
+        turns_problem,
+        write_chain,
+    )
     from lmeval.plans.funcload import (
         FolderSearch,
         default_task_roots,
@@ -78,26 +98,6 @@ if TYPE_CHECKING:
         POST_PROCESS,
         REQUIRED_FIELDS,
         SPEC_METRICS,
-    )
-    from lmeval.plans.chain import (
-        ANSWERS_KEY,
-        CHAIN_FILE,
-        CHAIN_KEY,
-        TURNS_FIELD,
-        Chain,
-        ChainLink,
-        Stage,
-        chain_link,
-        is_chain,
-        next_messages,
-        plan_turn,
-        read_chain,
-        results_hash,
-        stage_dir,
-        stage_plan,
-        turns_field,
-        turns_problem,
-        write_chain,
     )
     from lmeval.plans.judging import (
         MODES,

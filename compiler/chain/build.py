@@ -99,9 +99,7 @@ def _model(header: PlanHeader, model_path: str | None) -> tuple[Any, Any]:
     return tok, chat
 
 
-def compile_next(
-    plan_path: str, results_dir: str, model_path: str | None = None
-) -> tuple[str, StageCompiled | None]:
+def compile_next(plan_path: str, results_dir: str, model_path: str | None = None) -> tuple[str, StageCompiled | None]:
     """Stage k's results hash and stage k+1 from stage k's plan (``plan_path``) and complete results
     (``results_dir``); None for the plan when no conversation has another turn. ``model_path``: where the
     plan's model lives (a location, not identity)."""
@@ -128,6 +126,7 @@ def compile_next(
         if problem is not None:
             raise CompileError(f"{plan_path}: task {d.task}, doc {d.doc_id}: field {fields[d.task]!r} (turns_field) "
                                f"{problem}")  # fmt: skip
+        assert isinstance(turns, list)
         if len(turns) > turn:
             todo.append((d, by_doc[(d.task, d.doc_id)], turns))
     if not todo:

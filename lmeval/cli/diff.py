@@ -15,7 +15,10 @@ from typing import Any
 
 from lmeval.plans import UserError
 
-USAGE = "lmeval diff [--json] [--show N] [--task T] [--no-verify] (OLD.msgpack NEW.msgpack | OLD_CHAIN NEW_CHAIN | OVERRIDES -- OVERRIDES)"
+USAGE = (
+    "lmeval diff [--json] [--show N] [--task T] [--no-verify] "
+    "(OLD.msgpack NEW.msgpack | OLD_CHAIN NEW_CHAIN | OVERRIDES -- OVERRIDES)"
+)
 
 
 def register(subparsers: Any) -> None:
