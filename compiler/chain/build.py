@@ -85,24 +85,30 @@ def _answers(results_dir: str, plan_hash: str, wanted: list[InstanceRecord]) -> 
     return out
 
 
-def _model(header: PlanHeader, model_path: str | None) -> tuple[Any, Any]:
-    """The plan's tokenizer and chat template function, checked against the plan's model identity."""
+def _model(header: PlanHeader, located: dict[str, Any] | None) -> tuple[Any, Any]:
+    """The plan's tokenizer and chat template function, checked against the plan's model identity; ``located``:
+    the compile's locations (``model.path``, ``model.gguf_file``, ``model.package``: plans/identity.py)."""
     model_cfg = dict(header.config.get("model") or {})
-    if model_path:
-        model_cfg["path"] = model_path
+    for key, value in (located or {}).items():
+        if key.startswith("model.") and value is not None:
+            model_cfg[key.removeprefix("model.")] = value
     run = header.config.get("run") or {}
     tok, info, chat = load_model_info(model_cfg, True, run.get("chat_template_kwargs"))
     for key in ("tokenizer_hash", "chat_template_hash"):
         if getattr(info, key) != getattr(header.model, key):
-            raise CompileError(f"model.{key}: the model found ({info.name}) is not the one the chain's plan was "
-                               f"compiled for; pass its model.path")  # fmt: skip
+            raise CompileError(
+                f"model.{key}: the model found ({info.name}) is not the one the chain's plan was "
+                "compiled for; say where it is (model.path, model.gguf_file, model.package)"
+            )
     return tok, chat
 
 
-def compile_next(plan_path: str, results_dir: str, model_path: str | None = None) -> tuple[str, StageCompiled | None]:
+def compile_next(
+    plan_path: str, results_dir: str, located: dict[str, Any] | None = None
+) -> tuple[str, StageCompiled | None]:
     """Stage k's results hash and stage k+1 from stage k's plan (``plan_path``) and complete results
-    (``results_dir``); None for the plan when no conversation has another turn. ``model_path``: where the
-    plan's model lives (a location, not identity)."""
+    (``results_dir``); None for the plan when no conversation has another turn. ``located``: where the plan's
+    model lives (the compile's locations, ``Compiled.locations``: ``model.path`` and the like; not identity)."""
     try:
         plan = read_plan(plan_path)
     except PlanError as e:
@@ -131,7 +137,7 @@ def compile_next(plan_path: str, results_dir: str, model_path: str | None = None
             todo.append((d, by_doc[(d.task, d.doc_id)], turns))
     if not todo:
         return link.parent_results_hash, None
-    tok, chat = _model(header, model_path)
+    tok, chat = _model(header, located)
     records: list[DocRecord | InstanceRecord] = []
     counts: dict[str, list[int]] = {}
     for d, inst, turns in todo:

@@ -91,7 +91,7 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
         results = executor.execute(str(plan_k), out=str(out), overrides=overrides, progress=not args.no_progress,
                                    verbose=args.verbose, part_size=args.part_size)  # fmt: skip
         print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
-        stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations.get("model.path"))
+        stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)
         write_chain(root, chain)
         if nxt is None:
             break
