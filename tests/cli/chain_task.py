@@ -18,12 +18,15 @@ OURS = [
 
 
 def write_chain_task(dest: Path, n_mt: int = 2, max_gen_toks: int = 8, name: str = "convo",
-                     edit: dict[int, str] | None = None) -> Path:  # fmt: skip
-    """``dest/NAME.yaml`` over ``dest/NAME.jsonl``: ``n_mt`` MT-Bench questions then ours; ``edit`` replaces the
-    second user turn of the given rows (to make two chains that differ from turn 2 on)."""
+                     edit: dict[int, str] | None = None, three_turns: bool = True) -> Path:  # fmt: skip
+    """``dest/NAME.yaml`` over ``dest/NAME.jsonl``: ``n_mt`` MT-Bench questions then ours (without the three-turn
+    one unless ``three_turns``); ``edit`` replaces the second user turn of the given rows (to make two chains
+    that differ from turn 2 on)."""
     dest.mkdir(parents=True, exist_ok=True)
     with open(data_dir() / "mt_bench" / "question.jsonl", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()][:n_mt] + [dict(r) for r in OURS]
+        rows = [json.loads(line) for line in f if line.strip()][:n_mt] + [
+            dict(r) for r in OURS if three_turns or len(r["turns"]) != 3
+        ]
     for i, text in (edit or {}).items():
         rows[i] = {**rows[i], "turns": [rows[i]["turns"][0], text, *rows[i]["turns"][2:]]}
     data = dest / f"{name}.jsonl"
