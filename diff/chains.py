@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.diff.compare import diff_plans
 from lmeval.diff.model import DiffReport
 from lmeval.diff.render import render_text
-from lmeval.plans import plan_turn, read_chain, read_header, stage_plan
+from lmeval.plans import InstanceRecord, PlanReader, plan_turn, read_chain, read_header, stage_plan
 
 
 @dataclass
@@ -73,13 +74,45 @@ def diff_chains(
             continue
         pa, pb = stage_plan(old, sa), stage_plan(new, sb)
         turn = plan_turn(read_header(pb).config)
-        report = diff_plans(pa, pb, show=max(1, show), task=task, verify=verify)
-        status = "identical" if report.identical else ("prompts" if report.prompts_total else "differ")
+        report = diff_plans(pa, pb, show=show, task=task, verify=verify)
+        first = None if report.identical else first_context_change(pa, pb, task)
+        status = "identical" if report.identical else ("prompts" if first else "differ")
         out.stages.append(StageDiff(k + 1, turn, status, report))
-        if status == "prompts" and out.first is None and report.prompts:
-            p = report.prompts[0]
-            out.first = {"stage": k + 1, "turn": turn, "task": p.task, "doc_id": p.doc_id}
+        if first is not None and out.first is None:
+            out.first = {"stage": k + 1, "turn": turn, "task": first[0], "doc_id": first[1]}
     return out
+
+
+def first_context_change(
+    old: str | os.PathLike[str], new: str | os.PathLike[str], task: str | None = None
+) -> tuple[str, int] | None:
+    """The first (task, doc_id), in the new plan's order, whose prompt (an Instance's context) differs from the
+    old plan's, or that only one plan asks; None when every prompt is the same (generation settings, token ids or
+    scoring may still differ: those are no prompt change)."""
+    from fnmatch import fnmatchcase
+
+    def wanted(name: str) -> bool:
+        return task is None or fnmatchcase(name, task)
+
+    with PlanReader(old) as r:
+        before = {(i.task, i.doc_id, i.idx): i.context for i in _instances(r) if wanted(i.task)}
+    seen: set[tuple[str, int, int]] = set()
+    with PlanReader(new) as r:
+        for i in _instances(r):
+            key = (i.task, i.doc_id, i.idx)
+            if not wanted(i.task):
+                continue
+            seen.add(key)
+            if before.get(key) != i.context:
+                return i.task, i.doc_id
+    gone = [k for k in before if k not in seen]
+    return (gone[0][0], gone[0][1]) if gone else None
+
+
+def _instances(reader: PlanReader) -> Iterator[InstanceRecord]:
+    for rec in reader:
+        if isinstance(rec, InstanceRecord):
+            yield rec
 
 
 def render_chain(d: ChainDiff) -> str:
@@ -90,7 +123,7 @@ def render_chain(d: ChainDiff) -> str:
         hashes = f" (plan {r.old_plan_hash[:12]} → {r.new_plan_hash[:12]})" if r is not None else ""
         what = {
             "identical": "identical",
-            "prompts": f"{r.prompts_total if r else 0} prompts differ",
+            "prompts": "prompts differ",
             "differ": "plans differ, prompts equal",
             "old-only": "only in old",
             "new-only": "only in new",

@@ -86,6 +86,13 @@ def test_diff_of_two_chains_names_stage_and_turn(tmp_path: Path) -> None:
     assert "+Rewrite it as a haiku." in out
     rc, out, _ = cli("diff", str(a), str(a))
     assert rc == 0 and "identical chains: 3 stages" in out
+    # turn 1's prompts equal, its generation settings not: other answers, so turn 2's prompts differ first
+    c = tmp_path / "c"
+    assert _run(tmp_path / "ta", c, "run.gen_kwargs={max_gen_toks:4}")[0] == 0
+    rc, out, err = cli("diff", str(a), str(c))
+    assert rc == 1, err
+    assert "stage 1 (turn 1): plans differ, prompts equal" in out
+    assert "prompts first differ at stage 2 (turn 2): task convo, doc 0" in out
 
 
 def test_multi_turn_needs_a_chat_template(tmp_path: Path) -> None:
