@@ -30,6 +30,37 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="show the engine's own output (else it goes to DIR/engine.log) and the plan checks' cost",
     )
     p.set_defaults(func=run)
+    n = sub.add_parser("next-turn", help="compile a chained plan's next stage from this stage's plan and results")
+    n.add_argument("plan", help="stage K's plan file")
+    n.add_argument("results", help="stage K's complete results directory (lmeval execute)")
+    n.add_argument("--out", help="stage K+1's plan file (default: beside the plan, turnK+1-<hash12>.msgpack)")
+    n.add_argument("located", nargs="*", help="where the model is, if the plan's config cannot say: model.path=DIR")
+    n.set_defaults(func=next_turn)
+
+
+def next_turn(args: argparse.Namespace) -> int:
+    """``lmeval next-turn PLAN RESULTS``: what ``lmeval run`` does between two stages, for runs executed apart
+    (``lmeval execute`` on another machine, batch APIs)."""
+    from lmeval.compiler import compile_next
+    from lmeval.plans import UserError
+
+    located = {}
+    for item in args.located:
+        key, eq, value = item.partition("=")
+        if not eq or not key.startswith("model."):
+            raise UserError(
+                f"next-turn: {item!r}: expected model.KEY=VALUE (model.path, model.gguf_file, model.package)"
+            )
+        located[key] = value
+    rhash, nxt = compile_next(args.plan, args.results, located)
+    if nxt is None:
+        print(f"results {rhash[:12]}: no conversation has another turn; the chain ends here")
+        return 0
+    h = nxt.header
+    out = Path(args.out) if args.out else Path(args.plan).parent / f"turn{nxt.turn}-{h.plan_hash[:12]}.msgpack"
+    path = nxt.write(out)
+    print(f"turn {nxt.turn} plan {h.plan_hash} -> {path} ({h.n_docs} documents; parent results {rhash[:12]})")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -49,6 +49,14 @@ def test_stages_chain_answers_into_prompts(tmp_path: Path) -> None:
             assert docs[inst.doc_id]["turn_answers"][-1] == answer
     assert out.strip().splitlines()[-1] == str(root)
 
+    # the same compile by hand (runs executed apart): the same stage 2 plan, byte for byte
+    rc, said, err = cli("next-turn", str(stage_plan(root, chain.stages[0])), str(root / "turn1"), "--out",
+                        str(tmp_path / "again.msgpack"))  # fmt: skip
+    assert rc == 0, err
+    assert (tmp_path / "again.msgpack").read_bytes() == stage_plan(root, chain.stages[1]).read_bytes()
+    rc, said, err = cli("next-turn", str(stage_plan(root, chain.stages[2])), str(root / "turn3"))
+    assert rc == 0 and "the chain ends here" in said, err
+
     rc, shown, err = cli("show", str(root))
     assert rc == 0, err
     assert "3 stages" in shown and f"compiled from plan {plans[0].header.plan_hash[:12]}" in shown
@@ -65,6 +73,9 @@ def test_kill_during_turn_two_resumes_without_turn_one(tmp_path: Path) -> None:
     assert json.loads((root / "turn1" / "manifest.json").read_text())["finished"]
     assert not json.loads((root / "turn2" / "manifest.json").read_text())["finished"]
     assert len(read_results(root / "turn2")) == 1
+    plan2 = stage_plan(root, read_chain(root).stages[1])
+    rc, _, err = cli("next-turn", str(plan2), str(root / "turn2"))  # stage 3 needs all of turn 2's answers
+    assert rc == 2 and "2 of 3 answers missing (first: convo doc" in err and len(err.strip().splitlines()) == 1
     resumed = run_cli(*args)
     assert resumed.returncode == 0, resumed.stderr
     after = snapshot(root / "turn1")
