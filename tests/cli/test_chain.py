@@ -111,3 +111,16 @@ def test_multi_turn_needs_a_chat_template(tmp_path: Path) -> None:
                      "--out", str(tmp_path / "p.msgpack"))  # fmt: skip
     assert rc == 2 and "task convo" in err and "turns_field" in err and "apply_chat_template" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_bad_turns_are_refused_at_compile_in_one_line(tmp_path: Path) -> None:
+    tasks = write_chain_task(tmp_path / "t")
+    data = tasks / "convo.jsonl"
+    lines = data.read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), "turns": "not a list"})
+    data.write_text("\n".join(lines) + "\n")
+    rc, _, err = _run(tasks, tmp_path / "run")  # refused at compile, before turn 1 runs
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "task convo" in err and "turns_field" in err and "doc 1" in err
+    assert "document field 'turns' is not a non-empty list of user turns" in err
+    assert not (tmp_path / "run").exists()
