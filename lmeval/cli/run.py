@@ -106,7 +106,7 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
     from lmeval import executor, scorer
     from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_next
-    from lmeval.plans import Chain, Stage, is_chain, read_chain, stage_dir, write_chain
+    from lmeval.plans import Chain, Stage, UserError, is_chain, read_chain, stage_dir, write_chain
 
     h = c.header
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", h.model.name).strip("_") or "model"
@@ -115,6 +115,10 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
     turn, plan_k, plan_hash = 1, plan, h.plan_hash
     while True:
         out = stage_dir(root, turn)
+        old = chain.stage(turn)
+        if old is not None and old.plan_hash != plan_hash and out.exists():
+            raise UserError(f"{root}: holds a chained run whose turn {turn} is plan {old.plan_hash[:12]}, not "
+                            f"{plan_hash[:12]} (other settings or other answers); give another --out")  # fmt: skip
         stage = Stage(turn, str(plan_k.resolve()), plan_hash, out.name)
         chain.put(stage)
         write_chain(root, chain)

@@ -82,6 +82,11 @@ def test_kill_during_turn_two_resumes_without_turn_one(tmp_path: Path) -> None:
     assert {k: v for k, v in after.items() if k.startswith(("part", "manifest"))} == {
         k: v for k, v in turn1.items() if k.startswith(("part", "manifest"))}  # fmt: skip
     executed = [line for line in resumed.stderr.splitlines() if line.startswith("executed ")]
+    # the same folder for another chain is refused before anything is written
+    chain_json = (root / "chain.json").read_bytes()
+    other = run_cli(*args, "run.system_instruction=Be brief.")
+    assert other.returncode == 2 and "holds a chained run whose turn 1 is plan" in other.stderr
+    assert (root / "chain.json").read_bytes() == chain_json
     assert not any(line.endswith(str(root / "turn1")) for line in executed)  # turn 1: no engine, nothing run
     assert any("resumed 1 of 3" in line and line.endswith(str(root / "turn2")) for line in executed)
     assert [s.turn for s in read_chain(root).stages] == [1, 2, 3]
