@@ -44,10 +44,13 @@ class ChainLink:
 def chain_link(config: dict[str, Any]) -> ChainLink | None:
     """The chain section of a plan's header config, or None for a stage 1 (or any other) plan."""
     sec = config.get(CHAIN_KEY)
-    if not isinstance(sec, dict):
+    if sec is None:
         return None
-    parent = sec.get("parent") or {}
-    return ChainLink(int(sec.get("turn", 0)), str(parent.get("plan_hash", "")), str(parent.get("results_hash", "")))
+    parent = sec.get("parent") if isinstance(sec, dict) else None
+    turn = sec.get("turn") if isinstance(sec, dict) else None
+    if type(turn) is not int or turn < 2 or not isinstance(parent, dict):
+        raise PlanError(f"malformed chain section in the plan's config: {str(sec)[:80]!r}")
+    return ChainLink(turn, str(parent.get("plan_hash", "")), str(parent.get("results_hash", "")))
 
 
 def plan_turn(config: dict[str, Any]) -> int:
