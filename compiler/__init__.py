@@ -12,6 +12,8 @@ the environment).
 - ``compile_to_file(overrides, out=None) -> Path``
 - ``compile_sweep(overrides, out=None) -> [(combo, Compiled)]`` (``lmeval compile -m``)
 - ``expand_sweep(overrides) -> list[list[str]]``
+- ``compile_next(plan, results, located=None) -> (results_hash, StageCompiled | None)``: a chained plan's
+  next stage from this stage's plan and results (``compiler/chain``, plans/chain.py)
 - ``load_model_info(model_cfg, apply_chat_template) -> (tokenizer, ModelInfo, chat function)`` (the judge plan's
   compile, ``compiler/judge``)
 
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lmeval.compiler.chain import StageCompiled, compile_next
     from lmeval.compiler.config import CONF_DIR, execute_model_overrides
     from lmeval.compiler.encode import load_model_info
     from lmeval.compiler.errors import CompileError
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from lmeval.plans import DocRecord, InstanceRecord, PlanHeader
 
 __all__ = [
+    "StageCompiled",
+    "compile_next",
     "compile_judge",
     "load_judge_config",
     "read_judged",
@@ -62,6 +67,8 @@ __all__ = [
 
 # names re-exported from the compiler's modules and subsystem faces, imported on first use
 _WHERE = {
+    "StageCompiled": "lmeval.compiler.chain",
+    "compile_next": "lmeval.compiler.chain",
     "compile_judge": "lmeval.compiler.judge",
     "load_judge_config": "lmeval.compiler.judge",
     "read_judged": "lmeval.compiler.judge",

@@ -139,6 +139,9 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     sel = select_tasks(cfg, run)
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)
+        if spec.raw.get("turns_field") and not run.apply_chat_template:  # later turns are chat messages
+            raise fail("a multi-turn task's later turns are chat messages: it needs run.apply_chat_template=true",
+                       file=spec.source, task=spec.name, field="turns_field")  # fmt: skip
     check_groups(sel.groups, sel.tasks)
     opts = with_budget_marker(run, run.options(), tok)
     cache: BuildCache | None = None

@@ -8,10 +8,12 @@
 Plans are read and their hashes checked through the contract (``lmeval.plans.io.PlanReader``,
 ``lmeval.plans.integrity``). These names are the package's public face; its modules are: ``compare``
 (``diff_plans``), ``runs`` (two scored runs compared: ``compare_runs``), ``tasks`` (one task compared doc by doc),
-``docs`` (a task's documents of both plans joined by doc_id), ``changes`` (config differences and their
-causes), ``model`` (the report's types) and ``render`` (text, whitespace made visible).
+``chains`` (two chained runs, stage by stage: ``diff_chains``), ``docs`` (a task's documents of both plans joined
+by doc_id), ``changes`` (config differences and their causes), ``model`` (the report's types) and ``render`` (text,
+whitespace made visible).
 """
 
+from lmeval.diff.chains import ChainDiff, StageDiff, diff_chains, render_chain
 from lmeval.diff.changes import cause_of_path, dict_changes
 from lmeval.diff.compare import diff_plans
 from lmeval.diff.model import CAUSES, CauseStat, Change, DiffReport, PromptDiff, TaskDiff
@@ -21,6 +23,10 @@ from lmeval.diff.runs import compare as compare_runs
 
 __all__ = [
     "CAUSES",
+    "ChainDiff",
+    "StageDiff",
+    "diff_chains",
+    "render_chain",
     "CauseStat",
     "Change",
     "Comparison",

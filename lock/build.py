@@ -61,7 +61,20 @@ def overrides_for(name: str, data_dir: Path, limit: int | None) -> list[str]:
     if name == REFERENCE_TASK:
         return [f"+task={name}"]
     ov = [f"+task={name}", f"run.data_dir={data_dir}"]
+    if _multi_turn(name):  # a chained task's turn 1 (plans/chain.py): compiled with the chat template it needs
+        ov.append("run.apply_chat_template=true")
     return ov + ([f"run.limit={limit}"] if limit else [])
+
+
+def _multi_turn(name: str) -> bool:
+    """Whether the shipped task config ``name`` is multi-turn (its YAML sets ``turns_field``)."""
+    import yaml
+
+    path = CONF_DIR / "task" / f"{name}.yaml"
+    if not path.is_file():
+        return False
+    cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return isinstance(cfg, dict) and bool(cfg.get("turns_field"))
 
 
 def build_lock(

@@ -20,7 +20,15 @@ from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, Cha
 from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
-from lmeval.plans import UNCONDITIONAL_CONTEXTS, Drawn, choose, stratum_of, unconditional_metrics
+from lmeval.plans import (
+    UNCONDITIONAL_CONTEXTS,
+    Drawn,
+    choose,
+    stratum_of,
+    turns_field,
+    turns_problem,
+    unconditional_metrics,
+)
 
 _log = logging.getLogger("lmeval.compile")
 
@@ -298,7 +306,17 @@ class TaskBuilder:
             requests[0].messages = self._conv(turns)  # kept in the plan for chat endpoints
         gold = q if multiple_input else target
         self._check_target(gold, choices, where, multiple_input)
+        self._check_turns(doc, where)
         return BuiltDoc(doc_id, doc, gold, choices, ids, requests)
+
+    def _check_turns(self, doc: dict[str, Any], where: Callable[[str, str], Exception]) -> None:
+        """A multi-turn task's document lists its user turns (plans/chain.py), checked before turn 1 runs."""
+        name = turns_field(self.config.raw)
+        if name is None:
+            return
+        problem = turns_problem(doc.get(name))
+        if problem is not None:
+            raise where("turns_field", f"document field {name!r} {problem}")
 
     def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
         s = self.config

@@ -9,6 +9,7 @@ Hugging Face JSON load would give them.
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from lmeval.common import deadline
 from lmeval.compiler.build.bounded import PROCESS_DOCS_SECONDS, Bounded
 from lmeval.compiler.errors import fail
-from lmeval.compiler.tasks import FunctionRef, TaskConfig, resolve
+from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
 from lmeval.plans import MAX_DEPTH, MAX_ROW_BYTES, InputError, open_regular, value_problem
 
 # (dataset_path, dataset_name) -> local directory; name None matches any name
@@ -199,13 +200,27 @@ class DataSource:
             rows.extend(read_jsonl(p, task=s.name))
         return rows
 
+    def _shipped_local(self, ref: Any) -> bool:
+        """A dataset function of lmeval's own task library gets ``data_dir`` (the task's local data folder,
+        ``<run.data_dir>/<local name>``) when run.data_dir holds it: MT-Bench joins two files of that folder."""
+        return (
+            self.data_dir is not None
+            and isinstance(ref, FunctionRef)
+            and ref.qualname.startswith(SHIPPED_TASKLIB)
+            and "data_dir" in inspect.signature(resolve(ref, task=self.config.name, field="custom_dataset")).parameters
+        )
+
     def _from_custom(self, split: str) -> list[dict[str, Any]]:
         s = self.config
         if self._custom is None:
             assert s.custom_dataset is not None
             fn = resolve(s.custom_dataset, task=s.name, field="custom_dataset")
+            kwargs = {**(s.metadata or {}), **(s.dataset_kwargs or {})}
+            if self._shipped_local(s.custom_dataset):
+                assert self.data_dir is not None and s.dataset_path is not None
+                kwargs["data_dir"] = str(Path(self.data_dir) / local_name(s.dataset_path, s.dataset_name))
             try:
-                got = fn(**(s.metadata or {}), **(s.dataset_kwargs or {}))
+                got = fn(**kwargs)
             except Exception as e:  # noqa: BLE001
                 raise fail(f"custom_dataset failed: {type(e).__name__}: {e}", file=s.source, task=s.name,
                            field="custom_dataset") from None  # fmt: skip

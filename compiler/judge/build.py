@@ -140,7 +140,8 @@ def compile_judge(cfg: JudgeConfig, judged: Judged, against: Judged | None = Non
                                f"{where}: judge.rubric")  # fmt: skip
                 context = text
                 if chat is not None:
-                    msgs = ([{"role": "system", "content": cfg.system}] if cfg.system else []) + [
+                    system = cfg.system_with_reference if reference and cfg.system_with_reference else cfg.system
+                    msgs = ([{"role": "system", "content": system}] if system else []) + [
                         {"role": "user", "content": text}]  # fmt: skip
                     context = chat(msgs, True)
                 ids = tok.encode_many([context])[0] if tok is not None else None

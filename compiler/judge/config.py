@@ -29,10 +29,13 @@ class JudgeConfig:
     max_answer_chars: int | None = None
     tasks: list[str] | None = None
     limit: int | None = None
+    system_with_reference: str | None = None  # the system prompt of documents with a reference (MT-Bench's)
 
     def section(self) -> dict[str, Any]:
-        """What the plan's ``config.judge`` holds (everything but the model, which is ``config.model``)."""
-        return {
+        """What the plan's ``config.judge`` holds (everything but the model, which is ``config.model``);
+        ``system_with_reference`` only when set, so other judge plans keep their hashes."""
+        extra = {"system_with_reference": self.system_with_reference} if self.system_with_reference else {}
+        return extra | {
             "name": self.name, "mode": self.mode, "rubric": self.rubric, "system": self.system,
             "apply_chat_template": self.apply_chat_template, "question": self.question,
             "reference": self.reference, "max_answer_chars": self.max_answer_chars, "parse": self.parse.to_dict(),
@@ -65,7 +68,9 @@ def _find(name: str, kind: str) -> Path:
     return q
 
 
-TEXT_KEYS = frozenset({"name", "rubric", "system", "question", "reference", "parse.regex"})  # taken verbatim
+TEXT_KEYS = frozenset(
+    {"name", "rubric", "system", "system_with_reference", "question", "reference", "parse.regex"}
+)  # taken verbatim
 
 
 def _value(text: str) -> Any:
@@ -113,7 +118,7 @@ def _checked(d: dict[str, Any], path: Path) -> JudgeConfig:
     for key in ("rubric",):
         if not isinstance(d.get(key), str) or not d[key].strip():
             raise bad(key, "a Jinja template (a non-empty string) is required")
-    for key in ("system", "question", "reference"):
+    for key in ("system", "system_with_reference", "question", "reference"):
         if d.get(key) is not None and not isinstance(d[key], str):
             raise bad(key, f"a string or null, got {d[key]!r}")
     if not isinstance(d.get("model"), dict):
@@ -139,5 +144,5 @@ def _checked(d: dict[str, Any], path: Path) -> JudgeConfig:
         name=str(d.get("name") or path.stem), mode=mode, rubric=d["rubric"], model=d["model"], parse=rule,
         generation=dict(gen), system=d.get("system"), apply_chat_template=bool(d.get("apply_chat_template", True)),
         question=d.get("question"), reference=d.get("reference"), max_answer_chars=d.get("max_answer_chars"),
-        tasks=tasks, limit=d.get("limit"),
+        tasks=tasks, limit=d.get("limit"), system_with_reference=d.get("system_with_reference"),
     )  # fmt: skip

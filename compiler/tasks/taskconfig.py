@@ -24,7 +24,7 @@ TASK_FIELDS = (
     "doc_to_target", "doc_to_image", "doc_to_audio", "unsafe_code", "doc_to_choice", "process_results",
     "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot",
     "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
-    "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format",
+    "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format", "turns_field",
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -208,6 +208,14 @@ def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
         raise fail(str(e).split(": ", 1)[1], file=s.source, task=s.name, field="sample_scores") from None
     if s.sample_scores is not None and s.output_type != "generate_until":
         raise _bad(s, f"scores the repeats of generations; this task's output_type is {s.output_type}", "sample_scores")
+    turns = cfg.get("turns_field")  # a multi-turn task (plans/chain.py): the document field of its user turns
+    if turns is not None:
+        if not isinstance(turns, str) or not turns:
+            raise _bad(s, f"must name a document field (a string), got {turns!r}", "turns_field")
+        if s.output_type != "generate_until":
+            raise _bad(s, f"a multi-turn task generates; this task's output_type is {s.output_type}", "turns_field")
+        if rep != 1:
+            raise _bad(s, f"a multi-turn task answers each turn once; repeats is {rep}", "turns_field")
 
 
 def _scoring_lists(s: TaskConfig, cfg: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from lmeval.plans import UserError
 MODULE_OF = {
     "compile": "lmeval.cli.compile", "show": "lmeval.cli.show", "execute": "lmeval.cli.execute",
     "merge": "lmeval.cli.execute", "score": "lmeval.cli.score", "compare": "lmeval.cli.score",
-    "run": "lmeval.cli.run", "diff": "lmeval.cli.diff", "lock": "lmeval.cli.lock",
+    "run": "lmeval.cli.run", "next-turn": "lmeval.cli.run", "diff": "lmeval.cli.diff", "lock": "lmeval.cli.lock",
     "validate": "lmeval.cli.validate", "report": "lmeval.cli.report", "export": "lmeval.cli.export",
     "log": "lmeval.cli.log", "ls": "lmeval.cli.ls", "contamination": "lmeval.cli.contamination",
     "plan-power": "lmeval.cli.power",

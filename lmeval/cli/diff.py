@@ -1,6 +1,7 @@
 """``lmeval diff OLD NEW``: what changed between two plans, prompt by prompt (exit 0 same, 1 differ, 2 error).
 
-Each side is a plan file or a list of compile overrides; sides are separated by ``--`` when either is not
+Each side is a plan file, a chained run's folder (both sides: compared stage by stage, naming the stage and turn
+where prompts first differ) or a list of compile overrides; sides are separated by ``--`` when either is not
 a single existing file: ``lmeval diff +task=mmlu run.num_fewshot=5 -- +task=mmlu run.num_fewshot=0``.
 """
 
@@ -14,7 +15,10 @@ from typing import Any
 
 from lmeval.plans import UserError
 
-USAGE = "lmeval diff [--json] [--show N] [--task T] [--no-verify] (OLD.msgpack NEW.msgpack | OVERRIDES -- OVERRIDES)"
+USAGE = (
+    "lmeval diff [--json] [--show N] [--task T] [--no-verify] "
+    "(OLD.msgpack NEW.msgpack | OLD_CHAIN NEW_CHAIN | OVERRIDES -- OVERRIDES)"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -83,6 +87,13 @@ def split_sides(items: list[str]) -> tuple[list[str], list[str]]:
     raise UserError(f"diff needs two plans, or two config override lists separated by '--'; usage: {USAGE}")
 
 
+def _is_chain_side(side: list[str]) -> bool:
+    """A chained run's folder (plans/chain.py: it holds chain.json)."""
+    from lmeval.plans import is_chain
+
+    return len(side) == 1 and os.path.isdir(side[0]) and is_chain(side[0])
+
+
 def _is_plan_side(side: list[str]) -> bool:
     return len(side) == 1 and ("=" not in side[0] or os.path.isfile(side[0]))
 
@@ -107,6 +118,12 @@ def run(args: argparse.Namespace) -> int:
     from lmeval.diff import diff_plans, render_text
 
     old_side, new_side = split_sides(_pick_options(args))
+    if _is_chain_side(old_side) and _is_chain_side(new_side):
+        from lmeval.diff import diff_chains, render_chain
+
+        chains = diff_chains(old_side[0], new_side[0], show=args.show, task=args.task, verify=not args.no_verify)
+        print(chains.to_json() if args.json else render_chain(chains))
+        return 0 if chains.identical else 1
     with tempfile.TemporaryDirectory(prefix="lmeval-diff-") as tmp:
         old = _materialize(old_side, tmp, "old")
         new = _materialize(new_side, tmp, "new")

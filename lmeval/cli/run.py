@@ -1,9 +1,13 @@
-"""``lmeval run [OVERRIDES]``: compile → execute → score in one command."""
+"""``lmeval run [OVERRIDES]``: compile → execute → score in one command. A plan with a multi-turn task
+(plans/chain.py) is run stage by stage: each stage executed and scored, the next compiled from its results,
+into one chained run folder (``chain.json``, ``turnK/``); a rerun resumes where the chain stopped."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -12,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--out", help="results directory (default results/<plan_hash12>-<model>/)")
     p.add_argument("--plan-out", help="plan path (default lmeval-plans/<name>-<hash12>.msgpack)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--part-size", type=int, metavar="N", help="rows per results part file (as `lmeval execute`)")
     p.add_argument(
         "--trust-code",
         action="store_true",
@@ -25,13 +30,44 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="show the engine's own output (else it goes to DIR/engine.log) and the plan checks' cost",
     )
     p.set_defaults(func=run)
+    n = sub.add_parser("next-turn", help="compile a chained plan's next stage from this stage's plan and results")
+    n.add_argument("plan", help="stage K's plan file")
+    n.add_argument("results", help="stage K's complete results directory (lmeval execute)")
+    n.add_argument("--out", help="stage K+1's plan file (default: beside the plan, turnK+1-<hash12>.msgpack)")
+    n.add_argument("located", nargs="*", help="where the model is, if the plan's config cannot say: model.path=DIR")
+    n.set_defaults(func=next_turn)
+
+
+def next_turn(args: argparse.Namespace) -> int:
+    """``lmeval next-turn PLAN RESULTS``: what ``lmeval run`` does between two stages, for runs executed apart
+    (``lmeval execute`` on another machine, batch APIs)."""
+    from lmeval.compiler import compile_next
+    from lmeval.plans import UserError
+
+    located = {}
+    for item in args.located:
+        key, eq, value = item.partition("=")
+        if not eq or not key.startswith("model."):
+            raise UserError(
+                f"next-turn: {item!r}: expected model.KEY=VALUE (model.path, model.gguf_file, model.package)"
+            )
+        located[key] = value
+    rhash, nxt = compile_next(args.plan, args.results, located)
+    if nxt is None:
+        print(f"results {rhash[:12]}: no conversation has another turn; the chain ends here")
+        return 0
+    h = nxt.header
+    out = Path(args.out) if args.out else Path(args.plan).parent / f"turn{nxt.turn}-{h.plan_hash[:12]}.msgpack"
+    path = nxt.write(out)
+    print(f"turn {nxt.turn} plan {h.plan_hash} -> {path} ({h.n_docs} documents; parent results {rhash[:12]})")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_located, execute_model_overrides
-    from lmeval.plans import show_check_cost
+    from lmeval.plans import show_check_cost, turns_field
 
     if args.verbose:
         show_check_cost()
@@ -46,13 +82,56 @@ def run(args: argparse.Namespace) -> int:
     # own run.include_path, as `lmeval score --include-path` would
     include = c.locations.get("run.include_path")
     scorer.check_user_code(plan, trust, include)  # before the model runs, not after
+    overrides = execute_model_overrides(list(args.overrides), c.header.config)
+    if any(turns_field(t.config) for t in c.header.tasks):
+        return _run_chain(args, c, plan, overrides, trust, include)
     results = executor.execute(
         str(plan),
         out=args.out,
-        overrides=execute_model_overrides(list(args.overrides), c.header.config),
+        overrides=overrides,
         progress=not args.no_progress,
         verbose=args.verbose,
+        part_size=args.part_size,
     )
     print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
     print(results)
+    return 0
+
+
+def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str], trust: bool, include: Any) -> int:
+    """Every stage of a chained plan: executed into ``ROOT/turnK`` (resumed when there), scored, and the next
+    stage compiled from its results (``compiler.compile_next``), until no conversation has another turn."""
+    import re
+
+    from lmeval import executor, scorer
+    from lmeval.cli.results_table import print_score
+    from lmeval.compiler import compile_next
+    from lmeval.plans import Chain, Stage, UserError, is_chain, read_chain, stage_dir, write_chain
+
+    h = c.header
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", h.model.name).strip("_") or "model"
+    root = Path(args.out) if args.out else Path("results") / f"{h.plan_hash[:12]}-{model}"
+    chain = read_chain(root) if is_chain(root) else Chain()
+    turn, plan_k, plan_hash = 1, plan, h.plan_hash
+    while True:
+        out = stage_dir(root, turn)
+        old = chain.stage(turn)
+        if old is not None and old.plan_hash != plan_hash and out.exists():
+            raise UserError(f"{root}: holds a chained run whose turn {turn} is plan {old.plan_hash[:12]}, not "
+                            f"{plan_hash[:12]} (other settings or other answers); give another --out")  # fmt: skip
+        stage = Stage(turn, str(plan_k.resolve()), plan_hash, out.name)
+        chain.put(stage)
+        write_chain(root, chain)
+        print(f"turn {turn}: plan {plan_hash[:12]} -> {out}", file=sys.stderr)
+        results = executor.execute(str(plan_k), out=str(out), overrides=overrides, progress=not args.no_progress,
+                                   verbose=args.verbose, part_size=args.part_size)  # fmt: skip
+        print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
+        stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)
+        write_chain(root, chain)
+        if nxt is None:
+            break
+        turn, plan_hash = nxt.turn, nxt.header.plan_hash
+        plan_k = nxt.write(root / f"turn{turn}-{plan_hash[:12]}.msgpack")
+        print(f"plan: {plan_k}")
+    print(root)
     return 0

@@ -1,4 +1,5 @@
-"""``lmeval show PLAN``: what a plan will ask the model, before anything runs."""
+"""``lmeval show PLAN``: what a plan will ask the model, before anything runs. ``lmeval show CHAIN_FOLDER``: each
+stage of a chained run (plans/chain.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from lmeval.plans import InstanceRecord, PlanHeader, PlanReader
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("show", help="print a plan's header, per-task counts and rendered examples")
-    p.add_argument("plan", help="plan file (.msgpack)")
+    p.add_argument("plan", help="plan file (.msgpack), or a chained run's folder (every stage)")
     p.add_argument("-n", "--examples", type=int, default=1, help="rendered Instances to print per task")
     p.add_argument("--task", help="only this task")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per Instance (lm-eval's fields)")
@@ -62,7 +63,43 @@ def header_lines(h: PlanHeader) -> list[str]:
     ]
     if m.token_rule is not None:
         lines.insert(3, f"tokens    {m.token_rule.describe()}")
+    chain = _chain_line(h)
+    if chain:
+        lines.append(chain)
     return lines
+
+
+def _chain_line(h: PlanHeader) -> str | None:
+    """A chained plan's stage (plans/chain.py): its turn and what it was compiled from."""
+    from lmeval.plans import chain_link, turns_field
+
+    link = chain_link(h.config)
+    if link is not None:
+        return (f"chain     turn {link.turn}: compiled from plan {link.parent_plan_hash[:12]} and its results "
+                f"{link.parent_results_hash[:12]}")  # fmt: skip
+    if any(turns_field(t.config) for t in h.tasks):
+        return "chain     turn 1 of a multi-turn plan (`lmeval run` compiles the next turns from its results)"
+    return None
+
+
+def show_chain(root: str, args: argparse.Namespace) -> int:
+    """``lmeval show CHAIN_FOLDER``: each stage of a chained run, then each stage's plan as ``show`` prints one."""
+    from lmeval.plans import read_chain, stage_plan
+
+    chain = read_chain(root)
+    print(f"chained run {root}: {len(chain.stages)} stages")
+    for s in chain.stages:
+        rh = s.results_hash[:12] if s.results_hash else "(not complete)"
+        print(f"  stage {s.turn}: turn {s.turn}, plan {s.plan_hash[:12]}, results {s.results}/ {rh}")
+    for s in chain.stages:
+        print(f"\n══ stage {s.turn} (turn {s.turn}) ══")
+        with PlanReader(stage_plan(root, s)) as reader:
+            print_header(reader.header, args.config)
+            if args.examples > 0:
+                print_examples(reader, args.examples, args.task)
+            for _ in reader:
+                pass
+    return 0
 
 
 def print_header(h: PlanHeader, with_config: bool) -> None:
@@ -115,6 +152,12 @@ def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from lmeval.plans import is_chain
+
+    if os.path.isdir(args.plan) and is_chain(args.plan):
+        return show_chain(args.plan, args)
     with PlanReader(args.plan) as reader:
         if args.task and args.task not in {t.name for t in reader.header.tasks}:
             from lmeval.plans import UserError
