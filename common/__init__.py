@@ -11,6 +11,7 @@ from lmeval.common.cachefile import read_cache_file
 from lmeval.common.conf import conf_dir
 from lmeval.common.errors import InputError, UserError, file_kind
 from lmeval.common.filehash import file_sha256
+from lmeval.common.jsontext import json_text
 from lmeval.common.termsafe import SafeStdout, term_safe
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ __all__ = [
     "conf_dir",
     "file_kind",
     "file_sha256",
+    "json_text",
     "read_cache_file",
     "term_safe",
     "write_atomic",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.common import write_atomic
+from lmeval.common import json_text, write_atomic
 from lmeval.executor.backends import (
     chat_body,
     chat_output,
@@ -129,7 +129,7 @@ def export_batch(
             raise ExecuteError(f"--resume {resume}: not a results directory (no manifest.json)")
         done = store.done_ids(plan_keys(bp.instances), plan_path)
     lines = [
-        json.dumps(request_line(bp, r), ensure_ascii=False, sort_keys=True)
+        json_text(request_line(bp, r), sort_keys=True)
         for r in bp.requests.values()
         if not all(m.instance_id in done for m in r.members)
     ]

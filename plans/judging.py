@@ -113,10 +113,9 @@ JUDGE_JSON = "judge.json"
 
 def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) -> None:
     """``judge.json`` of the judged run: judge plan hash -> its grades (other judges' entries kept), atomically."""
-    import json
     from pathlib import Path
 
-    from lmeval.common import write_atomic
+    from lmeval.common import json_text, write_atomic
     from lmeval.plans.limits import loads_json
 
     path = Path(results_dir) / JUDGE_JSON
@@ -127,17 +126,16 @@ def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) 
             raise PlanError(f"{path}: not a map of judge plan hash -> grades")
         data = old
     data[judge_plan_hash] = entry
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json_text(data, indent=2, sort_keys=True) + "\n"
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: dict[str, bool]) -> None:
     """The judged run's results.json with ``metrics`` (task -> ``"metric,judge"`` -> value) merged into its tasks'
     metric maps and ``higher_is_better``; written atomically as ``plans.scored.write_scored`` writes it."""
-    import json
     from pathlib import Path
 
-    from lmeval.common import write_atomic
+    from lmeval.common import json_text, write_atomic
     from lmeval.plans.scored import RESULTS_JSON, jsonable, read_scored
 
     run = read_scored(results_dir, samples=False).results
@@ -145,5 +143,5 @@ def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: di
         run.results.setdefault(task, {}).update(values)
         hib = run.higher_is_better.setdefault(task, {})
         hib.update({k.split(",")[0]: v for k, v in higher.items()})
-    text = json.dumps(jsonable(run.to_dict()), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json_text(jsonable(run.to_dict()), indent=2, sort_keys=True) + "\n"
     write_atomic(Path(results_dir) / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))

@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from lmeval.common import json_text
 from lmeval.plans import TaskSummary
 from lmeval.report.export.hf_eval_results import hub_dataset
 from lmeval.report.export.inputs import ExportRun
@@ -234,10 +235,11 @@ def write_eee(run: ExportRun, out_dir: Path, now: float | None = None) -> list[P
         folder.mkdir(parents=True, exist_ok=True)
         evaluation_id = f"{ts.name}/{mid}/{stamp}"
         lines = instance_lines(run, ts, evaluation_id)
-        text = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+        text = "".join(json_text(x) + "\n" for x in lines)
         samples_rel = f"{rel}/{fid}_samples.jsonl"
         agg = eee_aggregate(run, ts, stamp, samples_rel, sha256(text), len(lines))
-        for path, body in ((out_dir / samples_rel, text), (folder / f"{fid}.json", json.dumps(agg, indent=2) + "\n")):
+        agg_text = json_text(agg, indent=2, ensure_ascii=True) + "\n"
+        for path, body in ((out_dir / samples_rel, text), (folder / f"{fid}.json", agg_text)):
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(body, encoding="utf-8")
             tmp.replace(path)
