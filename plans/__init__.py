@@ -13,7 +13,7 @@ from lmeval.plans.canonical import canonical_bytes, content_hash, sha256_hex
 from lmeval.plans.errors import PlanError, UserError, reraised_as
 from lmeval.plans.integrity import same_task_records, verify_plans
 from lmeval.plans.io import PlanReader, peek_header, read_header, read_plan, write_plan
-from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
+from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular, read_lines
 from lmeval.plans.reasoning import parse_reasoning, split_response
 from lmeval.plans.records import (
     FORMAT,
@@ -385,6 +385,7 @@ __all__ = [
     "instance_id_for",
     "loads_json",
     "open_regular",
+    "read_lines",
     "parse_reasoning",
     "peek_header",
     "read_header",
