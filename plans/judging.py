@@ -9,6 +9,7 @@ reference it was shown; pairwise documents have two Instances, ``idx`` 0 (A firs
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,8 +54,9 @@ class ParseRule:
             raise PlanError(f"{where}.labels: pairwise mode needs labels (e.g. {{A: a, B: b, C: tie}})")
         lo, hi = d.get("min"), d.get("max")
         for k, v in (("min", lo), ("max", hi)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise PlanError(f"{where}.{k}: a number or null, got {v!r}")
+            finite = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v))
+            if v is not None and (isinstance(v, bool) or not finite):
+                raise PlanError(f"{where}.{k}: a finite number or null, got {v!r}")
         if lo is not None and hi is not None and lo > hi:
             raise PlanError(f"{where}: min {lo} is above max {hi}")
         return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()})
@@ -63,7 +65,7 @@ class ParseRule:
         return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)}
 
     def grade(self, output: str | None) -> float | None:
-        """Single mode: the number the judge's output gives, or None (no match, not a number, out of range);
+        """Single mode: the number the judge's output gives, or None (no match, not a finite number, out of range);
         ``RegexTimeout`` when the search runs longer than ``PARSE_SECONDS`` (the caller counts it unparsed)."""
         m = self._match(output)
         if m is None:
@@ -72,7 +74,9 @@ class ParseRule:
             value = float(m)
         except ValueError:
             return None
-        if value != value or (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+        if not math.isfinite(value):  # "1e999", "inf", "nan": not a grade (never an infinite score)
+            return None
+        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
             return None
         return value
 
