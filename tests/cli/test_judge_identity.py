@@ -130,3 +130,54 @@ def test_parse_rule_refuses_non_finite_bounds_and_grades() -> None:
 
 def _no_constant(name: str) -> Any:
     raise AssertionError(f"{name} in judge.json: not JSON")
+
+
+BOMBS = {
+    "{{ 'x' * 999999999 }}": "template exceeds a bound",
+    "{{ '%999999999s' % 'x' }}": "template exceeds a bound",
+    "{{ 9 ** 999999999 }}": "template exceeds a bound",
+    "{{ 2 ** 20000 }}": "template exceeds a bound",
+    "{% for i in range(200000) %}{% endfor %}": "template failed: OverflowError",
+    "{% include 'x' %}": "TemplateNotFound",
+    "{{ ''.__class__.__mro__ }}": "template refused by the sandbox",
+    "{{ 'x'.center(999999999) }}": "template exceeds a bound",
+    "{% for a in range(99999) %}{% for b in range(99999) %}{% endfor %}{% endfor %}": "ran longer than the limit",
+}
+
+
+def test_judge_templates_are_under_the_task_templates_limits(runs: Path, tmp_path: Path) -> None:
+    """#53 item 9: the rubric (and question/reference) templates are bounded as task templates are: each bomb
+    is a one-line error naming the judge, task, doc and field, within the render time limit."""
+    for n, (rubric, says) in enumerate(BOMBS.items()):
+        for key in ("rubric", "question"):
+            rc, _, err = cli("judge", str(runs / "judged"), "--judge", "single_10", "model=tiny", f"{key}={rubric}",
+                             "--out", str(tmp_path / f"j{n}.msgpack"))  # fmt: skip
+            assert rc == 2 and err.count("\n") == 1 and says in err, (rubric, err)
+            assert f"judge single_10, task gsm8k, doc 0: judge.{key}:" in err, err
+            assert not (tmp_path / f"j{n}.msgpack").exists()
+            if "range(99999)" in rubric:
+                break  # 10 s each: the rubric alone
+
+
+def test_judge_configs_are_read_under_the_task_yaml_limits(runs: Path, tmp_path: Path) -> None:
+    """#53 item 9: a judge YAML with an alias bomb, one over the size limit (sparse) and a FIFO named .yaml are
+    refused in one line without being expanded or read whole; so is an override value holding an alias bomb."""
+    import os
+
+    bomb = tmp_path / "bomb.yaml"
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]"
+              for i in range(1, 12)]  # fmt: skip
+    bomb.write_text("\n".join(lines) + "\nmode: single\n")
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for judge, says in ((bomb, "values"), (big, "more than the limit"), (fifo, "no ")):
+        rc, _, err = cli("judge", str(runs / "judged"), "--judge", str(judge))
+        assert rc == 2 and err.count("\n") == 1 and says in err, (judge, err)
+    items = ["&a0 [x, x, x, x, x, x, x, x, x, x]"] + [f"&a{i} [{', '.join([f'*a{i - 1}'] * 8)}]" for i in range(1, 12)]
+    override = "generation.until=[" + ", ".join(items) + "]"  # the same bomb, flow style, in one override value
+    rc, _, err = cli("judge", str(runs / "judged"), "--judge", "single_10", "model=tiny", override)
+    assert rc == 2 and err.count("\n") == 1 and "judge override value" in err and "values" in err, err
