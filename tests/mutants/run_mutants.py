@@ -554,6 +554,14 @@ MUTATIONS = [
         ("tests/scorer/test_samplescore.py::test_majority_votes_over_the_answers_not_the_scores",),
         area="score",
     ),
+    Mutation(
+        "acc_per_token: normalised by the continuation's bytes, not its tokens",
+        "scorer/choice_scores.py",
+        '            preds["acc_per_token"] = np.argmax(cond / _token_counts(sub, m, n)[:, :k], axis=1)\n',
+        '            preds["acc_per_token"] = np.argmax(cond / blen, axis=1)\n',
+        ("tests/scorer/test_cloze_normalisations_fake.py",),
+        area="score",
+    ),
 ]
 
 
