@@ -51,7 +51,8 @@ _SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "r
 
 def _strings(d: dict[str, Any]) -> dict[str, str]:
     """``additional_details`` maps hold strings only: present values as text."""
-    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in d.items() if v is not None and v != ""}
+    kept = {k: v for k, v in d.items() if v is not None and v != ""}
+    return {k: v if isinstance(v, str) else json_text(v, ensure_ascii=True) for k, v in kept.items()}
 
 
 def result_id(metric: str, filt: str) -> str:
@@ -191,7 +192,7 @@ def instance_lines(run: ExportRun, ts: TaskSummary, evaluation_id: str) -> list[
         })  # fmt: skip
         values = {k: srow[k] for k in metric_cols if srow.get(k) is not None}
         values.update(json.loads(srow["items"]) if srow.get("items") else {})
-        meta["lm_eval_metrics"] = json.dumps(values, ensure_ascii=False, default=str)
+        meta["lm_eval_metrics"] = json_text(values, default=str)
         n_in = [len(i.context_ids) for i in insts if i.context_ids is not None]
         scored: list[tuple[str | None, float]] = [(k, v) for k in values if (v := _number(values[k])) is not None]
         # a document whose values are all corpus-level items (bleu, perplexity, f1, ...) still gets its line,
