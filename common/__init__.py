@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from lmeval.common.atomic import write_atomic
 from lmeval.common.cachefile import read_cache_file
 from lmeval.common.conf import conf_dir
-from lmeval.common.errors import InputError, UserError, file_kind
+from lmeval.common.errors import InputError, UserError, file_kind, quoted
 from lmeval.common.filehash import file_sha256
+from lmeval.common.jsontext import json_text
 from lmeval.common.termsafe import SafeStdout, term_safe
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ __all__ = [
     "conf_dir",
     "file_kind",
     "file_sha256",
+    "json_text",
+    "quoted",
     "read_cache_file",
     "term_safe",
     "write_atomic",

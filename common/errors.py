@@ -17,6 +17,16 @@ class InputError(UserError):
     """An input file that breaks a limit: not a regular file, too large, a value beyond the rules."""
 
 
+def quoted(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for an error line, cut to ``limit`` characters (``...`` and the full length marked): a
+    1 MB value from an input file is named, never copied whole into the one line."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return text[: max(limit - 3, 1)] + "..." + size
+
+
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISCHR, "a character device"),

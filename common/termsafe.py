@@ -13,7 +13,7 @@ from typing import IO, Any
 
 # C0 controls except tab and newline, DEL, C1 controls, lone surrogates, and the bidirectional overrides and
 # isolates (which reorder what follows them on the line)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 _UNSAFE_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 
@@ -25,7 +25,7 @@ def _escape(m: re.Match[str]) -> str:
 def term_safe(text: str, *, one_line: bool = False) -> str:
     """``text`` with every control character (but tab and, unless ``one_line``, newline) written as an escape
     (``\\x1b``, ``\\r``: ``\\x0d``, ``\\u2066``); text without one is returned as is."""
-    pattern = _UNSAFE_LINE if one_line else _UNSAFE
+    pattern = _UNSAFE_LINE if one_line else UNSAFE
     return pattern.sub(_escape, text) if pattern.search(text) else text
 
 

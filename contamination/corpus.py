@@ -8,7 +8,10 @@ bounded: one unit (at most ``MAX_UNIT`` bytes) or one Parquet batch at a time.
 
 Hostile input is counted, never a crash: a file whose first 8 KiB hold a NUL byte is skipped as binary; a unit
 that is not UTF-8, a JSONL line that is not JSON or lacks the text field, or a JSONL line longer than
-``MAX_UNIT`` is skipped; a Parquet file that cannot be read, or lacks the column, is skipped with its reason.
+``MAX_UNIT`` is skipped; a Parquet file that cannot be read, or lacks the column, is skipped with its reason; a
+Parquet value over ``MAX_UNIT`` bytes is skipped before it becomes a Python string, and a row group whose text
+column holds more than ``MAX_PARQUET_CHUNK`` bytes (a 300 MB value) is skipped unread. A file is opened with
+``plans.open_regular`` (a FIFO or device is refused, never read or waited on).
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lmeval.common import file_kind
 from lmeval.contamination.errors import ContaminationError
+from lmeval.plans import InputError, open_regular
 
 MAX_UNIT = 8 << 20
+MAX_PARQUET_CHUNK = 256 << 20  # uncompressed bytes of the text column in one Parquet row group (read at once)
 OVERLAP = 64 << 10  # bytes the pieces of a long line overlap (an n-gram across a cut is found)
 _WS = b" \t\n\r\x0b\x0c"
 
@@ -67,6 +73,9 @@ def corpus_files(paths: list[str]) -> list[Path]:
             out += sorted(q for q in path.rglob("*") if q.is_file())
         elif path.is_file():
             out.append(path)
+        elif os.path.lexists(path):
+            kind = file_kind(os.stat(path).st_mode) if path.exists() else "a dangling link"
+            raise ContaminationError(f"{p}: a corpus file must be a regular file, found {kind}")
         else:
             raise ContaminationError(f"{p}: no such corpus file or folder")
     return out
@@ -92,7 +101,7 @@ def units(path: Path, text_field: str, stats: CorpusStats, span: Span | None = N
         yield from _parquet(path, text_field, stats, span)
         return
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, what="corpus file") as f:  # a FIFO or device swapped in after listing: refused
             if b"\x00" in f.read(8192):
                 stats.skipped_files[str(path)] = "binary (a NUL byte in its first 8 KiB)"
                 return
@@ -100,6 +109,8 @@ def units(path: Path, text_field: str, stats: CorpusStats, span: Span | None = N
             stats.bytes += os.fstat(f.fileno()).st_size if first else 0
             read = _jsonl if kind == "jsonl" else _text
             yield from read(f, str(path), text_field, stats, span)
+    except InputError as e:
+        stats.skipped_files[str(path)] = str(e).removeprefix(f"{path}: ")
     except OSError as e:
         stats.skipped_files[str(path)] = f"unreadable ({e.strerror or e})"
 
@@ -177,6 +188,28 @@ def _jsonl(f: object, file: str, text_field: str, stats: CorpusStats, span: Span
         yield Unit(file, offset, line, text)
 
 
+def _parquet_units(path: Path, column: object, text_field: str, stats: CorpusStats, row: int) -> Iterator[Unit]:
+    """The string values of one batch as units; a value over ``MAX_UNIT`` bytes is skipped (counted) before it
+    becomes a Python string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr: pa.Array = column  # type: ignore[assignment]
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        for _ in range(len(arr)):
+            stats.skip(f"no string field {text_field!r}")
+        return
+    sizes = pc.binary_length(arr).to_pylist()
+    for i, n in enumerate(sizes):
+        if n is None:
+            stats.skip(f"no string field {text_field!r}")
+        elif n > MAX_UNIT:
+            stats.skip(f"a Parquet value longer than {MAX_UNIT} bytes")
+        else:
+            stats.units += 1
+            yield Unit(str(path), -1, row + i, arr[i].as_py())
+
+
 def _parquet(path: Path, text_field: str, stats: CorpusStats, span: Span) -> Iterator[Unit]:
     import pyarrow.parquet as pq
 
@@ -186,16 +219,17 @@ def _parquet(path: Path, text_field: str, stats: CorpusStats, span: Span) -> Ite
         if text_field not in pf.schema_arrow.names:
             stats.skipped_files[str(path)] = f"no column {text_field!r}"
             return
-        whole = span.start == 0 and span.end < 0
-        groups = None if whole else list(range(pf.num_row_groups))[span.start : None if span.end < 0 else span.end]
+        col = pf.schema_arrow.names.index(text_field)
+        stop = pf.num_row_groups if span.end < 0 else min(span.end, pf.num_row_groups)
         row = sum(pf.metadata.row_group(i).num_rows for i in range(span.start))  # rows are absolute
-        for batch in pf.iter_batches(batch_size=4096, columns=[text_field], row_groups=groups):
-            for text in batch.column(0).to_pylist():
-                if isinstance(text, str):
-                    stats.units += 1
-                    yield Unit(str(path), -1, row, text)
-                else:
-                    stats.skip(f"no string field {text_field!r}")
-                row += 1
+        for g in range(span.start, stop):
+            meta = pf.metadata.row_group(g)
+            if meta.column(col).total_uncompressed_size > MAX_PARQUET_CHUNK:  # never decoded: memory stays bounded
+                stats.skip(f"a Parquet row group whose {text_field!r} column holds more than {MAX_PARQUET_CHUNK} bytes")
+                row += meta.num_rows
+                continue
+            for batch in pf.iter_batches(batch_size=4096, columns=[text_field], row_groups=[g]):
+                yield from _parquet_units(path, batch.column(0), text_field, stats, row)
+                row += batch.num_rows
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
         stats.skipped_files[str(path)] = f"not a readable Parquet file ({type(e).__name__})"

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.common import write_atomic
+from lmeval.common import json_text, write_atomic
 from lmeval.contamination.check import Matches
 from lmeval.contamination.corpus import CorpusStats
 from lmeval.contamination.errors import ContaminationError
@@ -106,7 +106,7 @@ def write_contamination_report(report: Report, out_dir: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / DOCUMENTS, lambda f: report.documents.write_parquet(f))
     write_atomic(out / LOCATIONS, lambda f: report.locations.write_parquet(f))
-    text = json.dumps(report.summary, indent=1, sort_keys=True).encode()
+    text = json_text(report.summary, indent=1, sort_keys=True, ensure_ascii=True).encode()
     write_atomic(out / SUMMARY, lambda f: f.write(text))
     return out
 

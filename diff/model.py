@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from lmeval.common import json_text
 
 # Cause keys (stable: they appear in --json output) and their human labels, in report order.
 CAUSES: dict[str, str] = {
@@ -125,7 +126,7 @@ class DiffReport:
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+        return json_text(self.to_dict(), indent=indent, default=str, terminal=True)
 
     def summary(self) -> str:
         """One line: identical, or what differs."""

@@ -4,7 +4,9 @@ from paired per-document differences, and the documents whose correctness flippe
 Significance: for each (task, filter, metric) with per-document numbers in both runs, the documents both
 runs scored are paired; d_i = b_i - a_i; the standard error is sd(d) / sqrt(n) (sample sd); z = mean(d) / se
 and the two-sided p-value uses the normal approximation (p = erfc(|z| / sqrt(2))). With identical
-per-document values (sd = 0) p is 1 when the mean difference is 0. Metrics without per-document numbers
+per-document values (sd = 0) p is 1 when the mean difference is 0. A document whose value is NaN or infinite
+on either side (or whose difference overflows) is left out of the pairs; a non-finite aggregate delta is no
+delta (never "significant"). Metrics without per-document numbers
 (bleu, perplexity, f1, ...) get the delta of the aggregate and no p-value.
 
 Groups (mmlu, mmlu_stem, ...): a group's delta is a weighted mean of its subtasks' deltas, and the subtasks'
@@ -100,6 +102,7 @@ def compare(a: str, b: str) -> Comparison:
             metric, _, filt = key.partition(",")
             va, vb = ma[key], mb[key]
             delta = vb - va if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else None
+            delta = delta if delta is None or math.isfinite(delta) else None
             md = MetricDelta(t, filt, metric, va, vb, delta)
             _paired(md, sa, sb, out.flips)
             out.deltas.append(md)
@@ -152,6 +155,8 @@ def _paired(md: MetricDelta, sa: pl.DataFrame, sb: pl.DataFrame, flips: list[Fli
     fa = sa.filter((pl.col("task") == md.task) & (pl.col("filter") == md.filter)).select(*_KEYS, pl.col(col).alias("a"))
     fb = sb.filter((pl.col("task") == md.task) & (pl.col("filter") == md.filter)).select(*_KEYS, pl.col(col).alias("b"))
     j = fa.join(fb, on=list(_KEYS), how="inner").drop_nulls(["a", "b"]).sort("doc_id")
+    # a NaN or infinite value (or a difference that overflows) is no evidence: such documents are left out
+    j = j.filter((pl.col("b") - pl.col("a")).is_finite())
     n = j.height
     md.n_paired = n
     if n < 2:
@@ -160,6 +165,8 @@ def _paired(md: MetricDelta, sa: pl.DataFrame, sb: pl.DataFrame, flips: list[Fli
     mean = sum(d) / n
     var = sum((x - mean) ** 2 for x in d) / (n - 1)
     se = math.sqrt(var / n)
+    if not (math.isfinite(mean) and math.isfinite(se)):  # overflowed sums of huge finite values: no test
+        return
     md.se = se
     if se == 0:
         md.z = None

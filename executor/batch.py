@@ -2,16 +2,22 @@
 the provider's output file into a results directory that scores like an executed one.
 
 One line per distinct request (Instances with the same request hash are asked once, as ``execute`` does);
-its ``custom_id`` is the Instance id of the request's first Instance, and the import answers every Instance of
-that request. The body is the one the HTTP backends send (``openai_chat.chat_body`` for
+its ``custom_id`` is ``INSTANCE-PLAN-REQUEST``: the Instance id of the request's first Instance, then the first
+16 hex digits of the plan hash and of that Instance's request hash (``custom_id_of``), and the import answers
+every Instance of that request. The body is the one the HTTP backends send (``openai_chat.chat_body`` for
 ``/v1/chat/completions``, ``openai_api.completion_body`` for ``/v1/completions``), built by the executor's own
 job code from the plan and the model settings, so the import cuts answers at the same stop strings.
 
-Import checks: a line that is not JSON, a ``custom_id`` that is not one of this export's ids (a foreign id)
-or one seen twice is refused in one line and nothing is written. A request with no answer (absent, or the
-provider's error) is left out: the import is partial, its manifest unfinished, and importing another output
-file into the same directory (the re-run of the missing requests; ``export-batch --resume DIR`` exports
-only those) completes it. Rows already in the directory are kept, and answers to them skipped.
+Import checks: the output file is read with ``plans.read_lines`` (a regular file, each line at most
+``MAX_ROW_BYTES``: ``/dev/zero``, a FIFO or a 300 MB line is refused, not read whole) and each line under
+``plans.loads_json``'s limits. A line that is not JSON, a ``custom_id`` that is not one of this export's ids (a
+foreign id), one exported from another plan (its plan hash differs: another plan's batch, e.g. the 2-shot
+plan's answers offered to the 0-shot plan, whose Instance ids are the same), one whose request hash is not
+that request's, or one seen twice is refused in one line and nothing is written. A request with no answer
+(absent, or the provider's error) is left out: the import is partial, its manifest unfinished (exit status 2),
+and importing another output file into the same directory (the re-run of the missing requests;
+``export-batch --resume DIR`` exports only those) completes it. Rows already in the directory are kept, and
+answers to them skipped.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.common import write_atomic
+from lmeval.common import json_text, quoted, write_atomic
 from lmeval.executor.backends import (
     chat_body,
     chat_output,
@@ -49,14 +55,22 @@ from lmeval.executor.modelconf import (
 from lmeval.executor.requests import GenJob, GenOutput, Tokenizer, gen_job, gen_result, token_rule
 from lmeval.executor.resume import check_resume
 from lmeval.executor.store import ResultsDir
-from lmeval.plans import InstanceRecord, PlanError, PlanHeader, RunManifest, plan_keys
+from lmeval.plans import InstanceRecord, PlanError, PlanHeader, RunManifest, loads_json, plan_keys, read_lines
 
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}  # under /v1, as the backends post
+ID_HASH = 16  # hex digits of the plan hash and of the request hash in a custom_id
+
+
+def custom_id_of(plan_hash: str, first: InstanceRecord) -> str:
+    """A batch line's ``custom_id``: ``INSTANCE-PLAN-REQUEST`` (the Instance id, then the first ``ID_HASH`` hex
+    digits of the plan hash and of the Instance's request hash), so an answer names the plan and the prompt
+    it answers, not only the task, doc and index another plan shares."""
+    return f"{first.instance_id}-{plan_hash[:ID_HASH]}-{first.request_hash[:ID_HASH]}"
 
 
 @dataclass
 class BatchRequest:
-    custom_id: str  # the Instance id of the request's first Instance
+    custom_id: str  # custom_id_of(plan hash, the request's first Instance)
     job: GenJob
     members: list[InstanceRecord]  # every Instance this request answers
 
@@ -100,7 +114,8 @@ def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider
     for members in group(instances).values():
         first = members[0]
         job = gen_job(first, tok, rule, max_length, spec.max_gen_toks, instance_where(plan_path, first), spec.reasoning)
-        requests[first.instance_id] = BatchRequest(first.instance_id, job, members)
+        cid = custom_id_of(header.plan_hash, first)
+        requests[cid] = BatchRequest(cid, job, members)
     ident = model_identity(replace(spec, backend=f"batch:{provider}"), model_dir, tok_hash, ref)
     model = str(spec.engine.get("model") or spec.name)
     return BatchPlan(plan_path, header, instances, spec, ident, tok, model, endpoint, requests)
@@ -129,7 +144,7 @@ def export_batch(
             raise ExecuteError(f"--resume {resume}: not a results directory (no manifest.json)")
         done = store.done_ids(plan_keys(bp.instances), plan_path)
     lines = [
-        json.dumps(request_line(bp, r), ensure_ascii=False, sort_keys=True)
+        json_text(request_line(bp, r), sort_keys=True)
         for r in bp.requests.values()
         if not all(m.instance_id in done for m in r.members)
     ]
@@ -150,27 +165,47 @@ def read_output(path: str, bp: BatchPlan) -> list[Answer]:
     answers: list[Answer] = []
     seen: dict[str, int] = {}
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ExecuteError(f"{path}: cannot read the batch output ({e})") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        at = f"{path} line {n}"
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise ExecuteError(f"{at}: not JSON (a truncated or corrupted output file)") from None
-        cid = rec.get("custom_id") if isinstance(rec, dict) else None
-        if not isinstance(cid, str):
-            raise ExecuteError(f"{at}: no custom_id")
-        if cid not in bp.requests:
-            raise ExecuteError(f"{at}: custom_id {cid!r} is not a request of {bp.plan_path} (a foreign id)")
-        if cid in seen:
-            raise ExecuteError(f"{at}: custom_id {cid} appears twice (first on line {seen[cid]})")
-        seen[cid] = n
-        answers.append(_answer(rec, bp.requests[cid], at))
+        for n, line in read_lines(path, what="batch output"):
+            if not line.strip():
+                continue
+            at = f"{path} line {n}"
+            try:
+                rec = loads_json(line)
+            except ValueError as e:
+                raise ExecuteError(f"{at}: not JSON (a truncated or corrupted output file): {e}") from None
+            cid = rec.get("custom_id") if isinstance(rec, dict) else None
+            if not isinstance(cid, str):
+                raise ExecuteError(f"{at}: no custom_id")
+            if cid not in bp.requests:
+                raise ExecuteError(f"{at}: {_foreign(bp, cid)}")
+            if cid in seen:
+                raise ExecuteError(f"{at}: custom_id {cid} appears twice (first on line {seen[cid]})")
+            seen[cid] = n
+            answers.append(_answer(rec, bp.requests[cid], at))
+    except OSError as e:
+        raise ExecuteError(f"{path}: cannot read the batch output ({e.strerror or e})") from None
     return answers
+
+
+def _foreign(bp: BatchPlan, cid: str) -> str:
+    """Why ``cid`` (not one of this export's ids) is refused: another plan's, another prompt's, or unknown."""
+    parts = cid.split("-")
+    if len(parts) == 3 and all(parts):
+        iid, plan, request = parts
+        for req in bp.requests.values():
+            first = req.members[0]
+            if first.instance_id != iid:
+                continue
+            if plan != bp.header.plan_hash[:ID_HASH]:
+                return (
+                    f"custom_id {quoted(cid)} was exported from another plan (plan hash {quoted(plan, 24)}, "
+                    f"not {bp.plan_path}'s {bp.header.plan_hash[:ID_HASH]}): another plan's batch is refused"
+                )
+            return (
+                f"custom_id {quoted(cid)}: request hash {quoted(request, 24)} is not the plan's "
+                f"{first.request_hash[:ID_HASH]} (task {first.task} doc {first.doc_id}): an answer to another prompt"
+            )
+    return f"custom_id {quoted(cid)} is not a request of {bp.plan_path} (a foreign id)"
 
 
 def _answer(rec: dict[str, Any], req: BatchRequest, at: str) -> Answer:
@@ -185,7 +220,7 @@ def _answer(rec: dict[str, Any], req: BatchRequest, at: str) -> Answer:
             return Answer(req.custom_id, completion_output(body))
         return Answer(req.custom_id, chat_output(body, n, at))
     except (ValueError, KeyError, TypeError) as e:
-        raise ExecuteError(f"{at}: custom_id {req.custom_id}: not a completion ({e})") from None
+        raise ExecuteError(f"{at}: custom_id {req.custom_id}: not a completion ({str(e)[:200]})") from None
 
 
 def import_batch(

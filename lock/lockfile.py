@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmeval.common import write_atomic
+from lmeval.common import json_text, write_atomic
 from lmeval.diff import Change, change_line, dict_changes
 from lmeval.plans import VERSION, PlanHeader, TaskSummary, UserError, content_hash
 
@@ -105,7 +105,7 @@ def load_lock(path: str | os.PathLike[str] = LOCK_PATH) -> Lock:
 
 def write_lock(lock: Lock, path: str | os.PathLike[str] = LOCK_PATH) -> Path:
     """Write atomically (``common.atomic``); one entry per line block, so diffs review well."""
-    text = json.dumps(lock.to_dict(), indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+    text = json_text(lock.to_dict(), indent=1, sort_keys=False) + "\n"
     return write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 

@@ -13,7 +13,7 @@ from lmeval.plans.canonical import canonical_bytes, content_hash, sha256_hex
 from lmeval.plans.errors import PlanError, UserError, reraised_as
 from lmeval.plans.integrity import same_task_records, verify_plans
 from lmeval.plans.io import PlanReader, peek_header, read_header, read_plan, write_plan
-from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
+from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular, read_lines
 from lmeval.plans.reasoning import parse_reasoning, split_response
 from lmeval.plans.records import (
     FORMAT,
@@ -117,6 +117,7 @@ if TYPE_CHECKING:
         BEST_OF,
         DEFAULT_LABEL_STYLE,
         GENERATION_ONLY_BACKENDS,
+        MAX_SEED,
         PROMPT_FORMATS,
         SEPARATOR,
         SPREAD,
@@ -238,6 +239,7 @@ __all__ = [
     "split_name",
     "spread_aggregate",
     "variant_of",
+    "MAX_SEED",
     "AGGREGATIONS",
     "Record",
     "METRIC_SPECS",
@@ -423,6 +425,7 @@ __all__ = [
     "instance_id_for",
     "loads_json",
     "open_regular",
+    "read_lines",
     "parse_reasoning",
     "peek_header",
     "read_header",
@@ -466,6 +469,7 @@ _LAZY = {
     "parse_variant": "lmeval.plans.promptformats",
     "spread_aggregate": "lmeval.plans.promptformats",
     "variant_of": "lmeval.plans.promptformats",
+    "MAX_SEED": "lmeval.plans.promptformats",
     "PROMPT_FORMATS": "lmeval.plans.promptformats",
     "SEPARATOR": "lmeval.plans.promptformats",
     "format_name": "lmeval.plans.promptformats",

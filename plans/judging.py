@@ -9,6 +9,7 @@ reference it was shown; pairwise documents have two Instances, ``idx`` 0 (A firs
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,8 +54,9 @@ class ParseRule:
             raise PlanError(f"{where}.labels: pairwise mode needs labels (e.g. {{A: a, B: b, C: tie}})")
         lo, hi = d.get("min"), d.get("max")
         for k, v in (("min", lo), ("max", hi)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise PlanError(f"{where}.{k}: a number or null, got {v!r}")
+            finite = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v))
+            if v is not None and (isinstance(v, bool) or not finite):
+                raise PlanError(f"{where}.{k}: a finite number or null, got {v!r}")
         if lo is not None and hi is not None and lo > hi:
             raise PlanError(f"{where}: min {lo} is above max {hi}")
         return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()})
@@ -63,7 +65,7 @@ class ParseRule:
         return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)}
 
     def grade(self, output: str | None) -> float | None:
-        """Single mode: the number the judge's output gives, or None (no match, not a number, out of range);
+        """Single mode: the number the judge's output gives, or None (no match, not a finite number, out of range);
         ``RegexTimeout`` when the search runs longer than ``PARSE_SECONDS`` (the caller counts it unparsed)."""
         m = self._match(output)
         if m is None:
@@ -72,7 +74,9 @@ class ParseRule:
             value = float(m)
         except ValueError:
             return None
-        if value != value or (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+        if not math.isfinite(value):  # "1e999", "inf", "nan": not a grade (never an infinite score)
+            return None
+        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
             return None
         return value
 
@@ -113,10 +117,9 @@ JUDGE_JSON = "judge.json"
 
 def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) -> None:
     """``judge.json`` of the judged run: judge plan hash -> its grades (other judges' entries kept), atomically."""
-    import json
     from pathlib import Path
 
-    from lmeval.common import write_atomic
+    from lmeval.common import json_text, write_atomic
     from lmeval.plans.limits import loads_json
 
     path = Path(results_dir) / JUDGE_JSON
@@ -127,17 +130,16 @@ def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) 
             raise PlanError(f"{path}: not a map of judge plan hash -> grades")
         data = old
     data[judge_plan_hash] = entry
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json_text(data, indent=2, sort_keys=True) + "\n"
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: dict[str, bool]) -> None:
     """The judged run's results.json with ``metrics`` (task -> ``"metric,judge"`` -> value) merged into its tasks'
     metric maps and ``higher_is_better``; written atomically as ``plans.scored.write_scored`` writes it."""
-    import json
     from pathlib import Path
 
-    from lmeval.common import write_atomic
+    from lmeval.common import json_text, write_atomic
     from lmeval.plans.scored import RESULTS_JSON, jsonable, read_scored
 
     run = read_scored(results_dir, samples=False).results
@@ -145,5 +147,5 @@ def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: di
         run.results.setdefault(task, {}).update(values)
         hib = run.higher_is_better.setdefault(task, {})
         hib.update({k.split(",")[0]: v for k, v in higher.items()})
-    text = json.dumps(jsonable(run.to_dict()), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json_text(jsonable(run.to_dict()), indent=2, sort_keys=True) + "\n"
     write_atomic(Path(results_dir) / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))

@@ -7,7 +7,8 @@ every time it is reached), so ``lmeval validate`` and ``lmeval compile`` reject 
 spec lines, and a results manifest or task YAML cannot smuggle in what would crash a later stage.
 
 ``open_regular`` opens a file an input names only when it is a regular file (not ``/dev/zero``, a FIFO, a
-directory) and not over a size limit, without blocking on a FIFO.
+directory) and not over a size limit, without blocking on a FIFO; ``read_lines`` reads such a file a line at a
+time, each line bounded.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from typing import IO, Any
 
 from lmeval.common import InputError, UserError, file_kind
@@ -61,6 +63,26 @@ def open_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None, 
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_lines(
+    path: str | os.PathLike[str], *, max_line: int = MAX_ROW_BYTES, what: str = "file"
+) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``path`` (numbered from 1, without their newline), read one at a time from the file
+    ``open_regular`` opens (a FIFO, ``/dev/zero`` or a directory is refused unread); ``InputError`` naming the
+    line for one longer than ``max_line`` bytes, read no further than that (a 2 GB line of NULs costs
+    ``max_line`` bytes of memory, not 2 GB)."""
+    with open_regular(path, what=what) as f:
+        n = 0
+        while True:
+            raw = f.readline(max_line + 1)
+            if not raw:
+                return
+            n += 1
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            if len(line) > max_line:
+                raise InputError(f"{path} line {n}: longer than {max_line} bytes (the limit of a {what} line)")
+            yield n, line
 
 
 def _scalar_problem(v: Any) -> tuple[str, str] | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lmeval.common import quoted
+
 PROMPT_FORMATS = ("cf", "mcf", "gen")  # cloze, multiple-choice letters, generated letter (OLMES CF, MCF; generation)
 SEPARATOR = "@"
 # ``NAME@best`` (selection only, not ``run.format``): ``NAME@cf`` and ``NAME@mcf`` plus a group ``NAME@best``
@@ -30,7 +32,8 @@ VARIANT_SEPARATOR = "+"
 SEED_PREFIX = "seed"
 DEFAULT_LABEL_STYLE = "letters"
 _LABELS = re.compile(r"[a-z][a-z_]*")
-_SEED = re.compile(rf"{SEED_PREFIX}(0|[1-9][0-9]*)")
+_SEED = re.compile(rf"{SEED_PREFIX}(0|[1-9][0-9]{{0,19}})")  # at most 20 digits: then checked against 64 bits
+MAX_SEED = (1 << 64) - 1  # a variant's seed, as every integer a plan carries (plans/limits.py)
 
 
 @dataclass(frozen=True)
@@ -59,21 +62,23 @@ def parse_variant(suffix: str) -> Variant:
     ``Variant.suffix`` writes), so one variant has one name."""
     fmt, *rest = suffix.split(VARIANT_SEPARATOR)
     if fmt not in PROMPT_FORMATS:
-        raise VariantError(f"unknown prompt format {fmt!r}; expected one of {', '.join(PROMPT_FORMATS)}")
+        raise VariantError(f"unknown prompt format {quoted(fmt)}; expected one of {', '.join(PROMPT_FORMATS)}")
     labels: str | None = None
     seed: int | None = None
     for i, part in enumerate(rest):
         m = _SEED.fullmatch(part)
         if m is not None and i == len(rest) - 1:
             seed = int(m.group(1))
+            if seed > MAX_SEED:
+                raise VariantError(f"{quoted(suffix)}: the seed is above 2**64 - 1 (a plan holds 64-bit integers)")
         elif i == 0 and _LABELS.fullmatch(part) and not part.startswith(SEED_PREFIX):
             labels = part
         else:
-            raise VariantError(f"{suffix!r}: a variant is FORMAT[+LABELS][+seedN] (e.g. mcf+parens+seed1)")
+            raise VariantError(f"{quoted(suffix)}: a variant is FORMAT[+LABELS][+seedN] (e.g. mcf+parens+seed1)")
     if labels == DEFAULT_LABEL_STYLE:
-        raise VariantError(f"{suffix!r}: {DEFAULT_LABEL_STYLE} is the default label style; leave it out")
+        raise VariantError(f"{quoted(suffix)}: {DEFAULT_LABEL_STYLE} is the default label style; leave it out")
     if labels is not None and fmt == "cf":
-        raise VariantError(f"{suffix!r}: the cloze format has no labels (cf varies by seed only)")
+        raise VariantError(f"{quoted(suffix)}: the cloze format has no labels (cf varies by seed only)")
     return Variant(fmt, labels, seed)
 
 

@@ -11,14 +11,13 @@ cannot be read, or lacks a column, is a one-line error naming it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lmeval.common import write_atomic
+from lmeval.common import json_text, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 from lmeval.plans.partsum import verify_parts
@@ -229,7 +228,7 @@ _FIELD_TYPES: dict[str, Any] = {
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json_text(data, indent=2, sort_keys=True) + "\n"
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 

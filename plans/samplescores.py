@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lmeval.common import quoted
+
 SAMPLE_SCORES_KEY = "sample_scores"  # the task config's key; run.sample_scores
 MEAN, MAJORITY = "mean", "majority"
-_PASS = re.compile(r"^pass@([1-9][0-9]*)$")
+_PASS = re.compile(r"^pass@([1-9][0-9]{0,5})$")  # K of at most 6 digits (repeats are at most 1024)
 
 
 class SampleScoresError(ValueError):
@@ -40,11 +42,13 @@ def parse_sample_scores(raw: Any, field: str) -> list[str] | None:
         return None
     items = [raw] if isinstance(raw, str) else raw
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-        raise SampleScoresError(f"field {field}: must be a list of mean, majority, pass@K; got {raw!r}")
+        raise SampleScoresError(f"field {field}: must be a list of mean, majority, pass@K; got {quoted(raw)}")
     out: list[str] = []
     for x in items:
         if x not in (MEAN, MAJORITY) and pass_k(x) is None:
-            raise SampleScoresError(f"field {field}: unknown reduction {x!r} (expected mean, majority or pass@K)")
+            raise SampleScoresError(
+                f"field {field}: unknown reduction {quoted(x)} (expected mean, majority or pass@K, K < 1000000)"
+            )
         if x not in out:
             out.append(x)
     return out

@@ -11,14 +11,13 @@ the field, read without blocking (a FIFO) and without reading an oversized file.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lmeval.common import write_atomic
+from lmeval.common import json_text, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import loads_json
 from lmeval.plans.parquetfile import read_bounded, read_parquet
@@ -236,7 +235,7 @@ def write_scored(results_dir: str | os.PathLike[str], run: ScoredRun, samples: p
         out / SAMPLES_PARQUET,
         lambda f: samples.write_parquet(f, compression="lz4", statistics=False, metadata=meta),
     )
-    text = json.dumps(run.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json_text(run.to_dict(), indent=2, sort_keys=True) + "\n"
     write_atomic(out / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))
 
 

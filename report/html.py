@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import html
-import json
 import math
 from typing import Any
+
+from lmeval.common import json_text
 
 
 def esc(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
-def json_text(data: Any) -> str:
-    """Canonical JSON (sorted keys, no spaces) safe inside ``<script type="application/json">``: every ``<``,
-    ``>`` and ``&`` is escaped, so no data can close the element or open a comment."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def script_json(data: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces; ``common.json_text``: no NaN, no raw lone surrogate) safe inside
+    ``<script type="application/json">``: every ``<``, ``>`` and ``&`` is escaped, so no data can close the
+    element or open a comment."""
+    text = json_text(data, sort_keys=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def json_script(element_id: str, data: Any) -> str:
-    return f'<script type="application/json" id="{esc(element_id)}">{json_text(data)}</script>'
+    return f'<script type="application/json" id="{esc(element_id)}">{script_json(data)}</script>'
 
 
 def fmt(v: Any, digits: int = 4) -> str:

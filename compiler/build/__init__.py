@@ -10,6 +10,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lmeval.compiler.build.bounded import (
+        TASK_RENDER_SECONDS,
+        Bounded,
+        ImmutableBoundedEnvironment,
+        render_bounded,
+    )
     from lmeval.compiler.build.builder import TaskBuilder
     from lmeval.compiler.build.documents import DataSource, local_name
     from lmeval.compiler.build.nullfields import NullField
@@ -25,6 +31,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "Bounded",
+    "ImmutableBoundedEnvironment",
+    "TASK_RENDER_SECONDS",
+    "render_bounded",
     "BuildOptions",
     "BuiltTask",
     "ChatFn",
@@ -43,6 +53,10 @@ __all__ = [
 ]
 
 _WHERE = {
+    "Bounded": "lmeval.compiler.build.bounded",
+    "ImmutableBoundedEnvironment": "lmeval.compiler.build.bounded",
+    "TASK_RENDER_SECONDS": "lmeval.compiler.build.bounded",
+    "render_bounded": "lmeval.compiler.build.bounded",
     "BuildOptions": "lmeval.compiler.build.records",
     "BuiltTask": "lmeval.compiler.build.records",
     "ChatFn": "lmeval.compiler.build.records",

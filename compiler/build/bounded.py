@@ -179,6 +179,25 @@ class BoundedEnvironment(jinja2.sandbox.SandboxedEnvironment):
         return super().wrap_str_format(value)
 
 
+class ImmutableBoundedEnvironment(BoundedEnvironment):
+    """``BoundedEnvironment`` that, as jinja2's ``ImmutableSandboxedEnvironment``, also refuses the methods that
+    change a list, dict or set (the judge's rubric, question and reference templates)."""
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if not super().is_safe_attribute(obj, attr, value):
+            return False
+        return not jinja2.sandbox.modifies_known_mutable(obj, attr)
+
+
+def render_bounded(template: Any, context: dict[str, Any], what: str = "the template") -> str:
+    """``template`` rendered under every bound above: its output capped (``render_capped``) and its time limited
+    to ``RENDER_SECONDS`` (``Bounded`` past either). Task templates and the judge's templates alike."""
+    from lmeval.common import deadline
+
+    with deadline(RENDER_SECONDS, what, Bounded):
+        return render_capped(template, context)
+
+
 def render_capped(template: Any, context: dict[str, Any]) -> str:
     """``template.render(**context)``, stopping once the output passes ``MAX_VALUE_CHARS``."""
     out: list[str] = []

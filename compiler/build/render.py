@@ -20,11 +20,10 @@ import jinja2.sandbox
 from lmeval.common import deadline
 from lmeval.compiler.build.bounded import (
     HOOK_SECONDS,
-    RENDER_SECONDS,
     TASK_RENDER_SECONDS,
     Bounded,
     BoundedEnvironment,
-    render_capped,
+    render_bounded,
 )
 from lmeval.compiler.build.nullfields import NullCounter
 from lmeval.compiler.build.plaintemplate import plain_template, render_plain
@@ -118,8 +117,7 @@ class Renderer:
         start = time.monotonic()
         nones = _NONES[0]
         try:
-            with deadline(RENDER_SECONDS, "the template", Bounded):
-                out = render_capped(t, doc)
+            out = render_bounded(t, doc)
             if _NONES[0] != nones and doc_id is not None:
                 self.nulls.add(field, _names(text), doc, doc_id)
             return out

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lmeval.common import quoted
 from lmeval.compiler.errors import fail
 from lmeval.compiler.formats.templates import DEFAULT_LABELS, LABEL_STYLES
-from lmeval.plans import PROMPT_FORMATS, Variant, variant_of
+from lmeval.plans import MAX_SEED, PROMPT_FORMATS, Variant, variant_of
 
 SWEEP_KEYS = ("formats", "labels", "seeds")
 MAX_VARIANTS = 256  # a sweep is a handful of prompt variants, not a grid search
@@ -28,14 +29,12 @@ class Sweep:
 
     def variants(self, run_seed: int | None) -> list[Variant]:
         """Every distinct variant, formats first, then label styles, then seeds, in the order listed."""
-        out: list[Variant] = []
+        out: dict[Variant, None] = {}  # insertion-ordered set: linear in the product, never quadratic
         for fmt in self.formats:
             for labels in self.labels:
                 for seed in self.seeds:
-                    v = variant_of(fmt, labels, run_seed if seed is None else seed, run_seed)
-                    if v not in out:
-                        out.append(v)
-        return out
+                    out.setdefault(variant_of(fmt, labels, run_seed if seed is None else seed, run_seed))
+        return list(out)
 
 
 def parse_sweep(raw: Any) -> Sweep | None:
@@ -52,13 +51,18 @@ def parse_sweep(raw: Any) -> Sweep | None:
                     _names(PROMPT_FORMATS))  # fmt: skip
     labels = _axis(raw, "labels", (DEFAULT_LABELS,), lambda v: isinstance(v, str) and v in LABEL_STYLES,
                    _names(tuple(LABEL_STYLES)))  # fmt: skip
-    seeds = _axis(raw, "seeds", (None,), lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                  "non-negative integers")  # fmt: skip
+    seeds = _axis(raw, "seeds", (None,), _seed_ok, "non-negative integers")  # below 2**64, as a plan holds
+    # each axis is at most MAX_VARIANTS long (checked before anything is expanded), so the product expanded here is
+    # at most formats x label styles x MAX_VARIANTS, each variant found in a set (linear, never quadratic)
     sweep = Sweep(formats, labels, seeds)
     n = len(sweep.variants(None))
     if n > MAX_VARIANTS:
         raise fail(f"{n} variants per task; at most {MAX_VARIANTS}", field="run.sweep")
     return sweep
+
+
+def _seed_ok(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_SEED
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -70,11 +74,15 @@ def _axis(raw: dict[str, Any], key: str, default: tuple[Any, ...], ok: Any, want
         return default
     values = raw[key]
     if not isinstance(values, list) or not values:
-        raise fail(f"must be a non-empty list, got {values!r}", field=f"run.sweep.{key}")
+        raise fail(f"must be a non-empty list, got {quoted(values)}", field=f"run.sweep.{key}")
+    if len(values) > MAX_VARIANTS:  # refused before anything is expanded (20,000 seeds: one line at once)
+        raise fail(f"lists {len(values)} values; a sweep has at most {MAX_VARIANTS} variants per task",
+                   field=f"run.sweep.{key}")  # fmt: skip
+    seen: set[Any] = set()
     for v in values:
         if not ok(v):
-            raise fail(f"must list only {want}, got {v!r}", field=f"run.sweep.{key}")
-    if len(set(values)) != len(values):
-        dup = next(v for v in values if values.count(v) > 1)
-        raise fail(f"lists {dup!r} twice", field=f"run.sweep.{key}")
+            raise fail(f"must list only {want}, got {quoted(v)}", field=f"run.sweep.{key}")
+        if v in seen:
+            raise fail(f"lists {quoted(v)} twice", field=f"run.sweep.{key}")
+        seen.add(v)
     return tuple(values)

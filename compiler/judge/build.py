@@ -86,19 +86,56 @@ def read_judged(results_dir: str, plan: str | None, tasks: list[str] | None, lim
 
 
 def _env() -> Any:
-    import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    return ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
-
-def _render(env: Any, text: str, values: dict[str, Any], where: str) -> str:
+    """The judge's templates render in the task templates' sandbox with the task templates' bounds (operators,
+    calls, output size, time: ``compiler.build.render_bounded``), immutable as jinja2's immutable sandbox."""
     import jinja2
 
+    from lmeval.compiler.build import ImmutableBoundedEnvironment
+
+    env = ImmutableBoundedEnvironment(
+        loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
+    env.bound_filters()
+    return env
+
+
+class _Clock:
+    """All of one judge plan's renderings, bounded together as a task's are (``TASK_RENDER_SECONDS``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+def _render(env: Any, text: str, values: dict[str, Any], where: str, clock: _Clock | None = None) -> str:
+    import time
+
+    import jinja2.sandbox
+
+    from lmeval.compiler.build import TASK_RENDER_SECONDS, Bounded, render_bounded
+
+    start = time.monotonic()
     try:
-        return str(env.from_string(text).render(**values))
+        return render_bounded(env.from_string(text), values)
+    except Bounded as e:
+        raise CompileError(f"{where}: template exceeds a bound: {e}") from None
+    except jinja2.sandbox.SecurityError as e:
+        raise CompileError(f"{where}: template refused by the sandbox: {_line(e)}") from None
     except jinja2.TemplateError as e:
-        raise CompileError(f"{where}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        raise CompileError(f"{where}: {type(e).__name__}: {_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - anything a template raises (range too big, 5000-digit literal, ...)
+        raise CompileError(f"{where}: template failed: {type(e).__name__}: {_line(e)}") from None
+    finally:
+        if clock is not None:
+            clock.seconds += time.monotonic() - start
+            if clock.seconds > TASK_RENDER_SECONDS:
+                raise CompileError(f"{where}: the judge's templates took more than {TASK_RENDER_SECONDS:g} s")
+
+
+def _line(e: BaseException) -> str:
+    text = str(e).strip()
+    if isinstance(e, ValueError) and text.startswith("Exceeds the limit"):
+        return "an integer of more than 4300 digits"
+    return text.splitlines()[0][:300] if text else ""
 
 
 def _cut(text: str, n: int | None) -> str:
@@ -111,6 +148,7 @@ def compile_judge(cfg: JudgeConfig, judged: Judged, against: Judged | None = Non
         raise CompileError(f"judge {cfg.name}: pairwise mode needs --against OTHER_RESULTS (answer B)")
     tok, info, chat = load_model_info(cfg.model, cfg.apply_chat_template and True)
     env = _env()
+    clock = _Clock()
     gen = {"until": [], **cfg.generation}
     records: list[DocRecord | InstanceRecord] = []
     summaries: list[TaskSummary] = []
@@ -120,8 +158,10 @@ def compile_judge(cfg: JudgeConfig, judged: Judged, against: Judged | None = Non
         for doc_id, (rec, prompt, answer) in docs.items():
             values = {"doc": rec.doc, "target": rec.target, "prompt": prompt}
             where = f"judge {cfg.name}, task {task}, doc {doc_id}"
-            question = _render(env, cfg.question, values, f"{where}: judge.question") if cfg.question else prompt
-            reference = _render(env, cfg.reference, values, f"{where}: judge.reference") if cfg.reference else None
+            question = _render(env, cfg.question, values, f"{where}: judge.question", clock) if cfg.question else prompt
+            reference = (
+                _render(env, cfg.reference, values, f"{where}: judge.reference", clock) if cfg.reference else None
+            )
             doc: dict[str, Any] = {"question": question, "reference": reference}
             orders: list[dict[str, Any]]
             if cfg.mode == "single":
@@ -137,7 +177,7 @@ def compile_judge(cfg: JudgeConfig, judged: Judged, against: Judged | None = Non
             task_records.append(DocRecord(task=name, doc_id=doc_id, doc=doc, target=reference or ""))
             for idx, answers in enumerate(orders):
                 text = _render(env, cfg.rubric, {"question": question, "reference": reference, **answers},
-                               f"{where}: judge.rubric")  # fmt: skip
+                               f"{where}: judge.rubric", clock)  # fmt: skip
                 context = text
                 if chat is not None:
                     system = cfg.system_with_reference if reference and cfg.system_with_reference else cfg.system

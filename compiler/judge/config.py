@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.plans import MODES, ParseRule
+from lmeval.plans import MAX_YAML_BYTES, MODES, InputError, ParseRule, open_regular, value_problem
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -44,14 +44,23 @@ class JudgeConfig:
 
 
 def _yaml(path: Path, what: str) -> dict[str, Any]:
+    """A judge or model config, under the limits of a task YAML (``plans.limits``: a regular file of at most
+    ``MAX_YAML_BYTES``, opened without blocking; values a plan can carry, an alias bomb stopped at once)."""
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise CompileError(f"{path}: cannot read the {what} config ({type(e).__name__}: {e})".split("\n")[0]) from None
+        with open_regular(path, max_bytes=MAX_YAML_BYTES, what=f"{what} config") as f:
+            data = yaml.safe_load(f)
+    except InputError as e:
+        raise CompileError(str(e)) from None
+    except (OSError, ValueError, yaml.YAMLError) as e:  # ValueError: not UTF-8
+        why = f"{type(e).__name__}: {e}".split("\n")[0][:200]
+        raise CompileError(f"{path}: cannot read the {what} config ({why})") from None
     if not isinstance(data, dict):
         raise CompileError(f"{path}: the {what} config is not a mapping")
+    beyond = value_problem(data)
+    if beyond is not None:
+        raise CompileError(f"{path}: the {what} config: {beyond[1]}")
     data.pop("defaults", None)
     return data
 
@@ -77,9 +86,13 @@ def _value(text: str) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
+    beyond = value_problem(value)
+    if beyond is not None:
+        raise CompileError(f"judge override value {text[:40]!r}: {beyond[1]}")
+    return value
 
 
 def _set(node: Any, keys: list[str], value: Any, path: Path) -> None:

@@ -48,6 +48,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+MAX_ERROR_CHARS = 4000  # an error line quoting an input (a 5000-digit task name, a 1 MB id) is cut to this
+
+
+def _capped(msg: str) -> str:
+    return msg if len(msg) <= MAX_ERROR_CHARS else f"{msg[:MAX_ERROR_CHARS]}... ({len(msg)} characters, cut)"
+
+
 def _is_override(arg: str) -> bool:
     return not arg.startswith("-") and "=" in arg
 
@@ -66,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rc = args.func(args)
     except UserError as e:
-        msg = term_safe(" ".join(str(e).split("\n")), one_line=True)
+        msg = term_safe(_capped(" ".join(str(e).split("\n"))), one_line=True)
         print(f"lmeval {args.command}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -79,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as e:  # the file system refused (disk full, read-only, /proc): one line, not a traceback
         where = f"{e.filename}: " if e.filename else ""
-        print(term_safe(f"lmeval {args.command}: error: {where}{e.strerror or e}", one_line=True), file=sys.stderr)
+        msg = _capped(f"{where}{e.strerror or e}")
+        print(term_safe(f"lmeval {args.command}: error: {msg}", one_line=True), file=sys.stderr)
         return 2
     finally:
         sys.stdout = out

@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("judge_results", help="the judge plan's results directory (lmeval execute)")
     s.add_argument("--into", required=True, help="the judged run's scored results directory")
     s.add_argument("--plan", help="the judge plan file (default: the one its results name)")
+    s.add_argument("--judged-plan", help="the judged run's plan file (default: the one its results name)")
     s.set_defaults(func=run_judge_score)
 
 
@@ -59,22 +60,27 @@ def run_judge_score(args: argparse.Namespace) -> int:
         plan_of,
         read_header,
         read_manifest,
-        read_results,
         read_scored,
         write_grades,
     )
     from lmeval.scorer import judge_grades
 
-    header = read_header(plan_of(args.judge_results, read_manifest(args.judge_results), args.plan))
+    manifest = read_manifest(args.judge_results)
+    plan_path = plan_of(args.judge_results, manifest, args.plan)
+    header = read_header(plan_path)
     section = judge_section(header.config)
     if section is None:
         raise UserError(f"{args.judge_results}: not the results of a judge plan (compile one with `lmeval judge`)")
+    if manifest.plan_hash != header.plan_hash:
+        raise UserError(f"{plan_path}: plan {header.plan_hash[:12]} is not the plan {args.judge_results} ran "
+                        f"({manifest.plan_hash[:12]}); pass --plan")  # fmt: skip
     target = read_scored(args.into, samples=False).results
     judged = section.get("judged") or {}
     if judged.get("plan_hash") != target.plan_hash:
         raise UserError(f"{args.into}: scored from plan {target.plan_hash[:12]}, but the judge plan judged "
                         f"{str(judged.get('plan_hash'))[:12]}")  # fmt: skip
-    rows = read_results(args.judge_results).select("task", "doc_id", "idx", "response").to_dicts()
+    _check_judged_answers(args, section, judged)
+    rows = _judge_rows(args.judge_results, plan_path, manifest.finished, manifest.n_instances)
     try:
         graded = judge_grades(header, rows)
     except ValueError as e:
@@ -98,6 +104,37 @@ def run_judge_score(args: argparse.Namespace) -> int:
     write_grades(args.into, header.plan_hash, entry)
     add_metrics(args.into, metrics, {"judge_score": True, "judge_unparsed": False})
     return 0
+
+
+def _check_judged_answers(args: argparse.Namespace, section: dict[str, Any], judged: dict[str, Any]) -> None:
+    """The run graded into is the one judged: its answers hash to the judge plan's ``judged.results_hash`` (the
+    same rule ``lmeval judge`` recorded it by), not another run of the same plan or answers edited since."""
+    from lmeval.compiler import read_judged
+
+    tasks, limit = section.get("tasks"), section.get("limit")
+    now = read_judged(args.into, args.judged_plan, tasks, limit).results_hash()
+    want = str(judged.get("results_hash"))
+    if now != want:
+        raise UserError(
+            f"{args.into}: its answers are not the ones the judge plan judged (answers hash {now[:12]}, judged "
+            f"{want[:12]}): another run of the plan, or answers changed since `lmeval judge`"
+        )
+
+
+def _judge_rows(results: str, plan_path: str, finished: str | None, n_instances: int) -> list[dict[str, Any]]:
+    """The judge run's rows, each one checked against the judge plan's Instances (a row for a document the judge
+    plan does not hold is refused, as resume refuses it); an unfinished judge run is refused, not graded."""
+    from lmeval.plans import check_rows, part_files, plan_keys, read_plan, read_results, read_row_keys
+
+    parts = part_files(results)
+    check_rows(read_row_keys(parts), plan_keys(read_plan(plan_path).instances), plan_path, parts)
+    df = read_results(results)
+    if not finished or df.height != n_instances:
+        raise UserError(
+            f"{results}: the judge run is unfinished ({df.height} of {n_instances} Instances answered); finish it "
+            f"with `lmeval execute {plan_path} --out {results}` (it resumes), then judge-score"
+        )
+    return df.select("task", "doc_id", "idx", "response").to_dicts()
 
 
 def _num(x: Any) -> str:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from lmeval.common import json_text
 from lmeval.plans import InstanceRecord, PlanHeader, PlanReader
 
 
@@ -175,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         if args.jsonl:
             write = sys.stdout.write
             for rec in _instances(reader, args.task):
-                write(json.dumps(instance_json(rec), ensure_ascii=False) + "\n")
+                write(json_text(instance_json(rec), terminal=True) + "\n")
             return 0
         print_header(reader.header, args.config)
         if args.examples > 0:

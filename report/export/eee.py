@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from lmeval.common import json_text
 from lmeval.plans import TaskSummary
 from lmeval.report.export.hf_eval_results import hub_dataset
 from lmeval.report.export.inputs import ExportRun
@@ -50,7 +51,8 @@ _SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "r
 
 def _strings(d: dict[str, Any]) -> dict[str, str]:
     """``additional_details`` maps hold strings only: present values as text."""
-    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in d.items() if v is not None and v != ""}
+    kept = {k: v for k, v in d.items() if v is not None and v != ""}
+    return {k: v if isinstance(v, str) else json_text(v, ensure_ascii=True) for k, v in kept.items()}
 
 
 def result_id(metric: str, filt: str) -> str:
@@ -190,7 +192,7 @@ def instance_lines(run: ExportRun, ts: TaskSummary, evaluation_id: str) -> list[
         })  # fmt: skip
         values = {k: srow[k] for k in metric_cols if srow.get(k) is not None}
         values.update(json.loads(srow["items"]) if srow.get("items") else {})
-        meta["lm_eval_metrics"] = json.dumps(values, ensure_ascii=False, default=str)
+        meta["lm_eval_metrics"] = json_text(values, default=str)
         n_in = [len(i.context_ids) for i in insts if i.context_ids is not None]
         scored: list[tuple[str | None, float]] = [(k, v) for k in values if (v := _number(values[k])) is not None]
         # a document whose values are all corpus-level items (bleu, perplexity, f1, ...) still gets its line,
@@ -234,10 +236,11 @@ def write_eee(run: ExportRun, out_dir: Path, now: float | None = None) -> list[P
         folder.mkdir(parents=True, exist_ok=True)
         evaluation_id = f"{ts.name}/{mid}/{stamp}"
         lines = instance_lines(run, ts, evaluation_id)
-        text = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+        text = "".join(json_text(x) + "\n" for x in lines)
         samples_rel = f"{rel}/{fid}_samples.jsonl"
         agg = eee_aggregate(run, ts, stamp, samples_rel, sha256(text), len(lines))
-        for path, body in ((out_dir / samples_rel, text), (folder / f"{fid}.json", json.dumps(agg, indent=2) + "\n")):
+        agg_text = json_text(agg, indent=2, ensure_ascii=True) + "\n"
+        for path, body in ((out_dir / samples_rel, text), (folder / f"{fid}.json", agg_text)):
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(body, encoding="utf-8")
             tmp.replace(path)

@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from lmeval.common import json_text
 from lmeval.plans import DocRecord, InstanceRecord, TaskSummary
 from lmeval.report.errors import ReportError
 from lmeval.report.export.inputs import ExportRun
@@ -52,11 +53,11 @@ def _default(o: Any) -> Any:
 
 
 def dumps_line(obj: Any) -> str:
-    return json.dumps(obj, default=_default, ensure_ascii=False) + "\n"
+    return json_text(obj, default=_default) + "\n"
 
 
 def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def doc_hash(doc: Any) -> str:

@@ -241,3 +241,42 @@ def test_hostile_parquet_files_are_skipped_with_their_reason(
     }
     assert c["corpus"]["skipped_units"] == {"no string field 'content'": 1}
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_corpus_files_are_read_bounded(
+    setup: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#53 item 9: a FIFO named as the corpus is refused in one line (never waited on); a Parquet value over
+    MAX_UNIT is skipped before it becomes a Python string, a row group whose text column is over
+    MAX_PARQUET_CHUNK is skipped unread; the other rows are still searched."""
+    import os
+
+    from lmeval.contamination import corpus
+
+    fifo = tmp_path / "fifo.txt"
+    os.mkfifo(fifo)
+    argv = ["contamination", str(setup["plan"]), "--corpus", str(fifo), "-o", str(tmp_path / "r0")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "must be a regular file, found a FIFO" in err and err.count("\n") == 1, err
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    long = "word " * ((corpus.MAX_UNIT // 5) + 10)
+    pl.DataFrame({"content": [long, setup["arc_q"][7]]}).write_parquet(folder / "long.parquet")
+    stats = corpus.CorpusStats()
+    got = list(corpus.units(folder / "long.parquet", "content", stats))
+    assert [u.row for u in got] == [1] and stats.skipped_units == {
+        f"a Parquet value longer than {corpus.MAX_UNIT} bytes": 1
+    }
+
+    big = folder / "big_group.parquet"
+    values = [c * (1 << 20) for c in "xyz"] + [setup["arc_q"][7]]  # distinct: no dictionary encoding
+    pl.DataFrame({"content": values}).write_parquet(big, row_group_size=2)
+    small = {"MAX_PARQUET_CHUNK": 3 << 19}  # 1.5 MiB: the first row group (2 MiB) is over it, the second is not
+    stats = corpus.CorpusStats()
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in small.items():
+            mp.setattr(corpus, k, v)
+        got = list(corpus.units(big, "content", stats))
+    assert [u.row for u in got] == [2, 3] and list(stats.skipped_units.values()) == [1]

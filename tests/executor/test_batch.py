@@ -66,7 +66,8 @@ def test_export_import_equals_the_chat_backend(gsm8k_plan: Path, tmp_path: Path)
     stub = Stub()
     lines = _export(gsm8k_plan, tmp_path / "in.jsonl")
     plan = read_plan(gsm8k_plan)
-    assert [ln["custom_id"] for ln in lines] == [i.instance_id for i in plan.instances]
+    ids = [f"{i.instance_id}-{plan.header.plan_hash[:16]}-{i.request_hash[:16]}" for i in plan.instances]
+    assert [ln["custom_id"] for ln in lines] == ids
     assert {ln["url"] for ln in lines} == {"/v1/chat/completions"}
     assert [ln["body"]["messages"][0]["content"] for ln in lines] == [i.context for i in plan.instances]
     _provider_output(lines, tmp_path / "out.jsonl", stub)
@@ -149,3 +150,67 @@ def test_loglikelihood_tasks_are_not_exported(tmp_path: Path) -> None:
                                 *MODEL, "--endpoint", "completions")  # fmt: skip
     assert rc == 2 and "task arc_easy: loglikelihood requests are not exported to a batch" in err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_another_plans_batch_is_refused_though_its_instance_ids_agree(gsm8k_plan: Path, tmp_path: Path) -> None:
+    """#53 item 4: the 2-shot plan's answers offered to the 0-shot plan (same task, docs and indices, so the
+    same Instance ids) are refused in one line, as is an answer whose request hash was changed."""
+    two_shot = pt.compiled(tmp_path / "two.msgpack", "+task=gsm8k", "run.limit=5", "run.num_fewshot=2")
+    assert read_plan(two_shot).instances[0].instance_id == read_plan(gsm8k_plan).instances[0].instance_id
+    _provider_output(_export(two_shot, tmp_path / "in2.jsonl"), tmp_path / "out2.jsonl", Stub())
+    rc, err = _import(gsm8k_plan, tmp_path / "out2.jsonl", tmp_path / "r")
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "line 1: custom_id" in err and "was exported from another plan" in err, err
+    assert not (tmp_path / "r").exists()
+
+    records = _provider_output(_export(gsm8k_plan, tmp_path / "in.jsonl"), tmp_path / "out.jsonl", Stub())
+    iid, ph, rh = records[3]["custom_id"].split("-")
+    records[3]["custom_id"] = f"{iid}-{ph}-{'0' * 16}"
+    _write(tmp_path / "out.jsonl", records)
+    rc, err = _import(gsm8k_plan, tmp_path / "out.jsonl", tmp_path / "r")
+    assert rc == 2 and "line 4: custom_id" in err and "an answer to another prompt" in err, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_output_lacking_requests_is_unfinished_exit_2_and_resumable(gsm8k_plan: Path, tmp_path: Path) -> None:
+    """#53 item 4: no error lines, two requests simply absent: exit 2, manifest unfinished, resume completes."""
+    stub = Stub()
+    full = _provider_output(_export(gsm8k_plan, tmp_path / "in.jsonl"), tmp_path / "full.jsonl", stub)
+    _write(tmp_path / "part.jsonl", full[2:])
+    out = tmp_path / "r"
+    rc, err = _import(gsm8k_plan, tmp_path / "part.jsonl", out)
+    assert rc == 2 and "imported 3 instances" in err and "2 instances still missing" in err, err
+    assert read_manifest(out).finished is None and read_manifest(out).stats["missing"] == 2
+    rest = _export(gsm8k_plan, tmp_path / "rest.jsonl", "--resume", str(out))
+    assert sorted(ln["custom_id"] for ln in rest) == sorted(r["custom_id"] for r in full[:2])
+    _provider_output(rest, tmp_path / "rest_out.jsonl", stub)
+    rc, err = _import(gsm8k_plan, tmp_path / "rest_out.jsonl", out)
+    assert rc == 0 and read_manifest(out).finished, err
+
+
+def test_batch_output_is_read_bounded(gsm8k_plan: Path, tmp_path: Path) -> None:
+    """#53 item 9: /dev/zero, a FIFO, a sparse 2 GB file and an over-long line are refused in one line without
+    being read whole (or blocking); a 1 MB custom_id is not quoted whole in the error line."""
+    import os
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    sparse = tmp_path / "sparse.jsonl"
+    with open(sparse, "wb") as f:
+        f.truncate(2 << 30)
+    long_line = tmp_path / "long.jsonl"
+    long_line.write_bytes(b'{"custom_id": "' + b"x" * (17 << 20) + b'"}\n')
+    big_id = tmp_path / "big_id.jsonl"
+    _write(big_id, [{"custom_id": "y" * (1 << 20), "response": None}])
+    cases = {
+        "/dev/zero": "expected a regular batch output, found a character device",
+        str(fifo): "expected a regular batch output, found a FIFO",
+        str(sparse): "line 1: longer than 16777216 bytes",
+        str(long_line): "line 1: longer than 16777216 bytes",
+        str(big_id): "line 1: custom_id 'yyyy",
+    }
+    for path, want in cases.items():
+        rc, err = _import(gsm8k_plan, Path(path), tmp_path / "r")
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and want in err, (path, err[:300])
+        assert len(err) < 1000, (path, len(err))
+    assert not (tmp_path / "r").exists()

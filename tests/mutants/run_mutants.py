@@ -52,6 +52,9 @@ CAT = "tests/compiler/tasks/test_catalog.py"
 BR = "tests/report/test_browser.py"
 CO = "tests/compiler/test_consent.py"
 VR = "tests/plans/test_validate_refusals.py"  # every refusal of plans/validate.py reached by its own plan
+FG = "tests/compiler/formats/test_format_guards.py"  # #53: guards of one-line bugs of #38/#39
+EG = "tests/scorer/test_estimate_guards.py"
+RG = "tests/executor/test_request_guards.py"
 
 
 MUTATIONS = [
@@ -468,6 +471,96 @@ MUTATIONS = [
         "        if name in names and name not in names:\n",
         (VR,),
         area="plan",
+    ),
+    # #53 acceptance 4: the eight one-line bugs of #36-#39 that survived their area's tests, and three the
+    # real-model end-to-end tests caught only by luck; each now has a test without a real model
+    Mutation(
+        "@gen: the letter rule without its anchor (a letter guessed out of a sentence)",
+        "compiler/formats/templates.py",
+        'GEN_LETTER_REGEX = r"^\\s*\\(?([A-Z])\\b"\n',
+        'GEN_LETTER_REGEX = r"\\s*\\(?([A-Z])\\b"\n',
+        (FG + "::test_gen_letter_rule_reads_the_letter_the_answer_starts_with",),
+        area="compile",
+    ),
+    Mutation(
+        "sweep: every variant judged by the base task's cloze metric, not its format's",
+        "compiler/formats/apply.py",
+        '    record["metric"] = format_metric(fmt, ad.cf_metric)\n',
+        '    record["metric"] = format_metric("cf", ad.cf_metric)\n',
+        (FG + "::test_each_sweep_variant_is_judged_by_its_formats_metric",),
+        area="compile",
+    ),
+    Mutation(
+        "plan-power: the baseline's sd from the plan's document count (MDE off by sqrt(plan/baseline))",
+        "scorer/power.py",
+        "            sd = se_f * math.sqrt(n_base)\n",
+        "            sd = se_f * math.sqrt(n)\n",
+        (EG + "::test_plan_power_takes_the_sd_from_the_baselines_document_count",),
+        area="score",
+    ),
+    Mutation(
+        "subsample: strata with nothing scored yet weighted in the stratified estimate",
+        "scorer/subsample.py",
+        "    pop = sum(present.values())  # strata with no scored document drop out (partial results)\n",
+        "    pop = sum(sizes.values())\n",
+        (EG + "::test_strata_without_a_scored_document_carry_no_weight",),
+        area="score",
+    ),
+    Mutation(
+        "import-batch: an output file lacking requests (no error lines) called finished",
+        "executor/batch.py",
+        "        if not missing:\n            manifest.finished = _now()\n",
+        "        if not failed:\n            manifest.finished = _now()\n",
+        ("tests/executor/test_batch.py::test_an_output_lacking_requests_is_unfinished_exit_2_and_resumable",),
+        area="execute",
+    ),
+    Mutation(
+        "chat and batch bodies: seed 0 dropped (taken for no seed)",
+        "executor/backends/openai_chat.py",
+        '    if p.seed is not None:\n        body["seed"] = p.seed\n',
+        '    if p.seed:\n        body["seed"] = p.seed\n',
+        (RG + "::test_seed_0_reaches_batch_and_chat_bodies",),
+        area="execute",
+    ),
+    Mutation(
+        "hf: one greedy row makes the whole batch greedy",
+        "executor/backends/hf_sample.py",
+        "        self.plain = all(r.params.greedy and not _penalised(r.params) for r in rows)\n",
+        "        self.plain = any(r.params.greedy and not _penalised(r.params) for r in rows)\n",
+        (RG + "::test_one_greedy_row_leaves_the_sampled_rows_sampled",),
+        area="execute",
+    ),
+    Mutation(
+        "efficiency: generated tokens left out of the limit",
+        "executor/jobloop.py",
+        "        stats.distinct_tokens += distinct_positions([x.ids for x in inputs]) + generated\n",
+        "        stats.distinct_tokens += distinct_positions([x.ids for x in inputs])\n",
+        (RG + "::test_the_efficiency_limit_counts_generated_tokens",),
+        area="execute",
+    ),
+    Mutation(
+        "judge: a grade equal to the minimum refused (unparsed)",
+        "plans/judging.py",
+        "        if (self.min is not None and value < self.min) or",
+        "        if (self.min is not None and value <= self.min) or",
+        ("tests/cli/test_judge_identity.py::test_parse_rule_refuses_non_finite_bounds_and_grades",),
+        area="score",
+    ),
+    Mutation(
+        "maj@N: the vote taken over the scores, not over the filtered answers",
+        "scorer/samplescore.py",
+        "        return xs[majority_index(answers)]\n",
+        "        return xs[majority_index(vals)]\n",
+        ("tests/scorer/test_samplescore.py::test_majority_votes_over_the_answers_not_the_scores",),
+        area="score",
+    ),
+    Mutation(
+        "acc_per_token: normalised by the continuation's bytes, not its tokens",
+        "scorer/choice_scores.py",
+        '            preds["acc_per_token"] = np.argmax(cond / _token_counts(sub, m, n)[:, :k], axis=1)\n',
+        '            preds["acc_per_token"] = np.argmax(cond / blen, axis=1)\n',
+        ("tests/scorer/test_cloze_normalisations_fake.py",),
+        area="score",
     ),
 ]
 

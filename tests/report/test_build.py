@@ -18,7 +18,7 @@ from lmeval.plans.io import PlanReader
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import read_results
 from lmeval.report import build_report
-from lmeval.report.html import json_text
+from lmeval.report.html import script_json
 from tests.report.conftest import pipeline
 
 
@@ -134,7 +134,7 @@ def test_hostile_text_is_escaped(two_runs: dict[str, Any], tmp_path: Path) -> No
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert evil not in page and "alert(1)" in page
     assert page.count("<script>") == 1  # the page's own script, nothing from the data
-    assert json.loads(json_text(evil)) == evil
+    assert json.loads(script_json(evil)) == evil
 
 
 def test_diagnostics_count_what_the_rows_and_plan_say(two_runs: dict[str, Any], tmp_path: Path) -> None:

@@ -45,3 +45,12 @@ def test_each_repeat_goes_through_the_steps_before_the_reducers() -> None:
     assert per_sample_steps(Pipeline("none", [{"function": "take_first"}]), "t").steps == []
     with pytest.raises(ScoreError, match="filter 'odd': sample_scores needs the reducer"):
         per_sample_steps(Pipeline("odd", [{"function": "take_first"}, REGEX]), "t")
+
+
+def test_majority_votes_over_the_answers_not_the_scores() -> None:
+    """maj@N (#53): the most common filtered answer decides, and its score is the document's: "7" twice (scored
+    1) beats "8" and "9" (scored 0 each), though a vote over the scores would give 0 (seen first of a tie)."""
+    answers = ["8", "7", "9", "7"]  # "7" the most common answer
+    scores = [0.0, 1.0, 0.0, 1.0]  # the scores' most common value is a tie 0/1, 0 seen first
+    assert _reduce("majority", scores, answers, "t", 0, "exact_match") == 1.0
+    assert _reduce("majority", [0.0, 1.0, 0.0, 1.0, 0.0], ["a", "b", "c", "b", "d"], "t", 0, "m") == 1.0
