@@ -23,6 +23,7 @@ from lmeval.plans import (
     canonical_reasoning,
     canonical_subsample,
     parse_reasoning,
+    secret_problem,
     value_problem,
 )
 
@@ -162,7 +163,14 @@ def check_conf_files(root: Path) -> None:
 def compose(overrides: list[str], memo: Path | None = None) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``. ``memo``: the build cache's
     folder, where the composition is remembered (``compiler.cache.compose``; None: composed by Hydra)."""
-    overrides = optional_run_keys(catalog_names(shorthand(overrides)))
+    data = _compose_memo(optional_run_keys(catalog_names(shorthand(overrides))), memo)
+    problem = secret_problem(data.get("model"))  # a key is the executing user's, in the environment only
+    if problem:
+        raise CompileError(problem)
+    return data
+
+
+def _compose_memo(overrides: list[str], memo: Path | None) -> dict[str, Any]:
     if memo is None:
         return _compose(overrides)
     from lmeval.compiler import cache as cc

@@ -27,6 +27,7 @@ from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
 from lmeval.executor.modelconf import (
+    HTTP_BACKENDS,
     ModelSpec,
     check_token_rule,
     check_tokenizer,
@@ -34,6 +35,7 @@ from lmeval.executor.modelconf import (
     model_spec,
     resolve_model_config,
     resolve_model_ref,
+    uses_plan_base_url,
 )
 from lmeval.executor.options import RunOptions
 from lmeval.executor.preflight import preflight
@@ -86,7 +88,8 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
         raise ExecuteError(f"--part-size {opts.part_size}: must be at least 1")
 
     header, instances = load_instances(plan_path, shard_t)
-    spec = model_spec(resolve_model_config(header, opts.overrides))
+    model_cfg = resolve_model_config(header, opts.overrides)
+    spec = replace(model_spec(model_cfg), plan_base_url=uses_plan_base_url(opts.overrides, model_cfg))
     ref = resolve_model_ref(spec, header)
     model_dir = ref.dir if ref is not None else None
     spec = with_context_length(spec, model_dir)
@@ -101,6 +104,12 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
         refusal = chat_refusal(header, instances, plan_path)
         if refusal:
             raise ExecuteError(refusal)
+    if spec.backend in HTTP_BACKENDS:
+        from lmeval.executor.backends import destination_notice
+
+        notice = destination_notice(spec.engine, spec.plan_base_url)
+        if notice:
+            print(notice, file=sys.stderr)
     ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
     table = reuse_table(opts.reuse, ident) if opts.reuse else None

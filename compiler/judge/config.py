@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.plans import MODES, ParseRule
+from lmeval.plans import MODES, ParseRule, secret_problem
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -118,6 +118,8 @@ def _checked(d: dict[str, Any], path: Path) -> JudgeConfig:
             raise bad(key, f"a string or null, got {d[key]!r}")
     if not isinstance(d.get("model"), dict):
         raise bad("model", "a conf/model entry name (e.g. smollm2) is required")
+    if secret_problem(d["model"]):
+        raise CompileError(f"{path}: {secret_problem(d['model'], 'judge.model')}")
     gen = d.get("generation") or {}
     if not isinstance(gen, dict):
         raise bad("generation", "a map of generation settings (max_gen_toks, until, ...)")

@@ -66,7 +66,7 @@ class OpenAIBackend:
 
     def __init__(self, spec: ModelSpec, model_dir: Path | None) -> None:
         e = spec.engine
-        self.http = HttpClient(e)
+        self.http = HttpClient(e, spec.plan_base_url)
         self.base_url = self.http.base_url
         self.concurrency = int(e.get("concurrency") or 8)
         self.score_batch = int(e.get("score_batch") or 32)

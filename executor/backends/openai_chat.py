@@ -116,7 +116,7 @@ class OpenAIChatBackend:
 
     def __init__(self, spec: ModelSpec, model_dir: Path | None) -> None:
         e = spec.engine
-        self.http = HttpClient(e)
+        self.http = HttpClient(e, spec.plan_base_url)
         self.base_url = self.http.base_url
         self.concurrency = int(e.get("concurrency") or 8)
         self.max_stop = int(e["max_stop"]) if e.get("max_stop") is not None else None
