@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.executor import faults, hardware
-from lmeval.executor.backends import Backend, RequestFailed, start_backend
+from lmeval.executor.backends import Backend, start_backend
 from lmeval.executor.efficiency import efficiency
 from lmeval.executor.engineconf import model_facts
 from lmeval.executor.errors import ExecuteError
@@ -196,7 +196,7 @@ class _Run:
                 backend = self.load(factory, todo, manifest, bar)
                 try:
                     JobLoop(backend, self.spec, self.plan_path, writer, stats).run(todo, bar.phase)
-                except RequestFailed:
+                except ExecuteError:  # a request failed for good, or an answer was refused (RequestFailed)
                     writer.flush()  # the requests that finished stay: a rerun resumes after them
                     raise
             writer.flush()

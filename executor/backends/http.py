@@ -377,6 +377,18 @@ class HttpClient:
         return None
 
 
+def asked_twice(ask: Callable[[], Any], read: Callable[[Any], X], key: str | None) -> X:
+    """``read(ask())``; an answer ``read`` refuses (``ValueError``) is asked once more, then fails the request."""
+    for attempt in range(2):
+        resp = ask()
+        try:
+            return read(resp)
+        except ValueError as e:
+            if attempt == 1:
+                raise RequestFailed(str(e), key) from None
+    raise AssertionError("unreachable")
+
+
 def run_concurrently(fn: Callable[[X], Y], inputs: Sequence[X], concurrency: int) -> Iterator[tuple[int, Y]]:
     """``(i, fn(inputs[i]))`` as they finish, ``concurrency`` at a time; the first failure cancels the rest."""
     with ThreadPoolExecutor(max(concurrency, 1)) as pool:
