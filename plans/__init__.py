@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from lmeval.plans.apikeys import (
         API_KEY_ENV,
         BASE_URL_ENV,
+        SECRET_KEYS,
         Destination,
         KeyRefused,
         api_key_from_env,
@@ -198,6 +199,7 @@ __all__ = [
     "BASE_URL_ENV",
     "Destination",
     "KeyRefused",
+    "SECRET_KEYS",
     "api_key_from_env",
     "check_secretless",
     "key_destination",
@@ -427,6 +429,7 @@ _LAZY = {
     "BASE_URL_ENV": "lmeval.plans.apikeys",
     "Destination": "lmeval.plans.apikeys",
     "KeyRefused": "lmeval.plans.apikeys",
+    "SECRET_KEYS": "lmeval.plans.apikeys",
     "api_key_from_env": "lmeval.plans.apikeys",
     "check_secretless": "lmeval.plans.apikeys",
     "key_destination": "lmeval.plans.apikeys",

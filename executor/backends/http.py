@@ -101,7 +101,7 @@ def setting_int(engine: Mapping[str, Any], key: str, default: int | None, low: i
         v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
         bound = f"from {low} to {high}" if high is not None else f"at least {low}"
-        raise ExecuteError(f"model.engine.{key}={str(v)[:60]!r}: must be an integer {bound}")
+        raise ExecuteError(f"model.engine.{key}={str(v)[:60]}: must be an integer {bound}")
     return v
 
 
@@ -116,7 +116,7 @@ def setting_float(engine: Mapping[str, Any], key: str, default: float, positive:
         f = math.nan
     if not math.isfinite(f) or f < 0 or (positive and f == 0):
         kind = "a positive number of seconds" if positive else "a number of seconds, 0 or more"
-        raise ExecuteError(f"model.engine.{key}={str(v)[:60]!r}: must be {kind}")
+        raise ExecuteError(f"model.engine.{key}={str(v)[:60]}: must be {kind}")
     return f
 
 
@@ -278,7 +278,10 @@ class HttpClient:
         timer.start()
         try:
             with _opener(watch).open(req, timeout=self.timeout_s) as resp:
-                return read_bounded(resp, self.settings.max_response_bytes)
+                raw = read_bounded(resp, self.settings.max_response_bytes)
+            if watch.expired:  # the socket was shut mid-answer: what was read is a cut-off body
+                raise TimeoutError
+            return raw
         except (OSError, http.client.HTTPException, ValueError) as err:
             if watch.expired and not isinstance(err, urllib.error.HTTPError):
                 raise TimeoutError from None
