@@ -244,7 +244,8 @@ def test_a_malformed_completion_is_one_line(resp: Any, why: str) -> None:
 
 
 def _echo(ids: list[int], values: list[Any], top: Any = None) -> dict[str, Any]:
-    tops = top if top is not None else [None] + [{f"token_id:{t}": v} for t, v in zip(ids[1:], values[1:], strict=False)]
+    tops = [None] + [{f"token_id:{t}": v} for t, v in zip(ids[1:], values[1:], strict=False)]
+    tops = top if top is not None else tops
     return {"choices": [{"index": 0, "logprobs": {"token_logprobs": values, "top_logprobs": tops}}]}
 
 
