@@ -22,6 +22,7 @@ from lmeval.plans import (
     SubsampleError,
     canonical_reasoning,
     canonical_subsample,
+    override_problem,
     parse_reasoning,
     secret_problem,
     value_problem,
@@ -163,6 +164,9 @@ def check_conf_files(root: Path) -> None:
 def compose(overrides: list[str], memo: Path | None = None) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``. ``memo``: the build cache's
     folder, where the composition is remembered (``compiler.cache.compose``; None: composed by Hydra)."""
+    problem = override_problem(overrides)  # before Hydra, whose errors quote the override
+    if problem:
+        raise CompileError(problem)
     data = _compose_memo(optional_run_keys(catalog_names(shorthand(overrides))), memo)
     problem = secret_problem(data.get("model"))  # a key is the executing user's, in the environment only
     if problem:

@@ -30,6 +30,7 @@ from lmeval.plans import (
     Reasoning,
     TokenRule,
     UserError,
+    override_problem,
     parse_reasoning,
     secret_problem,
     without_secrets,
@@ -111,6 +112,9 @@ def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[s
         base["name"] = header.model.name  # the name the compiler derived (tiny, the Hub name, the directory's)
     if base.get("path") in (None, "") and header.model.path:
         base["path"] = header.model.path  # a Hub id is identity, not a location: the plan keeps it
+    problem = override_problem(overrides)  # before OmegaConf, whose errors quote the override
+    if problem:
+        raise ExecuteError(problem)
     cfg: Any = OmegaConf.create(without_code_loading(base))
     for ov in overrides:
         key, sep, value = ov.partition("=")

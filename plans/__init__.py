@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         api_key_from_env,
         check_secretless,
         key_destination,
+        override_problem,
         secret_problem,
         without_secrets,
     )
@@ -199,6 +200,7 @@ __all__ = [
     "BASE_URL_ENV",
     "Destination",
     "KeyRefused",
+    "override_problem",
     "SECRET_KEYS",
     "api_key_from_env",
     "check_secretless",
@@ -429,6 +431,7 @@ _LAZY = {
     "BASE_URL_ENV": "lmeval.plans.apikeys",
     "Destination": "lmeval.plans.apikeys",
     "KeyRefused": "lmeval.plans.apikeys",
+    "override_problem": "lmeval.plans.apikeys",
     "SECRET_KEYS": "lmeval.plans.apikeys",
     "api_key_from_env": "lmeval.plans.apikeys",
     "check_secretless": "lmeval.plans.apikeys",

@@ -13,7 +13,7 @@ plan's ``model.engine.base_url``, and then the executor prints one line naming t
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +39,18 @@ def secret_problem(model_cfg: Any, where: str = "model") -> str | None:
                 f"{where}.engine.{key}: an API key is never taken from a config or an override (it would be written "
                 f"into the plan, the results and the manifest); set the {API_KEY_ENV} environment variable instead"
             )
+    return None
+
+
+def override_problem(overrides: Sequence[str], where: str = "model") -> str | None:
+    """One line refusing an override that would set a credential (``model.engine.api_key=...``, or a key
+    inside ``model.engine={...}``), checked before anything parses it (a parser's error would echo the key)."""
+    for ov in overrides:
+        key, _, value = ov.partition("=")
+        key = key.strip().lstrip("+~").strip()
+        for secret in SECRET_KEYS:
+            if key == f"{where}.engine.{secret}" or (key in (where, f"{where}.engine") and secret in value):
+                return secret_problem({"engine": {secret: "?"}}, where)
     return None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.plans import MODES, ParseRule, secret_problem
+from lmeval.plans import MODES, ParseRule, override_problem, secret_problem
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -89,6 +89,8 @@ def load_judge_config(name: str, overrides: list[str] = ()) -> JudgeConfig:  # t
     path = _find(name, "judge")
     raw = _yaml(path, "judge")
     plain = [o.lstrip("+") for o in overrides]
+    if override_problem(plain):
+        raise CompileError(f"{path}: {override_problem(plain, 'model')}")
     for o in plain:
         if "=" not in o:
             raise CompileError(f"judge override {o!r}: expected KEY=VALUE (e.g. generation.max_gen_toks=32)")
