@@ -167,14 +167,7 @@ def compose(overrides: list[str], memo: Path | None = None) -> dict[str, Any]:
     problem = override_problem(overrides)  # before Hydra, whose errors quote the override
     if problem:
         raise CompileError(problem)
-    data = _compose_memo(optional_run_keys(catalog_names(shorthand(overrides))), memo)
-    problem = secret_problem(data.get("model"))  # a key is the executing user's, in the environment only
-    if problem:
-        raise CompileError(problem)
-    return data
-
-
-def _compose_memo(overrides: list[str], memo: Path | None) -> dict[str, Any]:
+    overrides = optional_run_keys(catalog_names(shorthand(overrides)))
     if memo is None:
         return _compose(overrides)
     from lmeval.compiler import cache as cc
@@ -240,6 +233,8 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
                 beyond = value_problem(v)
                 if beyond is not None:
                     raise fail(beyond[1], field=".".join(str(p) for p in (section, key, sub) if p))
+    if secret_problem(data.get("model")):  # a conf/model YAML's key: the key is the user's, in the environment only
+        raise CompileError(str(secret_problem(data.get("model"))))
     return data  # type: ignore[return-value]
 
 

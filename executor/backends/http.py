@@ -36,14 +36,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from lmeval.executor.backends.httpsettings import http_settings
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans import Destination, KeyRefused, api_key_from_env, key_destination
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
-DEFAULT_MAX_RESPONSE_BYTES = 32 << 20
-MAX_CONCURRENCY = 1024
 MAX_SERVER_LEN = 1 << 26  # a context longer than 64 Mi tokens is not a server's real answer
-CHUNK = 1 << 16
+READ_CHUNK = 1 << 16
 
 X = TypeVar("X")
 Y = TypeVar("Y")
@@ -78,57 +77,6 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         return None  # an HTTP date: fall back to the backoff
     return v if math.isfinite(v) else None  # nan, inf: the backoff
-
-
-@dataclass(frozen=True)
-class HttpSettings:
-    """``model.engine``'s HTTP settings, checked."""
-
-    timeout_s: float = 600.0
-    retries: int = 5
-    backoff_s: float = 1.0
-    max_backoff_s: float = 60.0
-    max_requests: int | None = None
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-
-
-def setting_int(engine: Mapping[str, Any], key: str, default: int | None, low: int, high: int | None = None) -> Any:
-    """``engine[key]`` as an integer in ``[low, high]`` (``default`` when unset); ``ExecuteError`` naming it."""
-    v = engine.get(key)
-    if v is None:
-        return default
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit() and len(v) < 20:
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
-        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
-        raise ExecuteError(f"model.engine.{key}={str(v)[:60]}: must be an integer {bound}")
-    return v
-
-
-def setting_float(engine: Mapping[str, Any], key: str, default: float, positive: bool) -> float:
-    """``engine[key]`` as a finite number (> 0 when ``positive``, else >= 0); ``ExecuteError`` naming it."""
-    v = engine.get(key)
-    if v is None:
-        return default
-    try:
-        f = float(v) if not isinstance(v, bool) else math.nan
-    except (TypeError, ValueError):
-        f = math.nan
-    if not math.isfinite(f) or f < 0 or (positive and f == 0):
-        kind = "a positive number of seconds" if positive else "a number of seconds, 0 or more"
-        raise ExecuteError(f"model.engine.{key}={str(v)[:60]}: must be {kind}")
-    return f
-
-
-def http_settings(engine: Mapping[str, Any]) -> HttpSettings:
-    return HttpSettings(
-        timeout_s=setting_float(engine, "timeout_s", 600.0, positive=True),
-        retries=setting_int(engine, "retries", 5, 0, 1000),
-        backoff_s=setting_float(engine, "backoff_s", 1.0, positive=False),
-        max_backoff_s=setting_float(engine, "max_backoff_s", 60.0, positive=False),
-        max_requests=setting_int(engine, "max_requests", None, 1),
-        max_response_bytes=setting_int(engine, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES, 1024),
-    )
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -192,7 +140,7 @@ class TooLarge(Exception):
     pass
 
 
-def read_bounded(resp: Any, limit: int) -> bytes:
+def read_answer(resp: Any, limit: int) -> bytes:
     """The body of ``resp``, read in chunks; ``TooLarge`` past ``limit`` bytes (its Content-Length first)."""
     length = resp.headers.get("Content-Length") if getattr(resp, "headers", None) is not None else None
     if length is not None and length.strip().isdigit() and int(length) > limit:
@@ -200,7 +148,7 @@ def read_bounded(resp: Any, limit: int) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:
-        chunk = resp.read(CHUNK)
+        chunk = resp.read(READ_CHUNK)
         if not chunk:
             return b"".join(parts)
         total += len(chunk)
@@ -278,7 +226,7 @@ class HttpClient:
         timer.start()
         try:
             with _opener(watch).open(req, timeout=self.timeout_s) as resp:
-                raw = read_bounded(resp, self.settings.max_response_bytes)
+                raw = read_answer(resp, self.settings.max_response_bytes)
             if watch.expired:  # the socket was shut mid-answer: what was read is a cut-off body
                 raise TimeoutError
             return raw

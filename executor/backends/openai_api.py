@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run
-from lmeval.executor.backends.http import MAX_CONCURRENCY, HttpClient, asked_twice, run_concurrently, setting_int
+from lmeval.executor.backends.http import HttpClient, asked_twice, run_concurrently
+from lmeval.executor.backends.httpsettings import MAX_CONCURRENCY, setting_int
 from lmeval.executor.backends.openai_answers import (
     best_token,
     choices_of,

@@ -149,7 +149,7 @@ def _redacted(config: Any) -> Any:
 
     model = config.get("model") if isinstance(config, dict) else None
     engine = model.get("engine") if isinstance(model, dict) else None
-    if not isinstance(engine, dict) or not any(k in engine for k in SECRET_KEYS):
+    if not isinstance(model, dict) or not isinstance(engine, dict) or not any(k in engine for k in SECRET_KEYS):
         return config
     masked = {k: ("<redacted>" if k in SECRET_KEYS else v) for k, v in engine.items()}
     return {**config, "model": {**model, "engine": masked}}
