@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lmeval.common import term_safe
 from lmeval.executor import faults, hardware
 from lmeval.executor.backends import Backend, start_backend
 from lmeval.executor.efficiency import efficiency
@@ -45,7 +46,7 @@ from lmeval.executor.requests import is_sampled
 from lmeval.executor.resume import check_resume, reuse_rows, reuse_table
 from lmeval.executor.store import PartWriter, ResultsDir
 from lmeval.executor.vocab import check_token_ids, vocab_size
-from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys
+from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys, without_secrets
 
 BackendFactory = Callable[[ModelSpec, Path | None], Backend]
 
@@ -108,8 +109,8 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
         from lmeval.executor.backends import destination_notice
 
         notice = destination_notice(spec.engine, spec.plan_base_url)
-        if notice:
-            print(notice, file=sys.stderr)
+        if notice:  # the host is the plan's text: escaped like any other
+            print(term_safe(notice, one_line=True), file=sys.stderr)
     ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
     table = reuse_table(opts.reuse, ident) if opts.reuse else None
@@ -229,7 +230,7 @@ class _Run:
             plan_path=str(Path(self.plan_path).resolve()),
             model=self.ident,
             backend=self.spec.backend,
-            engine_args=(existing.engine_args if existing is not None else self.spec.engine_args()),
+            engine_args=(without_secrets(existing.engine_args) if existing is not None else self.spec.engine_args()),
             versions=versions(self.spec.backend),
             shard=self.shard,
             n_instances=len(self.instances),
@@ -271,7 +272,7 @@ class _Run:
         t = time.monotonic()
         backend = start_backend(self.spec, self.model_dir, factory)
         self.stats.load_ms = ms_since(t)
-        manifest.engine_args = backend.engine_args()
+        manifest.engine_args = without_secrets(backend.engine_args())
         manifest.hardware = hardware.describe()  # now with the GPUs the backend's torch sees
         manifest.numerics.add(hardware.kernel_path())  # the kernels the engine just loaded
         platform = getattr(backend, "platform", None)

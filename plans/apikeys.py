@@ -3,7 +3,8 @@
 A key is the executing user's and lives only in the environment (``OPENAI_API_KEY``): a config, a model YAML or an
 override that names ``model.engine.api_key`` is refused in one line, because every config is written somewhere
 (the plan, ``lmeval show --config``, ``results.json``, a judge plan, the run's manifest). A key holding a control
-character (CR, LF, ...) is refused too: in a header it would split the request.
+character (CR, LF, ...) is refused too: in a header it would split the request; so is a ``base_url`` holding
+credentials (``https://user:key@host``).
 
 Where the key is sent (``key_destination``): the base URL this user gave at execute time (a
 ``model.engine.base_url`` override of this command, else ``$OPENAI_BASE_URL``); only when neither is given, the
@@ -13,6 +14,7 @@ plan's ``model.engine.base_url``, and then the executor prints one line naming t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,12 @@ def secret_problem(model_cfg: Any, where: str = "model") -> str | None:
                 f"{where}.engine.{key}: an API key is never taken from a config or an override (it would be written "
                 f"into the plan, the results and the manifest); set the {API_KEY_ENV} environment variable instead"
             )
+    url = engine.get("base_url")
+    if isinstance(url, str) and "@" in re.split(r"[/?#]", url.split("//", 1)[-1], maxsplit=1)[0]:
+        return (
+            f"{where}.engine.base_url: holds credentials (user:password@host), which would be written into the "
+            f"plan and the results; name the host alone and set the {API_KEY_ENV} environment variable"
+        )
     return None
 
 
@@ -51,6 +59,11 @@ def override_problem(overrides: Sequence[str], where: str = "model") -> str | No
         for secret in SECRET_KEYS:
             if key == f"{where}.engine.{secret}" or (key in (where, f"{where}.engine") and secret in value):
                 return secret_problem({"engine": {secret: "?"}}, where)
+        if key in (where, f"{where}.engine", f"{where}.engine.base_url") and "@" in value:
+            url = value if key.endswith("base_url") else value.partition("base_url")[2].lstrip(":= \"'")
+            problem = secret_problem({"engine": {"base_url": url}}, where)
+            if problem:
+                return problem
     return None
 
 

@@ -69,8 +69,10 @@ SECRET = "sk-in-an-override-123"
         ["execute", "PLAN", f"model.engine.api_key={SECRET}"],
         ["execute", "PLAN", f"model.engine={{api_key: {SECRET}}}"],
         ["judge", "RESULTS", "--judge", "single_10", "model=tiny", f"model.engine.api_key={SECRET}"],
+        ["compile", *COMPILE, f"+model.engine.base_url=https://me:{SECRET}@127.0.0.1/v1"],
+        ["execute", "PLAN", f"model.engine.base_url=https://me:{SECRET}@127.0.0.1/v1"],
     ],
-    ids=["compile", "run", "execute", "execute-engine", "judge"],
+    ids=["compile", "run", "execute", "execute-engine", "judge", "compile-userinfo", "execute-userinfo"],
 )
 def test_a_key_in_an_override_is_refused_in_one_line(tmp_path: Path, argv: list[str]) -> None:
     plan = tmp_path / "p.msgpack"
@@ -79,7 +81,8 @@ def test_a_key_in_an_override_is_refused_in_one_line(tmp_path: Path, argv: list[
     argv = [str(plan) if a == "PLAN" else str(tmp_path) if a == "RESULTS" else a for a in argv]
     rc, out, err = cli(*argv, *(["--out", str(tmp_path / "o")] if argv[0] in ("compile", "execute") else []))
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
-    assert "api_key: an API key is never taken from a config or an override" in err and "OPENAI_API_KEY" in err
+    why = "base_url: holds credentials" if "@" in argv[-1] else "api_key: an API key is never taken from a config"
+    assert why in err and "OPENAI_API_KEY" in err
     assert SECRET not in out + err
     assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
 
