@@ -230,8 +230,14 @@ class HttpClient:
             if watch.expired:  # the socket was shut mid-answer: what was read is a cut-off body
                 raise TimeoutError
             return raw
-        except (OSError, http.client.HTTPException, ValueError) as err:
-            if watch.expired and not isinstance(err, urllib.error.HTTPError):
+        except urllib.error.HTTPError as err:  # its body (the server's reason) read now, within the deadline
+            try:
+                err.detail = err.read(300) if err.fp is not None else b""  # type: ignore[attr-defined]
+            except (OSError, http.client.HTTPException, ValueError):
+                err.detail = b""  # type: ignore[attr-defined]
+            raise
+        except (OSError, http.client.HTTPException, ValueError):
+            if watch.expired:
                 raise TimeoutError from None
             raise
         finally:
@@ -256,7 +262,7 @@ class HttpClient:
                 raw = self._attempt(req)
                 try:
                     return json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
                     last = f"malformed JSON in the answer ({len(raw)} bytes)"
             except TooLarge as err:
                 raise RequestFailed(
@@ -273,10 +279,7 @@ class HttpClient:
                         "to the address that answers",
                         key,
                     ) from None
-                try:
-                    raw_err = err.read(300) if err.fp is not None else b""
-                except (OSError, http.client.HTTPException, ValueError):
-                    raw_err = b""
+                raw_err = getattr(err, "detail", b"")
                 detail = " ".join(raw_err.decode("utf-8", errors="replace").split())
                 last = f"HTTP {err.code}: {detail}"
                 if err.code not in RETRIED_STATUS:

@@ -148,6 +148,16 @@ def test_timeout_s_bounds_a_slow_drip(where: str) -> None:
     assert took < 3.0, took  # two attempts of 0.6 s, not 12,000 bytes x 0.05 s
 
 
+@pytest.mark.parametrize("answer", [b"[" * 200_000 + b"]" * 200_000, b"1" * 5000, b'{"choices": [', b"\xff\xfe"])
+def test_an_answer_that_is_not_json_is_retried_then_one_line(answer: bytes) -> None:
+    with scripted(lambda h, m, p, b: send(h, 200, answer)) as (url, seen):
+        with pytest.raises(
+            RequestFailed, match=r"malformed JSON in the answer \(\d+ bytes\) \(gave up after 2 attempts\)"
+        ):
+            client(url, retries=1).request("POST", "/completions", {})
+    assert len(seen) == 2
+
+
 def test_retry_after_nan_falls_back_to_the_backoff() -> None:
     answers = [(429, {"Retry-After": "nan"}), (429, {"Retry-After": "inf"}), (200, {})]
 
