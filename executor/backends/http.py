@@ -38,7 +38,15 @@ from urllib.parse import urlsplit
 
 from lmeval.executor.backends.httpsettings import http_settings
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans import Destination, KeyRefused, api_key_from_env, key_destination
+from lmeval.plans import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    Destination,
+    KeyRefused,
+    api_key_from_env,
+    key_destination,
+    secret_problem,
+)
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_SERVER_LEN = 1 << 26  # a context longer than 64 Mi tokens is not a server's real answer
@@ -187,6 +195,10 @@ class HttpClient:
     def __init__(self, engine: Mapping[str, Any], plan_base_url: bool = False) -> None:
         self.destination = destination(engine, plan_base_url)
         self.base_url = self.destination.url
+        if secret_problem({"engine": {"base_url": self.base_url}}):  # $OPENAI_BASE_URL=https://user:key@host
+            where = f"${BASE_URL_ENV}" if self.destination.source == "environment" else "model.engine.base_url"
+            raise ExecuteError(f"{where}: holds credentials (user:password@host), which the manifest would record; "
+                               f"name the host alone and set the {API_KEY_ENV} environment variable")  # fmt: skip
         if urlsplit(self.base_url).scheme not in ("http", "https"):
             raise ExecuteError(f"model.engine.base_url={self.base_url[:200]!r}: must be an http:// or https:// URL")
         try:

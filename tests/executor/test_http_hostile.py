@@ -210,6 +210,15 @@ def test_bad_http_settings_are_one_line(key: str, value: Any, why: str) -> None:
         HttpClient({"base_url": "http://127.0.0.1:9/v1", key: value})
 
 
+def test_a_base_url_that_is_not_http_or_holds_credentials_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ExecuteError, match=r"model.engine.base_url='file:///etc/passwd': must be an http"):
+        HttpClient({"base_url": "file:///etc/passwd"})
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://me:sk-secret@127.0.0.1/v1")
+    with pytest.raises(ExecuteError, match=r"^\$OPENAI_BASE_URL: holds credentials") as e:
+        HttpClient({})
+    assert "sk-secret" not in str(e.value)
+
+
 # answers refused before they are taken: (what the server said, why), for chat, completions and scoring
 def _chat(content: Any = "ok", **choice: Any) -> dict[str, Any]:
     return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, **choice}]}
