@@ -129,6 +129,10 @@ def test_no_byte_any_command_writes_holds_the_key(tmp_path: Path, monkeypatch: p
             f"model.engine.api_key={key}",
             ok=False,
         )
+        stub.faults = ["400"]  # a run that fails after its manifest is written
+        run("execute", str(plan), "--out", str(tmp_path / "failed"), "--no-progress", "model.path=stub-model",
+            "model.engine.concurrency=1", ok=False)  # fmt: skip
+        assert (tmp_path / "failed" / "manifest.json").is_file()
         run("execute", str(plan), "--out", str(tmp_path / "run"), "--no-progress", "model.path=stub-model")
         run("score", str(tmp_path / "run"))
         run("run", *COMPILE, "+model.engine.model=stub", f"+model.engine.base_url={url}", "--no-progress",
