@@ -22,7 +22,9 @@ from lmeval.plans import (
     SubsampleError,
     canonical_reasoning,
     canonical_subsample,
+    override_problem,
     parse_reasoning,
+    secret_problem,
     value_problem,
 )
 
@@ -162,6 +164,9 @@ def check_conf_files(root: Path) -> None:
 def compose(overrides: list[str], memo: Path | None = None) -> dict[str, Any]:
     """The fully composed config (resolved, as plain data) for ``overrides``. ``memo``: the build cache's
     folder, where the composition is remembered (``compiler.cache.compose``; None: composed by Hydra)."""
+    problem = override_problem(overrides)  # before Hydra, whose errors quote the override
+    if problem:
+        raise CompileError(problem)
     overrides = optional_run_keys(catalog_names(shorthand(overrides)))
     if memo is None:
         return _compose(overrides)
@@ -228,6 +233,8 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
                 beyond = value_problem(v)
                 if beyond is not None:
                     raise fail(beyond[1], field=".".join(str(p) for p in (section, key, sub) if p))
+    if secret_problem(data.get("model")):  # a conf/model YAML's key: the key is the user's, in the environment only
+        raise CompileError(str(secret_problem(data.get("model"))))
     return data  # type: ignore[return-value]
 
 

@@ -217,7 +217,7 @@ def _answer(rec: dict[str, Any], req: BatchRequest, at: str) -> Answer:
     n = req.job.input.params.n if not req.job.input.params.greedy else 1
     try:
         if isinstance(body, dict) and body.get("object") == "text_completion":
-            return Answer(req.custom_id, completion_output(body))
+            return Answer(req.custom_id, completion_output(body, n, at))
         return Answer(req.custom_id, chat_output(body, n, at))
     except (ValueError, KeyError, TypeError) as e:
         raise ExecuteError(f"{at}: custom_id {req.custom_id}: not a completion ({str(e)[:200]})") from None

@@ -7,6 +7,10 @@ config by ``conf/model/NAME.yaml``; ``model.KEY=VALUE`` (dotted, ``+`` allowed) 
 Code loading is the executing user's decision alone: ``trust_remote_code`` and the engine arguments that name
 code to import (``executor.engineconf.CODE_LOADING_ARGS``) are dropped from the plan's model config and
 count only when this run's own overrides (or a ``conf/model/NAME.yaml`` they select) set them.
+
+Keys likewise (plans/apikeys.py): a plan's ``model.engine.api_key`` is dropped, one given in an override or a
+model config is refused in one line (the key comes from ``$OPENAI_API_KEY``), and ``uses_plan_base_url`` says
+whether the server an HTTP backend talks to is the plan's choice rather than this user's.
 """
 
 from __future__ import annotations
@@ -21,7 +25,16 @@ from typing import Any
 from lmeval.common import ModelRef, conf_dir, config_hash, model_name, parse_hub_id, resolve_model, tokenizer_hash
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans import PlanHeader, Reasoning, TokenRule, UserError, parse_reasoning
+from lmeval.plans import (
+    PlanHeader,
+    Reasoning,
+    TokenRule,
+    UserError,
+    override_problem,
+    parse_reasoning,
+    secret_problem,
+    without_secrets,
+)
 
 BACKENDS = ("vllm", "hf", "openai", "openai-chat", "fake")
 HTTP_BACKENDS = ("openai", "openai-chat")  # a model reached over HTTP: known by name, no local directory needed
@@ -50,9 +63,10 @@ class ModelSpec:
     token_rule: TokenRule | None = None  # the rule the plan's token ids were made with (check_token_rule)
     seeded_sampling: bool = False  # the run samples (seeded per request): engines may need settings for it
     reasoning: Reasoning | None = None  # the plan's run.reasoning: each response's reasoning tokens are counted
+    plan_base_url: bool = False  # engine["base_url"] is the plan's, not this run's user's (plans/apikeys.py)
 
     def engine_args(self) -> dict[str, Any]:
-        return dict(self.engine)
+        return without_secrets(self.engine)
 
 
 def _conf_dir() -> Path:
@@ -98,6 +112,9 @@ def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[s
         base["name"] = header.model.name  # the name the compiler derived (tiny, the Hub name, the directory's)
     if base.get("path") in (None, "") and header.model.path:
         base["path"] = header.model.path  # a Hub id is identity, not a location: the plan keeps it
+    problem = override_problem(overrides)  # before OmegaConf, whose errors quote the override
+    if problem:
+        raise ExecuteError(problem)
     cfg: Any = OmegaConf.create(without_code_loading(base))
     for ov in overrides:
         key, sep, value = ov.partition("=")
@@ -116,15 +133,28 @@ def resolve_model_config(header: PlanHeader, overrides: Sequence[str]) -> dict[s
         cfg = OmegaConf.merge(cfg, dot)
     out = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(out, dict)
+    problem = secret_problem(out)
+    if problem:
+        raise ExecuteError(problem)
     return {str(k): v for k, v in out.items()}
 
 
+def uses_plan_base_url(overrides: Sequence[str], model_cfg: dict[str, Any]) -> bool:
+    """Whether ``model_cfg``'s ``engine.base_url`` is the plan's: set, and no override of this command chose
+    the server (``model=NAME``, ``model.engine=...`` or ``model.engine.base_url=...``)."""
+    engine = model_cfg.get("engine")
+    if not isinstance(engine, dict) or not engine.get("base_url"):
+        return False
+    keys = {ov.partition("=")[0].strip().lstrip("+") for ov in overrides}
+    return not keys & {"model", "model.engine", "model.engine.base_url"}
+
+
 def without_code_loading(model_cfg: dict[str, Any]) -> dict[str, Any]:
-    """A plan's model config minus everything that would make the executor import code."""
+    """A plan's model config minus everything that would make the executor import code, and any key."""
     out = {k: v for k, v in model_cfg.items() if k != "trust_remote_code"}
     engine = out.get("engine")
     if isinstance(engine, dict):
-        out["engine"] = {k: v for k, v in engine.items() if k not in CODE_LOADING_ARGS}
+        out["engine"] = without_secrets({k: v for k, v in engine.items() if k not in CODE_LOADING_ARGS})
     return out
 
 

@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lmeval.common import term_safe
 from lmeval.executor import faults, hardware
-from lmeval.executor.backends import Backend, RequestFailed, start_backend
+from lmeval.executor.backends import Backend, start_backend
 from lmeval.executor.efficiency import efficiency
 from lmeval.executor.engineconf import model_facts
 from lmeval.executor.errors import ExecuteError
@@ -27,6 +28,7 @@ from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
 from lmeval.executor.modelconf import (
+    HTTP_BACKENDS,
     ModelSpec,
     check_token_rule,
     check_tokenizer,
@@ -34,6 +36,7 @@ from lmeval.executor.modelconf import (
     model_spec,
     resolve_model_config,
     resolve_model_ref,
+    uses_plan_base_url,
 )
 from lmeval.executor.options import RunOptions
 from lmeval.executor.preflight import preflight
@@ -43,7 +46,7 @@ from lmeval.executor.requests import is_sampled
 from lmeval.executor.resume import check_resume, reuse_rows, reuse_table
 from lmeval.executor.store import PartWriter, ResultsDir
 from lmeval.executor.vocab import check_token_ids, vocab_size
-from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys
+from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys, without_secrets
 
 BackendFactory = Callable[[ModelSpec, Path | None], Backend]
 
@@ -86,7 +89,8 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
         raise ExecuteError(f"--part-size {opts.part_size}: must be at least 1")
 
     header, instances = load_instances(plan_path, shard_t)
-    spec = model_spec(resolve_model_config(header, opts.overrides))
+    model_cfg = resolve_model_config(header, opts.overrides)
+    spec = replace(model_spec(model_cfg), plan_base_url=uses_plan_base_url(opts.overrides, model_cfg))
     ref = resolve_model_ref(spec, header)
     model_dir = ref.dir if ref is not None else None
     spec = with_context_length(spec, model_dir)
@@ -101,6 +105,12 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
         refusal = chat_refusal(header, instances, plan_path)
         if refusal:
             raise ExecuteError(refusal)
+    if spec.backend in HTTP_BACKENDS:
+        from lmeval.executor.backends import destination_notice
+
+        notice = destination_notice(spec.engine, spec.plan_base_url)
+        if notice:  # the host is the plan's text: escaped like any other
+            print(term_safe(notice, one_line=True), file=sys.stderr)
     ident = model_identity(spec, model_dir, tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
     table = reuse_table(opts.reuse, ident) if opts.reuse else None
@@ -187,7 +197,7 @@ class _Run:
                 backend = self.load(factory, todo, manifest, bar)
                 try:
                     JobLoop(backend, self.spec, self.plan_path, writer, stats).run(todo, bar.phase)
-                except RequestFailed:
+                except ExecuteError:  # a request failed for good, or an answer was refused (RequestFailed)
                     writer.flush()  # the requests that finished stay: a rerun resumes after them
                     raise
             writer.flush()
@@ -220,7 +230,7 @@ class _Run:
             plan_path=str(Path(self.plan_path).resolve()),
             model=self.ident,
             backend=self.spec.backend,
-            engine_args=(existing.engine_args if existing is not None else self.spec.engine_args()),
+            engine_args=(without_secrets(existing.engine_args) if existing is not None else self.spec.engine_args()),
             versions=versions(self.spec.backend),
             shard=self.shard,
             n_instances=len(self.instances),
@@ -262,7 +272,7 @@ class _Run:
         t = time.monotonic()
         backend = start_backend(self.spec, self.model_dir, factory)
         self.stats.load_ms = ms_since(t)
-        manifest.engine_args = backend.engine_args()
+        manifest.engine_args = without_secrets(backend.engine_args())
         manifest.hardware = hardware.describe()  # now with the GPUs the backend's torch sees
         manifest.numerics.add(hardware.kernel_path())  # the kernels the engine just loaded
         platform = getattr(backend, "platform", None)

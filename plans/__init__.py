@@ -34,6 +34,19 @@ from lmeval.plans.scoredclean import side_by_side
 from lmeval.plans.verified import show_check_cost
 
 if TYPE_CHECKING:
+    from lmeval.plans.apikeys import (
+        API_KEY_ENV,
+        BASE_URL_ENV,
+        SECRET_KEYS,
+        Destination,
+        KeyRefused,
+        api_key_from_env,
+        check_secretless,
+        key_destination,
+        override_problem,
+        secret_problem,
+        without_secrets,
+    )
     from lmeval.plans.budgets import BUDGET_KEY, ThinkingBudget, read_budget
     from lmeval.plans.chain import (
         ANSWERS_KEY,
@@ -222,6 +235,17 @@ __all__ = [
     "turns_field",
     "turns_problem",
     "write_chain",
+    "API_KEY_ENV",
+    "BASE_URL_ENV",
+    "Destination",
+    "KeyRefused",
+    "override_problem",
+    "SECRET_KEYS",
+    "api_key_from_env",
+    "check_secretless",
+    "key_destination",
+    "secret_problem",
+    "without_secrets",
     "BEST",
     "BEST_OF",
     "DEFAULT_LABEL_STYLE",
@@ -444,6 +468,17 @@ __all__ = [
 
 # re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
 _LAZY = {
+    "API_KEY_ENV": "lmeval.plans.apikeys",
+    "BASE_URL_ENV": "lmeval.plans.apikeys",
+    "Destination": "lmeval.plans.apikeys",
+    "KeyRefused": "lmeval.plans.apikeys",
+    "override_problem": "lmeval.plans.apikeys",
+    "SECRET_KEYS": "lmeval.plans.apikeys",
+    "api_key_from_env": "lmeval.plans.apikeys",
+    "check_secretless": "lmeval.plans.apikeys",
+    "key_destination": "lmeval.plans.apikeys",
+    "secret_problem": "lmeval.plans.apikeys",
+    "without_secrets": "lmeval.plans.apikeys",
     "AGGREGATIONS": "lmeval.plans.scoring",
     "Record": "lmeval.plans.recordcodec",
     "ALL_FIELDS": "lmeval.plans.jsonl_spec",

@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.plans import MAX_YAML_BYTES, MODES, InputError, ParseRule, open_regular, value_problem
+from lmeval.plans import (
+    MAX_YAML_BYTES,
+    MODES,
+    InputError,
+    ParseRule,
+    open_regular,
+    override_problem,
+    secret_problem,
+    value_problem,
+)
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -107,6 +116,8 @@ def load_judge_config(name: str, overrides: list[str] = ()) -> JudgeConfig:  # t
     path = _find(name, "judge")
     raw = _yaml(path, "judge")
     plain = [o.lstrip("+") for o in overrides]
+    if override_problem(plain):
+        raise CompileError(f"{path}: {override_problem(plain, 'model')}")
     for o in plain:
         if "=" not in o:
             raise CompileError(f"judge override {o!r}: expected KEY=VALUE (e.g. generation.max_gen_toks=32)")
@@ -136,6 +147,8 @@ def _checked(d: dict[str, Any], path: Path) -> JudgeConfig:
             raise bad(key, f"a string or null, got {d[key]!r}")
     if not isinstance(d.get("model"), dict):
         raise bad("model", "a conf/model entry name (e.g. smollm2) is required")
+    if secret_problem(d["model"]):
+        raise CompileError(f"{path}: {secret_problem(d['model'], 'judge.model')}")
     gen = d.get("generation") or {}
     if not isinstance(gen, dict):
         raise bad("generation", "a map of generation settings (max_gen_toks, until, ...)")

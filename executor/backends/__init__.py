@@ -16,7 +16,7 @@ from lmeval.executor.modelconf import ModelSpec
 
 if TYPE_CHECKING:
     from lmeval.executor.backends.base import load_hf_tokenizer
-    from lmeval.executor.backends.http import RequestFailed
+    from lmeval.executor.backends.http import RequestFailed, destination_notice
     from lmeval.executor.backends.openai_api import completion_body, completion_output
     from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
 
@@ -57,6 +57,7 @@ def start_backend(
 # re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
 _LAZY = {
     "RequestFailed": "lmeval.executor.backends.http",
+    "destination_notice": "lmeval.executor.backends.http",
     "chat_body": "lmeval.executor.backends.openai_chat",
     "chat_output": "lmeval.executor.backends.openai_chat",
     "chat_refusal": "lmeval.executor.backends.openai_chat",
@@ -81,5 +82,6 @@ __all__ = [
     "chat_refusal",
     "completion_body",
     "completion_output",
+    "destination_notice",
     "load_hf_tokenizer",
 ]

@@ -13,13 +13,23 @@ HTTP client's retry settings and request budget (executor/backends/http.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run
-from lmeval.executor.backends.http import HttpClient, run_concurrently
-from lmeval.executor.errors import ExecuteError
+from lmeval.executor.backends.http import HttpClient, asked_twice, run_concurrently
+from lmeval.executor.backends.httpsettings import MAX_CONCURRENCY, setting_int
+from lmeval.executor.backends.openai_answers import (
+    best_token,
+    choices_of,
+    finish_reason_of,
+    logprob,
+    score_logprobs,
+    text_of,
+    token_ids_of,
+)
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
@@ -46,19 +56,38 @@ def completion_body(model: str, x: GenInput) -> dict[str, Any]:
     return body
 
 
-def completion_output(resp: dict[str, Any]) -> GenOutput:
-    """A ``/v1/completions`` answer as the executor's output (token ids when the server returned them)."""
-    choices = sorted(resp["choices"], key=lambda c: c["index"])
+def completion_output(resp: Any, n: int | None = None, what: str = "POST /completions") -> GenOutput:
+    """A ``/v1/completions`` answer as the executor's output (token ids when the server returned them);
+    ``ValueError`` in one line for an answer that is not ``n`` completions (None: any number;
+    executor/backends/openai_answers.py)."""
     return GenOutput(
         [
             Sample(
-                text=c.get("text", ""),
-                token_ids=list(c["token_ids"]) if c.get("token_ids") is not None else None,
-                finish_reason=str(c.get("finish_reason") or "stop"),
+                text=text_of(c.get("text"), what, "text"),
+                token_ids=token_ids_of(c.get("token_ids"), what),
+                finish_reason=finish_reason_of(c),
             )
-            for c in choices
+            for c in choices_of(resp, n, what)
         ]
     )
+
+
+def scored(resp: Any, xs: Sequence[ScoreInput], what: str) -> list[ScoreOutput]:
+    """The log-likelihood and greediness of each prompt's continuation from an ``echo`` answer; ``ValueError``
+    in one line for a malformed one."""
+    outs = []
+    for x, c in zip(xs, choices_of(resp, len(xs), what), strict=True):
+        values, tops = score_logprobs(c, len(x.ids), what)
+        total = 0.0
+        greedy = True
+        for pos in range(x.ctxlen, len(x.ids)):
+            total += logprob(values[pos], what, pos)
+            if best_token(tops[pos], what, pos) != f"token_id:{x.ids[pos]}":
+                greedy = False
+        if not math.isfinite(total):
+            raise ValueError(f"{what}: the log-likelihood sums to {total}")
+        outs.append(ScoreOutput(total, greedy))
+    return outs
 
 
 class OpenAIBackend:
@@ -66,10 +95,10 @@ class OpenAIBackend:
 
     def __init__(self, spec: ModelSpec, model_dir: Path | None) -> None:
         e = spec.engine
-        self.http = HttpClient(e)
+        self.http = HttpClient(e, spec.plan_base_url)
         self.base_url = self.http.base_url
-        self.concurrency = int(e.get("concurrency") or 8)
-        self.score_batch = int(e.get("score_batch") or 32)
+        self.concurrency = setting_int(e, "concurrency", 8, 1, MAX_CONCURRENCY)
+        self.score_batch = setting_int(e, "score_batch", 32, 1, 1 << 16)
         self.model = str(e.get("model") or self.http.only_model())
         self.tokenizer = load_hf_tokenizer(model_dir) if model_dir is not None else None
         self.max_length = int(spec.max_model_len or self.http.server_max_len(self.model) or 2048)
@@ -87,24 +116,10 @@ class OpenAIBackend:
             "temperature": 0,
             "return_tokens_as_token_ids": True,
         }
-        resp = self.http.request("POST", "/completions", body, key=xs[0].key if xs else None)
-        choices = sorted(resp["choices"], key=lambda c: c["index"])
-        if len(choices) != len(xs):
-            raise ExecuteError(f"{self.base_url}: {len(choices)} completions for {len(xs)} prompts")
-        outs = []
-        for x, c in zip(xs, choices, strict=True):
-            lp = c["logprobs"]
-            total = 0.0
-            greedy = True
-            for pos in range(x.ctxlen, len(x.ids)):
-                value = lp["token_logprobs"][pos]
-                total += float(value)
-                top = lp["top_logprobs"][pos] or {}
-                best = max(top.items(), key=lambda kv: float(kv[1]))[0] if top else None
-                if best != f"token_id:{x.ids[pos]}":
-                    greedy = False
-            outs.append(ScoreOutput(total, greedy))
-        return outs
+        key = xs[0].key if xs else None
+        what = f"POST {self.base_url}/completions"
+        return asked_twice(lambda: self.http.request("POST", "/completions", body, key=key),
+                           lambda resp: scored(resp, xs, what), key)  # fmt: skip
 
     def score(self, inputs: Sequence[ScoreInput]) -> Iterator[tuple[int, ScoreOutput]]:
         batches = [range(s, min(s + self.score_batch, len(inputs))) for s in range(0, len(inputs), self.score_batch)]
@@ -112,7 +127,10 @@ class OpenAIBackend:
             yield from zip(batches[b], outs, strict=True)
 
     def _generate_one(self, x: GenInput) -> GenOutput:
-        return completion_output(self.http.request("POST", "/completions", completion_body(self.model, x), key=x.key))
+        what = f"POST {self.base_url}/completions"
+        body = completion_body(self.model, x)
+        return asked_twice(lambda: self.http.request("POST", "/completions", body, key=x.key),
+                           lambda resp: completion_output(resp, samples_to_run(x.params), what), x.key)  # fmt: skip
 
     def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
         return run_concurrently(self._generate_one, inputs, self.concurrency)

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.executor.backends.base import load_hf_tokenizer, samples_to_run
-from lmeval.executor.backends.http import HttpClient, RequestFailed, run_concurrently
+from lmeval.executor.backends.http import HttpClient, asked_twice, run_concurrently
+from lmeval.executor.backends.httpsettings import MAX_CONCURRENCY, setting_int
+from lmeval.executor.backends.openai_answers import choices_of, finish_reason_of, text_of
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
@@ -95,19 +97,15 @@ def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str,
 
 
 def chat_output(resp: Any, n: int, what: str) -> GenOutput:
-    """A chat completion as the executor's output; ``ValueError`` for an answer without ``n`` messages."""
-    if not isinstance(resp, dict) or not isinstance(resp.get("choices"), list):
-        raise ValueError(f"{what}: the answer has no choices")
-    choices = sorted(resp["choices"], key=lambda c: int(c.get("index", 0)) if isinstance(c, dict) else 0)
-    if len(choices) != n:
-        raise ValueError(f"{what}: {len(choices)} choices for n={n}")
+    """A chat completion as the executor's output; ``ValueError`` in one line for an answer without ``n``
+    messages of text (executor/backends/openai_answers.py)."""
     samples = []
-    for c in choices:
-        msg = c.get("message") if isinstance(c, dict) else None
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if content is not None and not isinstance(content, str):
-            raise ValueError(f"{what}: message content is not text")
-        samples.append(Sample(text=content or "", token_ids=None, finish_reason=str(c.get("finish_reason") or "stop")))
+    for c in choices_of(resp, n, what):
+        msg = c.get("message")
+        if msg is not None and not isinstance(msg, dict):
+            raise ValueError(f"{what}: a choice's message is not an object")
+        content = text_of(msg.get("content") if msg else None, what, "message content")
+        samples.append(Sample(text=content, token_ids=None, finish_reason=finish_reason_of(c)))
     return GenOutput(samples)
 
 
@@ -116,10 +114,10 @@ class OpenAIChatBackend:
 
     def __init__(self, spec: ModelSpec, model_dir: Path | None) -> None:
         e = spec.engine
-        self.http = HttpClient(e)
+        self.http = HttpClient(e, spec.plan_base_url)
         self.base_url = self.http.base_url
-        self.concurrency = int(e.get("concurrency") or 8)
-        self.max_stop = int(e["max_stop"]) if e.get("max_stop") is not None else None
+        self.concurrency = setting_int(e, "concurrency", 8, 1, MAX_CONCURRENCY)
+        self.max_stop = setting_int(e, "max_stop", None, 0)
         self.model = str(e.get("model") or self.http.only_model())
         # with the model's tokenizer its EOS text is a stop string, as on every other backend
         self.tokenizer = load_hf_tokenizer(model_dir) if model_dir is not None else None
@@ -136,14 +134,9 @@ class OpenAIChatBackend:
     def _generate_one(self, x: GenInput) -> GenOutput:
         n = samples_to_run(x.params)
         what = f"POST {self.base_url}/chat/completions"
-        for attempt in range(2):  # an answer that is JSON but not a chat completion: asked once more
-            resp = self.http.request("POST", "/chat/completions", chat_body(self.model, x, self.max_stop), key=x.key)
-            try:
-                return chat_output(resp, n, what)
-            except ValueError as e:
-                if attempt == 1:
-                    raise RequestFailed(str(e), x.key) from None
-        raise AssertionError("unreachable")
+        body = chat_body(self.model, x, self.max_stop)
+        return asked_twice(lambda: self.http.request("POST", "/chat/completions", body, key=x.key),
+                           lambda resp: chat_output(resp, n, what), x.key)  # fmt: skip
 
     def generate(self, inputs: Sequence[GenInput]) -> Iterator[tuple[int, GenOutput]]:
         return run_concurrently(self._generate_one, inputs, self.concurrency)

@@ -130,7 +130,7 @@ def print_header(h: PlanHeader, with_config: bool) -> None:
         for g in h.groups:
             console.print(f"group {g.name}: {len(g.subtasks)} subtasks", markup=False)
     if with_config:
-        console.print_json(json.dumps(h.config, sort_keys=True))
+        console.print_json(json.dumps(_redacted(h.config), sort_keys=True))
 
 
 def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
@@ -185,3 +185,15 @@ def run(args: argparse.Namespace) -> int:
         for _ in reader:
             pass
     return 0
+
+
+def _redacted(config: Any) -> Any:
+    """``config`` with any key an older plan kept (``model.engine.api_key``) masked (plans/apikeys.py)."""
+    from lmeval.plans import SECRET_KEYS
+
+    model = config.get("model") if isinstance(config, dict) else None
+    engine = model.get("engine") if isinstance(model, dict) else None
+    if not isinstance(model, dict) or not isinstance(engine, dict) or not any(k in engine for k in SECRET_KEYS):
+        return config
+    masked = {k: ("<redacted>" if k in SECRET_KEYS else v) for k, v in engine.items()}
+    return {**config, "model": {**model, "engine": masked}}

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible stub (``/v1/models``, ``/v1/chat/completions``, ``/v1/completions``) for the HTTP
 backends' tests: it answers deterministically from the prompt, applies stop strings as a server does, and
-injects faults on request (429 with Retry-After, 500, 400, a timeout, a truncated JSON body).
+injects faults on request (429 with Retry-After, 500, 400, a timeout, a truncated JSON body, a lone surrogate in
+the answer, ``choices: [5]``); it records every request's Authorization header.
 
 The gsm8k answer: the stub knows the real test split's answers and answers documents whose question hashes
 even correctly and the others wrongly, so a score is neither 0 nor 1; a completions prompt (token ids) is
@@ -48,6 +49,7 @@ class Stub:
         self.answer = answer
         self.faults: list[str | None] = []
         self.bodies: list[tuple[str, dict[str, Any]]] = []
+        self.auth: list[str | None] = []  # every request's Authorization header (GET and POST)
         self.lock = threading.Lock()
         self.url = ""
 
@@ -90,12 +92,15 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                 pass
 
         def do_GET(self) -> None:
+            with stub.lock:
+                stub.auth.append(self.headers.get("Authorization"))
             self._send(200, json.dumps({"data": [{"id": "stub", "max_model_len": 8192}]}).encode())
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with stub.lock:
                 stub.bodies.append((self.path, body))
+                stub.auth.append(self.headers.get("Authorization"))
             fault = stub.next_fault()
             if fault == "429":
                 self._send(429, b'{"error": "slow down"}', {"Retry-After": "0.05"})
@@ -104,6 +109,10 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
             elif fault == "timeout":
                 time.sleep(2.5)
                 self._send(200, json.dumps(stub.respond(self.path, body)).encode())
+            elif fault == "surrogate":  # valid JSON, not Unicode: a lone surrogate in the answer's text
+                self._send(200, json.dumps(stub.respond(self.path, body)).replace("####", "\\ud800").encode())
+            elif fault == "nochoices":
+                self._send(200, b'{"choices": [5]}')
             elif fault == "truncated":
                 self._send(200, json.dumps(stub.respond(self.path, body)).encode()[:40])
             else:
