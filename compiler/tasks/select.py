@@ -21,12 +21,16 @@ from lmeval.compiler.errors import fail
 from lmeval.compiler.formats import (
     CF_METRICS,
     DEFAULT_LABELS,
+    LM_EVAL_FORMATS,
+    PROMPT_FORMATS,
     Sweep,
     check_format,
     format_name,
     formatted,
+    formatted05,
     primary_metric,
     split_name,
+    with_scorer,
 )
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
@@ -149,6 +153,8 @@ class Expander:
         self.default_format = default_format
         self._variant: Variant | None = None  # the NAME@FMT (or NAME@FMT+LABELS+seedN) being expanded
         self._format_is_task = False  # NAME is a task (a group formats only its multiple-choice members)
+        # lm-eval 0.5's NAME@mcqa|cloze|generate|cot, or a name from a task's own ``formats:`` table
+        self._selection05: str | None = None
         # NAME@sweep (compiler/formats/sweep.py): run.sweep's variants, the run's few-shot seed unmarked in names
         self.sweep = sweep
         self.run_seed = run_seed
@@ -173,9 +179,13 @@ class Expander:
                 return [self.add_best(base, parents, overrides, where)]
             if fmt == SWEEP:
                 return [self.add_sweep(base, parents, overrides, where)]
+            if self._selection05 is not None:
+                raise fail(f"{name!r}: a format inside a formatted selection (@{self._selection05})", file=where)
             try:
                 variant = parse_variant(fmt)
             except VariantError as e:
+                if self._is_lm_eval_05(base, fmt):
+                    return self._add_selection05(base, fmt, parents, overrides, where)
                 raise fail(str(e), file=where, field=f"{where or 'run.tasks'} {name}") from None
             check_format(variant.fmt, f"{where or 'run.tasks'} {name}")
             found = self.lookup(base)
@@ -199,6 +209,27 @@ class Expander:
             finally:
                 self.lookup = prev
         return self._add_found(name, found, parents, overrides)
+
+    def _is_lm_eval_05(self, base: str, fmt: str) -> bool:
+        """``fmt`` is lm-eval 0.5's: a name of its registry, or any name when task ``base`` has its own
+        ``formats:`` (lm-eval 0.5 then reads the suffix against that table, or ignores it)."""
+        if fmt in LM_EVAL_FORMATS:
+            return True
+        found = self.lookup(base)
+        return found is not None and found.kind == "task" and "formats" in found.cfg
+
+    def _add_selection05(
+        self, base: str, fmt: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None
+    ) -> list[str]:
+        """``NAME@FMT`` in lm-eval 0.5's vocabulary (compiler/formats/lm_eval_05.py): a task in that format
+        named ``NAME@FMT``; a group's members each in it."""
+        if self.lookup(base) is None:
+            raise self.unknown(base, where)
+        self._selection05 = fmt
+        try:
+            return self.add_named(base, parents, overrides, where)
+        finally:
+            self._selection05 = None
 
     def add_best(self, base: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
         """``NAME@best``: ``NAME@cf`` and ``NAME@mcf`` exactly as selected alone (their tasks' records do not
@@ -245,7 +276,8 @@ class Expander:
     ) -> list[str]:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
-        v = self._variant or (Variant(self.default_format) if self.default_format else None)
+        cfg = self._lm_eval_05(cfg, source, default_name)
+        v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
         if v is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
             cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, v.fmt, source, v.labels or DEFAULT_LABELS,
                             v.seed)  # fmt: skip
@@ -261,6 +293,23 @@ class Expander:
         task.groups = list(reversed(parents))
         self.sel.tasks.append(task)
         return [task.name]
+
+    def _lm_eval_05(self, cfg: dict[str, Any], source: str | None, default_name: str | None) -> dict[str, Any]:
+        """A task in lm-eval 0.5's format: its ``formats:`` or ``@FMT`` (named ``NAME@FMT``), or run.format's
+        when that is lm-eval 0.5's and the task is multiple-choice; else ``cfg`` unchanged."""
+        sel = self._selection05
+        if sel is None and self.default_format in LM_EVAL_FORMATS and cfg.get("output_type") == "multiple_choice":
+            sel = self.default_format
+        if sel is None and "formats" not in cfg:
+            return with_scorer(cfg, source)
+        name = str(cfg.get("task", default_name))
+        out = with_scorer(formatted05({**cfg, "task": name}, sel, source), source)
+        if sel is not None:
+            out["task"] = format_name(name, sel)
+            alias = cfg.get("task_alias")
+            if isinstance(alias, str) and alias:
+                out["task_alias"] = format_name(alias, sel)
+        return out
 
     def add_group(
         self,
@@ -309,7 +358,7 @@ class Expander:
         md = raw.get("metadata")
         aggregate = _norm_agg(raw.get("aggregate_metric_list"), source, name)
         alias = raw.get("group_alias")
-        v = self._variant or (Variant(self.default_format) if self.default_format else None)
+        v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
         if v is not None and any(split_name(t)[1] == v.suffix() for t in subtasks):
             name, alias, aggregate = self._formatted_group(name, alias, aggregate, v, first_task)
         self.sel.groups.append(

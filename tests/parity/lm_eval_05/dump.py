@@ -2,7 +2,8 @@
 
 lm-eval 0.5 is never installed beside the suite's 0.4.13; it runs in a venv of its own. Regenerate with::
 
-    python3 -m venv /tmp/lm05 && /tmp/lm05/bin/pip install torch==2.13.0 && /tmp/lm05/bin/pip install lm-eval==0.5.0.dev1
+    python3 -m venv /tmp/lm05 && /tmp/lm05/bin/pip install torch==2.13.0 requests
+    /tmp/lm05/bin/pip install lm-eval==0.5.0.dev1
     /tmp/lm05/bin/python -P tests/parity/lm_eval_05/dump.py [DATA_DIR]   # default: /work/shared/data
 
 It writes ``golden/requests.json.gz`` (every case of ``CASES``: its Instances, or the one-line error lm-eval
@@ -174,8 +175,9 @@ def dump_scores(tm: Any) -> dict[str, Any]:
     """lm-eval 0.5's own scoring of fake outputs: per document and aggregated (winogrande with
     ``multiple_inputs``, a ``scorer:`` task, a generate format scored by ``first_token``)."""
     out: dict[str, Any] = {}
-    for cid, names in (("winogrande", ["winogrande"]), ("scorer_tasks", ["arc_scorer", "arc_scorer_regex"]),
-                       ("arc_easy_05@generate", ["arc_easy_05@generate"]), ("arc_easy@mcqa", ["arc_easy@mcqa"])):  # fmt: skip
+    runs = [("winogrande", ["winogrande"]), ("scorer_tasks", ["arc_scorer", "arc_scorer_regex"]),
+            ("arc_easy_05@generate", ["arc_easy_05@generate"]), ("arc_easy@mcqa", ["arc_easy@mcqa"])]  # fmt: skip
+    for cid, names in runs:
         _, built = _build(tm, names, 0)
         for key, task in built:
             rows = []
