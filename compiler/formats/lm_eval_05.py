@@ -274,6 +274,10 @@ def formatted05(cfg: dict[str, Any], selection: str | None, source: str | None) 
     except FormatError as e:
         raise fail(str(e), file=source, task=name, field="formats" if "formats" in cfg else "format") from None
     out.update(made)
+    if f.output_type == "generate_until":
+        # lm-eval 0.5 scores a generation against the target the template gives ("A", or the choice's text);
+        # a doc_to_choice left beside it would make 0.4.13's scoring index the choices with that target
+        out.pop("doc_to_choice", None)
     out["output_type"] = f.output_type
     out["target_delimiter"] = f.target_delimiter
     out["fewshot_delimiter"] = f.fewshot_delimiter

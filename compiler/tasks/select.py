@@ -304,6 +304,11 @@ class Expander:
             return with_scorer(cfg, source)
         name = str(cfg.get("task", default_name))
         out = with_scorer(formatted05({**cfg, "task": name}, sel, source), source)
+        if isinstance(out.get("format"), dict):  # the METRIC,FILTER a comparison of formats reads
+            metrics = [m.get("metric") for m in out.get("metric_list") or [] if isinstance(m, dict)]
+            filters = [f.get("name") for f in out.get("filter_list") or [] if isinstance(f, dict)]
+            first = metrics[0] if metrics else "acc" if out.get("output_type") == "multiple_choice" else "exact_match"
+            out["format"]["metric"] = f"{first},{filters[0] if filters else 'none'}"
         if sel is not None:
             out["task"] = format_name(name, sel)
             alias = cfg.get("task_alias")

@@ -138,7 +138,8 @@ def test_run_format_takes_either_vocabulary(data: Path) -> None:
     assert [t.name for t in header.tasks] == ["arc_easy@mcf", "arc_easy@mcqa"]
     mcf, mcqa = ([d["arguments"][0] for d in both if d["task"] == t] for t in ("arc_easy@mcf", "arc_easy@mcqa"))
     assert mcf[0].startswith("Question: Which") and mcqa[0].startswith("Question: Question: Which")
-    assert header.tasks[1].config["format"] == {"name": "mcqa", "vocabulary": "lm-eval-0.5", "task": "arc_easy"}
+    record = {"name": "mcqa", "vocabulary": "lm-eval-0.5", "task": "arc_easy", "metric": "acc,none"}
+    assert header.tasks[1].config["format"] == record
 
 
 @pytest.mark.parametrize(

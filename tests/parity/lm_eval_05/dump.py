@@ -168,32 +168,69 @@ def fake_loglikelihood(context: str, continuation: str) -> tuple[float, bool]:
 
 def fake_generation(context: str) -> str:
     h = sum(context.encode()) % 4
-    return [" The best answer is B.", " A", "The best answer is (C)", "I think D"][h]
+    return [" A", " B.", " The best answer is (C)", " d"][h]
+
+
+# (golden name, --tasks, num_fewshot): lm-eval 0.5's scores of fake outputs on these
+SCORE_CASES = [
+    ("winogrande", ["winogrande"], 0),  # its own YAML: multiple_inputs: true
+    ("winogrande_5shot", ["winogrande"], 5),
+    ("arc_scorer", ["arc_scorer"], 0),  # scorer: first_token
+    ("arc_scorer_type", ["arc_scorer_type"], 0),  # scorer: {type: choice_match}
+    ("arc_easy_05@generate", ["arc_easy_05@generate"], 0),  # the format's scorer
+]
+SCORE_LIMIT = 20
+
+
+def _fake_lm() -> Any:
+    from lm_eval.api.model import LM
+
+    class FakeLM(LM):  # type: ignore[misc]
+        def loglikelihood(self, requests: Any) -> list[tuple[float, bool]]:
+            return [fake_loglikelihood(*r.args) for r in requests]
+
+        def loglikelihood_rolling(self, requests: Any) -> list[float]:
+            raise NotImplementedError
+
+        def generate_until(self, requests: Any) -> list[str]:
+            return [fake_generation(r.args[0]) for r in requests]
+
+    return FakeLM()
 
 
 def dump_scores(tm: Any) -> dict[str, Any]:
-    """lm-eval 0.5's own scoring of fake outputs: per document and aggregated (winogrande with
-    ``multiple_inputs``, a ``scorer:`` task, a generate format scored by ``first_token``)."""
+    """lm-eval 0.5's own scoring of fake outputs (``simple_evaluate`` with a fake model, samples logged):
+    its results and sample logs, and each Instance with the response it was given."""
+    from lm_eval.evaluator import simple_evaluate
+
     out: dict[str, Any] = {}
-    runs = [("winogrande", ["winogrande"]), ("scorer_tasks", ["arc_scorer", "arc_scorer_regex"]),
-            ("arc_easy_05@generate", ["arc_easy_05@generate"]), ("arc_easy@mcqa", ["arc_easy@mcqa"])]  # fmt: skip
-    for cid, names in runs:
-        _, built = _build(tm, names, 0)
-        for key, task in built:
-            rows = []
-            for inst in task.instances:
-                if inst.request_type == "generate_until":
-                    inst.resps = [fake_generation(inst.arguments[0])]
-                else:
-                    inst.resps = [fake_loglikelihood(*inst.arguments)]
-            task.apply_filters()
-            res = task.process_instances() if hasattr(task, "process_instances") else None
-            out[f"{cid}/{key}"] = {
-                "instances": [dict(_instance(i), resps=i.resps) for i in task.instances],
-                "result": _jsonable(res),
-            }
-            del rows
-    return out
+    for cid, names, shots in SCORE_CASES:
+        lm = _fake_lm()
+        try:
+            res = simple_evaluate(model=lm, tasks=names, num_fewshot=shots, limit=SCORE_LIMIT, task_manager=tm,
+                                  bootstrap_iters=0, log_samples=True, fewshot_random_seed=SEED)  # fmt: skip
+        except Exception as e:
+            out[cid] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+            continue
+        assert res is not None
+        doc = dict(res)
+        samples = doc.pop("samples", {}) or {}
+        tasks: dict[str, Any] = {}
+        for tname, rows in samples.items():
+            insts = []
+            for row in rows:
+                for idx, (args, resp) in enumerate(zip(row["arguments"], row["resps"], strict=True)):
+                    a = list(args.values()) if isinstance(args, dict) else list(args)
+                    inst = {"doc_id": row["doc_id"], "idx": idx, "context": a[0], "resps": resp}
+                    if isinstance(a[1], str):
+                        inst |= {"request_type": "loglikelihood", "continuation": a[1]}
+                    else:
+                        inst |= {"request_type": "generate_until", "generation_kwargs": a[1]}
+                    insts.append(inst)
+            tasks[tname] = {"instances": insts, "samples": rows}
+        out[cid] = {"tasks": tasks, "results": {k: doc.get(k) for k in ("results", "groups", "group_subtasks",
+                                                                        "n-shot", "higher_is_better", "versions")}}  # fmt: skip
+    return _jsonable(out)
 
 
 def _jsonable(x: Any) -> Any:
