@@ -228,8 +228,8 @@ def dump_scores(tm: Any) -> dict[str, Any]:
                         inst |= {"request_type": "generate_until", "generation_kwargs": a[1]}
                     insts.append(inst)
             tasks[tname] = {"instances": insts, "samples": rows}
-        out[cid] = {"tasks": tasks, "results": {k: doc.get(k) for k in ("results", "groups", "group_subtasks",
-                                                                        "n-shot", "higher_is_better", "versions")}}  # fmt: skip
+        keys = ("results", "groups", "group_subtasks", "n-shot", "higher_is_better", "versions")
+        out[cid] = {"tasks": tasks, "results": {k: doc.get(k) for k in keys}}
     return _jsonable(out)
 
 
