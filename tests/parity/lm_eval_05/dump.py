@@ -253,6 +253,8 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":  # lm-eval's messages print sets: one order, the same bytes
+        os.execve(sys.executable, [sys.executable, "-P", *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before datasets is imported: nothing is fetched
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="lm05-hf-"))
