@@ -65,8 +65,10 @@ def cases() -> list[tuple[str, list[str], int]]:
             for sel in sels:
                 out.append((f"{base}{sel}/{shots}shot", [f"{base}{sel}"], shots))
     # group paths and overlapping groups (acceptance 4)
-    out.append(("mmlu::humanities/0shot", ["mmlu::humanities"], 0))
-    out.append(("mmlu_humanities/0shot", ["mmlu_humanities"], 0))
+    for path in ("mmlu::humanities", "mmlu::mmlu_humanities", "arc_paths::easy", "arc_paths::both",
+                 "arc_paths::both::arc_challenge", "arc_paths::hard", "arc_easy::x"):  # fmt: skip
+        out.append((f"path:{path}", [path], -1))
+    out.append(("path:mmlu_humanities", ["mmlu_humanities"], 0))
     out.append(("overlap_groups", ["overlap_a", "overlap_b"], -1))
     return out
 
