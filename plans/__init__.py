@@ -151,7 +151,7 @@ if TYPE_CHECKING:
     from lmeval.plans.scored import ITEMS, REASONING_COLUMNS, MissingInstance, TaskPartial, empty_samples, write_scored
     from lmeval.plans.scoredclean import Contamination
     from lmeval.plans.scoredintervals import DOCUMENT, FIELD_PREFIX, SUBTASK, Intervals, MetricInterval
-    from lmeval.plans.scoredrepeats import write_repeats
+    from lmeval.plans.scoredrepeats import read_repeats, write_repeats
     from lmeval.plans.scoredsubset import SubsetScores
     from lmeval.plans.scoring import (
         AGGREGATIONS,
@@ -357,6 +357,7 @@ __all__ = [
     "walk_code",
     "write_grades",
     "write_manifest",
+    "read_repeats",
     "write_repeats",
     "write_scored",
     "write_sealed",
@@ -579,6 +580,7 @@ _LAZY = {
     "write_grades": "lmeval.plans.judging",
     "write_manifest": "lmeval.plans.results",
     "write_repeats": "lmeval.plans.scoredrepeats",
+    "read_repeats": "lmeval.plans.scoredrepeats",
     "write_scored": "lmeval.plans.scored",
     "write_sealed": "lmeval.plans.io",
     "write_tasks": "lmeval.plans.sealparts",

@@ -75,3 +75,20 @@ def test_scores_are_lm_eval_05s(case: str, tmp_path: Path) -> None:
         if case.startswith("arc_"):
             assert row["filtered"] == smp["filtered_resps"][0][0], (case, smp["doc_id"])
     assert len({smp[m] for smp in t["samples"] for m in smp["metrics"]}) == 2  # the outputs tell docs apart
+    _exported_as_lm_eval_05(rdir, ours, t["samples"], tmp_path / "export")
+
+
+def _exported_as_lm_eval_05(rdir: Path, task: str, logged: list[dict[str, Any]], out: Path) -> None:
+    """``lmeval export --format lm-eval-0.5-samples``: lm-eval 0.5's own sample logs, line for line (``doc`` and
+    ``doc_hash`` aside: plans keep a document's keys sorted)."""
+    from lmeval.report.export import export
+
+    (path,) = export(str(rdir), "lm-eval-0.5-samples", str(out))
+    assert path.name.startswith(f"samples_{task}_")
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == len(logged)
+    for got, want in zip(lines, sorted(logged, key=lambda x: x["doc_id"]), strict=True):
+        assert set(got) == set(want), (set(got) ^ set(want))
+        assert got["doc"] == want["doc"]
+        for k in set(want) - {"doc", "doc_hash"}:
+            assert close(got[k], want[k]), (task, got["doc_id"], k, got[k], want[k])

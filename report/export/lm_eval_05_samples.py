@@ -1,0 +1,133 @@
+"""lm-eval 0.5's sample logs from a scored run (issue #55), beside 0.4.13's (``lm_eval_samples.py``): one
+``samples_<task>_<date>.jsonl`` per task, one line per (scorer pipeline, document).
+
+lm-eval 0.5 builds a line from the document's Instances and its scorer: ``target`` is the first Instance's
+(a multiple-choice gold as its index, a generation's target as text), ``arguments`` each Instance's request
+as a list, ``resps`` each Instance's responses, ``filtered_resps`` each Instance's responses through the
+pipeline (a log-likelihood pipeline keeps them as they are), ``filter`` the pipeline's (the scorer's) name,
+then ``metrics``, the three hashes and the per-document values, and ``scores_per_repeat`` (each metric's score
+of every repeat) when a document was answered more than once and every repeat scored (``sample_scores``:
+repeats.parquet). Values keep their JSON types (0.4.13's file makes every response a string).
+
+What differs from lm-eval 0.5's own file: the file name's date is the export's; ``doc`` (and so
+``doc_hash``) has its keys sorted, as plans store maps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from lmeval.plans import DocRecord, InstanceRecord, TaskSummary, read_repeats, reraised_as
+from lmeval.report.errors import ReportError
+from lmeval.report.export.inputs import ExportRun
+from lmeval.report.export.lm_eval_samples import (
+    _SAMPLE_COLUMNS,
+    _filtered_generation,
+    _metric_values,
+    _resps,
+    date_id,
+    doc_hash,
+    dumps_line,
+    sha256,
+)
+
+FORMAT = "lm-eval-0.5-samples"
+
+
+def instance_target(ts: TaskSummary, rec: DocRecord) -> Any:
+    """The first Instance's ``target`` in lm-eval 0.5: a multiple-choice gold as the index of its choice."""
+    target = rec.target
+    if ts.output_type == "multiple_choice" and isinstance(target, str) and rec.choices and target in rec.choices:
+        return rec.choices.index(target)
+    return target
+
+
+def _repeats(run: ExportRun) -> pl.DataFrame | None:
+    """Every repeat's scores (repeats.parquet, written for plans with ``sample_scores``), or None."""
+    with reraised_as(ReportError):
+        return read_repeats(run.path)
+
+
+def _per_repeat(reps: pl.DataFrame | None, task: str, doc_id: int, filt: str, metrics: list[str]) -> dict[str, Any]:
+    if reps is None:
+        return {}
+    part = reps.filter((pl.col("task") == task) & (pl.col("doc_id") == doc_id) & (pl.col("filter") == filt))
+    if part.height < 2:
+        return {}
+    part = part.sort("repeat")
+    return {m: part[m].to_list() for m in metrics if m in part.columns}
+
+
+def task_lines(run: ExportRun, ts: TaskSummary, reps: pl.DataFrame | None) -> list[str]:
+    tp = run.tasks[ts.name]
+    samples = run.samples.filter(pl.col("task") == ts.name)
+    metric_cols = [c for c in samples.columns if c not in _SAMPLE_COLUMNS]
+    lines: list[str] = []
+    for filt in dict.fromkeys(samples["filter"].to_list()):
+        for srow in samples.filter(pl.col("filter") == filt).sort("doc_id").iter_rows(named=True):
+            doc_id = int(srow["doc_id"])
+            rec, insts = tp.docs.get(doc_id), tp.instances.get(doc_id, [])
+            rows = [run.rows.get(i.instance_id) for i in insts]
+            if rec is None or not insts or any(r is None for r in rows):
+                raise ReportError(f"{run.path}: task {ts.name} doc {doc_id}: scored but not all in the plan and run")
+            resps = [_resps(i, r) for i, r in zip(insts, rows, strict=True) if r is not None]
+            filtered = _filtered(ts, filt, srow, insts, resps)
+            target = instance_target(ts, rec)
+            values = _metric_values(ts, srow, metric_cols)
+            line: dict[str, Any] = {
+                "doc_id": doc_id,
+                "doc": rec.doc,
+                "target": target,
+                "arguments": [list(i.arguments) for i in insts],
+                "resps": [[list(x) if isinstance(x, tuple) else x for x in r] for r in resps],
+                "filtered_resps": filtered,
+                "filter": filt,
+                "metrics": list(values),
+                "doc_hash": doc_hash(rec.doc),
+                "prompt_hash": sha256(insts[0].context),
+                "target_hash": sha256(str(target)),
+                **values,
+            }
+            per_repeat = _per_repeat(reps, ts.name, doc_id, filt, list(values))
+            if per_repeat:
+                line["scores_per_repeat"] = per_repeat
+            lines.append(dumps_line(line))
+    return lines
+
+
+def _filtered(
+    ts: TaskSummary, filt: str, srow: dict[str, Any], insts: list[InstanceRecord], resps: list[list[Any]]
+) -> list[Any]:
+    """Each Instance's responses through the pipeline: a generation's filtered answer (every repeat's when
+    they are kept), a log-likelihood's responses as they are."""
+    if ts.output_type != "generate_until":
+        return [[list(x) if isinstance(x, tuple) else x for x in r] for r in resps]
+    first = _filtered_generation(ts, filt, srow.get("filtered"))
+    out: list[Any] = [first if isinstance(first, list) else [first]]
+    return out + [list(r) for r in resps[1 : len(insts)]]
+
+
+def write_lm_eval_05_samples(run: ExportRun, out_dir: Path, date: str | None = None) -> list[Path]:
+    """One ``samples_<task>_<date>.jsonl`` per task with scored samples, written into ``out_dir``."""
+    stamp = date or date_id()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reps = _repeats(run)
+    written = []
+    for ts in run.header.tasks:
+        lines = task_lines(run, ts, reps)
+        if not lines:
+            continue
+        path = out_dir / f"samples_{ts.name}_{stamp}.jsonl"
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(lines), encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
