@@ -7,7 +7,10 @@ as a list, ``resps`` each Instance's responses, ``filtered_resps`` each Instance
 pipeline (a log-likelihood pipeline keeps them as they are), ``filter`` the pipeline's (the scorer's) name,
 then ``metrics``, the three hashes and the per-document values, and ``scores_per_repeat`` (each metric's score
 of every repeat) when a document was answered more than once and every repeat scored (``sample_scores``:
-repeats.parquet). Values keep their JSON types (0.4.13's file makes every response a string).
+repeats.parquet). A repeated document's values are lm-eval 0.5's pass@K reductions, ``pass@K(METRIC)``
+(lmeval's ``METRIC_pass@K``; score with ``run.sample_scores=[pass@1,pass@N]`` for lm-eval 0.5's defaults),
+and its ``filtered_resps`` every repeat's answer. Values keep their JSON types (0.4.13's file makes every
+response a string).
 
 What differs from lm-eval 0.5's own file: the file name's date is the export's; ``doc`` (and so
 ``doc_hash``) has its keys sorted, as plans store maps.
@@ -16,6 +19,7 @@ What differs from lm-eval 0.5's own file: the file name's date is the export's; 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +56,26 @@ def _repeats(run: ExportRun) -> pl.DataFrame | None:
         return read_repeats(run.path)
 
 
-def _per_repeat(reps: pl.DataFrame | None, task: str, doc_id: int, filt: str, metrics: list[str]) -> dict[str, Any]:
+def _per_repeat(reps: pl.DataFrame | None, task: str, doc_id: int, filt: str) -> pl.DataFrame | None:
+    """The document's repeats under the pipeline (by position), when it was answered more than once."""
     if reps is None:
-        return {}
+        return None
     part = reps.filter((pl.col("task") == task) & (pl.col("doc_id") == doc_id) & (pl.col("filter") == filt))
-    if part.height < 2:
-        return {}
-    part = part.sort("repeat")
-    return {m: part[m].to_list() for m in metrics if m in part.columns}
+    return part.sort("repeat") if part.height > 1 else None
+
+
+_PASS_KEY = re.compile(r"^(?P<metric>.+)_pass@(?P<k>[1-9][0-9]*)$")
+
+
+def as_repeated(values: dict[str, Any]) -> dict[str, Any]:
+    """A repeated document's values as lm-eval 0.5 names them: its pass@K reductions, ``pass@K(METRIC)``
+    (lmeval's ``METRIC_pass@K``, the same unbiased estimator), without the first repeat's own score."""
+    out = {}
+    for key, v in values.items():
+        m = _PASS_KEY.match(key)
+        if m:
+            out[f"pass@{m['k']}({m['metric']})"] = v
+    return out or values
 
 
 def task_lines(run: ExportRun, ts: TaskSummary, reps: pl.DataFrame | None) -> list[str]:
@@ -78,6 +94,12 @@ def task_lines(run: ExportRun, ts: TaskSummary, reps: pl.DataFrame | None) -> li
             filtered = _filtered(ts, filt, srow, insts, resps)
             target = instance_target(ts, rec)
             values = _metric_values(ts, srow, metric_cols)
+            repeated = _per_repeat(reps, ts.name, doc_id, filt)
+            per_repeat: dict[str, Any] = {}
+            if repeated is not None:
+                per_repeat = {m: repeated[m].to_list() for m in values if m in repeated.columns}
+                filtered = [repeated["filtered"].to_list()]
+                values = as_repeated(values)
             line: dict[str, Any] = {
                 "doc_id": doc_id,
                 "doc": rec.doc,
@@ -92,7 +114,6 @@ def task_lines(run: ExportRun, ts: TaskSummary, reps: pl.DataFrame | None) -> li
                 "target_hash": sha256(str(target)),
                 **values,
             }
-            per_repeat = _per_repeat(reps, ts.name, doc_id, filt, list(values))
             if per_repeat:
                 line["scores_per_repeat"] = per_repeat
             lines.append(dumps_line(line))

@@ -168,8 +168,8 @@ def fake_loglikelihood(context: str, continuation: str) -> tuple[float, bool]:
     return -(h % 9973) / 997.0 - 0.01 * len(continuation), h % 7 == 0
 
 
-def fake_generation(context: str) -> str:
-    h = sum(context.encode()) % 4
+def fake_generation(context: str, n: int = 0) -> str:
+    h = (sum(context.encode()) + n) % 4
     return [" A", " B.", " The best answer is (C)", " d"][h]
 
 
@@ -180,6 +180,7 @@ SCORE_CASES = [
     ("arc_scorer", ["arc_scorer"], 0),  # scorer: first_token
     ("arc_scorer_type", ["arc_scorer_type"], 0),  # scorer: {type: choice_match}
     ("arc_easy_05@generate", ["arc_easy_05@generate"], 0),  # the format's scorer
+    ("arc_scorer_repeats", ["arc_scorer_repeats"], 0),  # repeats: 3 (scores_per_repeat)
 ]
 SCORE_LIMIT = 20
 
@@ -195,7 +196,11 @@ def _fake_lm() -> Any:
             raise NotImplementedError
 
         def generate_until(self, requests: Any) -> list[str]:
-            return [fake_generation(r.args[0]) for r in requests]
+            out, seen = [], {}
+            for r in requests:  # a repeated request comes once per repeat: the n-th answer shifts by n
+                n = seen[id(r)] = seen.get(id(r), -1) + 1
+                out.append(fake_generation(r.args[0], n))
+            return out
 
     return FakeLM()
 
