@@ -114,8 +114,32 @@ def _by_type(name: Any, overrides: dict[str, Any], what: str) -> Format05:
     for key, value in overrides.items():
         if key not in _FIELDS:
             raise FormatError(f"format {name!r} has no field {key!r}; its fields: {', '.join(_FIELDS)}")
-        values[key] = tuple(value) if key == "choice_labels" and isinstance(value, list) else value
+        values[key] = _checked(name, key, value)
     return replace(base, **values)
+
+
+_REQUIRED = ("choice_delimiter", "section_separator", "answer_prompt", "target_delimiter", "fewshot_delimiter")
+
+
+def _checked(fmt: str, key: str, value: Any) -> Any:
+    """An override's value, of the type its field takes (one-line error otherwise)."""
+    ok: bool
+    if key == "output_type":
+        ok = value in ("multiple_choice", "generate_until")
+    elif key == "choice_labels":
+        ok = (
+            value is None
+            or value in ("letters", "numbers")
+            or (isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value))
+        )
+        value = tuple(value) if isinstance(value, list) else value
+    elif key == "scorer":
+        ok = value is None or isinstance(value, str | dict)
+    else:
+        ok = isinstance(value, str) or (value is None and key not in _REQUIRED)
+    if not ok:
+        raise FormatError(f"format {fmt!r}: {key} cannot be {value!r:.60}")
+    return value
 
 
 def resolve_format(spec: Any, selection: str | None) -> Format05 | None:

@@ -158,3 +158,27 @@ def test_refusals_of_ours(overrides: list[str], message: str, data: Path) -> Non
     with pytest.raises(CompileError) as e:
         compiler.compile_plan([*overrides, f"run.data_dir={data}", "run.limit=1"])
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("formats", "message"),
+    [
+        ({"type": "mcqa", "instruction": 5}, "format 'mcqa': instruction cannot be 5"),
+        ({"type": "mcqa", "choice_labels": "roman"}, "format 'mcqa': choice_labels cannot be 'roman'"),
+        ({"type": "mcqa", "question_suffix": "?"}, "format 'mcqa' has no field 'question_suffix'"),
+        ({"type": "mcqa", "choice_labels": "numbers"}, "choice_labels 'numbers' on a multiple_choice format"),
+        ({"type": "essay"}, "unknown format type 'essay'; lm-eval 0.5's formats are mcqa, cloze, generate, cot"),
+        ({"mcqa": 3}, "formats.mcqa must be a mapping of overrides, a format name or empty"),
+        ([1, 2], "formats must be a format name or a mapping, got list"),
+    ],
+)
+def test_a_bad_formats_block_is_refused_in_one_line(formats: Any, message: str, data: Path, tmp_path: Path) -> None:
+    import yaml
+
+    cfg = yaml.safe_load((YAMLS / "arc_easy_05.yaml").read_text())
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**cfg, "task": "bad", "formats": formats}))
+    with pytest.raises(CompileError) as e:
+        compiler.compile_plan(["run.tasks=[bad]", f"run.include_path={tmp_path}", f"run.data_dir={data}",
+                               "run.limit=1"])  # fmt: skip
+    msg = str(e.value)
+    assert message in msg and "\n" not in msg and "bad.yaml" in msg and "field formats" in msg
