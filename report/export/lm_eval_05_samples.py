@@ -39,7 +39,7 @@ from lmeval.report.export.lm_eval_samples import (
     sha256,
 )
 
-FORMAT = "lm-eval-0.5-samples"
+EXPORT_NAME = "lm-eval-0.5-samples"  # the `lmeval export --format` that writes these
 
 
 def instance_target(ts: TaskSummary, rec: DocRecord) -> Any:
@@ -78,7 +78,7 @@ def as_repeated(values: dict[str, Any]) -> dict[str, Any]:
     return out or values
 
 
-def task_lines(run: ExportRun, ts: TaskSummary, reps: pl.DataFrame | None) -> list[str]:
+def task_lines_05(run: ExportRun, ts: TaskSummary, reps: pl.DataFrame | None) -> list[str]:
     tp = run.tasks[ts.name]
     samples = run.samples.filter(pl.col("task") == ts.name)
     metric_cols = [c for c in samples.columns if c not in _SAMPLE_COLUMNS]
@@ -139,7 +139,7 @@ def write_lm_eval_05_samples(run: ExportRun, out_dir: Path, date: str | None = N
     reps = _repeats(run)
     written = []
     for ts in run.header.tasks:
-        lines = task_lines(run, ts, reps)
+        lines = task_lines_05(run, ts, reps)
         if not lines:
             continue
         path = out_dir / f"samples_{ts.name}_{stamp}.jsonl"
