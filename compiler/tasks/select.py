@@ -157,6 +157,7 @@ class Expander:
         self.sel = Selection()
         self._task_names: dict[str, str] = {}
         self._renamed: dict[tuple[str, str], str] = {}  # (group, task) -> GROUP::TASK (overlapping groups)
+        self._overlapped: set[str] = set()  # tasks named GROUP::TASK because groups gave them different configs
         # prompt formats (compiler/formats): run.format for every multiple-choice task, or NAME@FMT's own
         self.default_format = default_format
         self._variant: Variant | None = None  # the NAME@FMT (or NAME@FMT+LABELS+seedN) being expanded
@@ -363,6 +364,14 @@ class Expander:
                             v.seed)  # fmt: skip
         task = build_task_config(cfg, source, default_name)
         task.groups = list(reversed(parents))
+        if task.name in self._overlapped and parents:  # a third group's own config: GROUP::TASK too
+            same = next((t for t in self.sel.tasks if t.raw == {**task.raw, "task": t.name}), None)
+            if same is not None:
+                same.groups += [g for g in task.groups if g not in same.groups]
+                return [same.name]
+            qualified = f"{parents[-1]}::{task.name}"
+            self._renamed[(parents[-1], task.name)] = qualified
+            task.name, task.raw = qualified, {**task.raw, "task": qualified}
         if task.name in self._task_names:
             return [self._overlap(task, parents, source)]
         self._task_names[task.name] = parents[-1] if parents else "the task list"
@@ -395,6 +404,7 @@ class Expander:
             self._task_names[t.name] = group
             self._renamed[(group, name)] = t.name
         del self._task_names[name]
+        self._overlapped.add(name)
         self.sel.tasks.append(task)
         return task.name
 

@@ -139,3 +139,13 @@ def test_overlapping_groups_two_tasks_where_they_differ_one_where_the_same(data:
     a, b, p = (res[t]["acc,none"] for t in ("overlap_a::arc_easy", "overlap_b::arc_easy", "piqa"))
     assert res["overlap_a"]["acc,none"] == pytest.approx((8 * a + 8 * p) / 16)
     assert res["overlap_b"]["acc,none"] == pytest.approx((8 * b + 8 * p) / 16)
+
+
+def test_a_third_group_names_its_own_config_and_shares_an_equal_one(data: Path) -> None:
+    header, _ = _compile("overlap_a,overlap_b,overlap_c", data)
+    shots = {t.name: (t.num_fewshot, t.groups) for t in header.tasks}
+    assert shots["overlap_c::arc_easy"] == (3, ["overlap_c"])
+    assert shots["overlap_a::arc_easy"] == (0, ["overlap_a", "overlap_c::overlap_c_again", "overlap_c"])
+    groups = {g.name: g.subtasks for g in header.groups}
+    assert groups["overlap_c"] == ["overlap_c::arc_easy", "overlap_c::overlap_c_again"]
+    assert groups["overlap_c::overlap_c_again"] == ["overlap_a::arc_easy"]
