@@ -116,12 +116,15 @@ def catalog_names(overrides: list[str]) -> list[str]:
             if items and all(_NAME.fullmatch(x) for x in items) and any(x not in conf_names for x in items):
                 from lmeval.compiler.tasks import QUALIFIER, catalog
 
-                # NAME@FMT (compiler/formats): a run.tasks entry whatever NAME is (select_tasks formats it)
+                # NAME@FMT (compiler/formats) and GROUP::CHILD (lm-eval 0.5's paths): run.tasks entries whatever
+                # NAME is (select_tasks formats it, walks the path)
                 plain = [x for x in items if "@" not in x]
                 cat = catalog() if any(x not in conf_names for x in plain) else None
                 known = cat.index.entries if cat is not None else {}
                 other = [
-                    x for x in items if "@" in x or (x not in conf_names and (x.startswith(QUALIFIER) or x in known))
+                    x
+                    for x in items
+                    if "@" in x or "::" in x or (x not in conf_names and (x.startswith(QUALIFIER) or x in known))
                 ]
                 if other and len(other) == len([x for x in items if x not in conf_names]):
                     moved += other

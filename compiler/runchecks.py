@@ -55,12 +55,13 @@ def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[in
 
 
 def format_option(raw: dict[str, Any]) -> str | None:
-    """``run.format`` (compiler/formats): one of the prompt formats, or None."""
-    from lmeval.plans import PROMPT_FORMATS
+    """``run.format`` (compiler/formats): one of the prompt formats, OLMES' or lm-eval 0.5's, or None."""
+    from lmeval.plans import LM_EVAL_FORMATS, PROMPT_FORMATS
 
     fmt = raw.get("format")
-    if fmt is not None and fmt not in PROMPT_FORMATS:
-        raise bad("format", f"one of {', '.join(PROMPT_FORMATS)}", fmt)
+    if fmt is not None and fmt not in PROMPT_FORMATS + LM_EVAL_FORMATS:
+        raise bad("format", f"one of {', '.join(PROMPT_FORMATS)} (OLMES) or {', '.join(LM_EVAL_FORMATS)} (lm-eval 0.5)",
+                  fmt)  # fmt: skip
     return fmt if isinstance(fmt, str) else None
 
 

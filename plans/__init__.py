@@ -130,6 +130,7 @@ if TYPE_CHECKING:
         BEST_OF,
         DEFAULT_LABEL_STYLE,
         GENERATION_ONLY_BACKENDS,
+        LM_EVAL_FORMATS,
         MAX_SEED,
         PROMPT_FORMATS,
         SEPARATOR,
@@ -184,7 +185,7 @@ if TYPE_CHECKING:
     from lmeval.plans.scored import ITEMS, REASONING_COLUMNS, MissingInstance, TaskPartial, empty_samples, write_scored
     from lmeval.plans.scoredclean import Contamination
     from lmeval.plans.scoredintervals import DOCUMENT, FIELD_PREFIX, SUBTASK, Intervals, MetricInterval
-    from lmeval.plans.scoredrepeats import write_repeats
+    from lmeval.plans.scoredrepeats import read_repeats, write_repeats
     from lmeval.plans.scoredsubset import SubsetScores
     from lmeval.plans.scoring import (
         AGGREGATIONS,
@@ -251,6 +252,7 @@ __all__ = [
     "DEFAULT_LABEL_STYLE",
     "GENERATION_ONLY_BACKENDS",
     "PROMPT_FORMATS",
+    "LM_EVAL_FORMATS",
     "SEPARATOR",
     "SPREAD",
     "SWEEP",
@@ -419,6 +421,7 @@ __all__ = [
     "walk_code",
     "write_grades",
     "write_manifest",
+    "read_repeats",
     "write_repeats",
     "write_scored",
     "write_sealed",
@@ -506,6 +509,7 @@ _LAZY = {
     "variant_of": "lmeval.plans.promptformats",
     "MAX_SEED": "lmeval.plans.promptformats",
     "PROMPT_FORMATS": "lmeval.plans.promptformats",
+    "LM_EVAL_FORMATS": "lmeval.plans.promptformats",
     "SEPARATOR": "lmeval.plans.promptformats",
     "format_name": "lmeval.plans.promptformats",
     "split_name": "lmeval.plans.promptformats",
@@ -671,6 +675,7 @@ _LAZY = {
     "write_chain": "lmeval.plans.chain",
     "write_manifest": "lmeval.plans.results",
     "write_repeats": "lmeval.plans.scoredrepeats",
+    "read_repeats": "lmeval.plans.scoredrepeats",
     "write_scored": "lmeval.plans.scored",
     "write_sealed": "lmeval.plans.io",
     "write_tasks": "lmeval.plans.sealparts",

@@ -16,6 +16,9 @@ from lmeval.common import quoted
 
 PROMPT_FORMATS = ("cf", "mcf", "gen")  # cloze, multiple-choice letters, generated letter (OLMES CF, MCF; generation)
 SEPARATOR = "@"
+# lm-eval 0.5's format names (issue #55; compiler/formats/lm_eval_05.py): a second vocabulary beside OLMES',
+# distinct names, so ``NAME@mcqa`` and ``NAME@mcf`` never mean one another; also accepted by ``run.format``
+LM_EVAL_FORMATS = ("mcqa", "cloze", "generate", "cot")
 # ``NAME@best`` (selection only, not ``run.format``): ``NAME@cf`` and ``NAME@mcf`` plus a group ``NAME@best``
 # that reports, per task, the better of the two (OLMES' rule; scorer/group_best.py); both stay in the results
 BEST = "best"
@@ -62,7 +65,10 @@ def parse_variant(suffix: str) -> Variant:
     ``Variant.suffix`` writes), so one variant has one name."""
     fmt, *rest = suffix.split(VARIANT_SEPARATOR)
     if fmt not in PROMPT_FORMATS:
-        raise VariantError(f"unknown prompt format {quoted(fmt)}; expected one of {', '.join(PROMPT_FORMATS)}")
+        raise VariantError(
+            f"unknown prompt format {quoted(fmt)}; expected one of {', '.join(PROMPT_FORMATS)} (OLMES) or "
+            f"{', '.join(LM_EVAL_FORMATS)} (lm-eval 0.5)"
+        )
     labels: str | None = None
     seed: int | None = None
     for i, part in enumerate(rest):

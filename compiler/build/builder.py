@@ -249,6 +249,8 @@ class TaskBuilder:
         probe_text = r.text(s.doc_to_text, first, 0)
         probe_target = r.target(s.doc_to_target, first, 0) if s.doc_to_target is not None else None
         probe_choice = r.choice(s.doc_to_choice, first, 0) if s.doc_to_choice is not None else None
+        if s.multiple_inputs:
+            probe_text, probe_choice, probe_target = self._inputs05(probe_text, probe_choice, probe_target, None)
         multiple_input = 0
         if probe_choice is not None and isinstance(probe_text, int) and not isinstance(probe_text, bool):
             multiple_input = len(probe_choice)
@@ -290,6 +292,8 @@ class TaskBuilder:
         q = r.text(s.doc_to_text, doc, doc_id)
         choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
         target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
+        if s.multiple_inputs:
+            q, choices, target = self._inputs05(q, choices, target, where)
         gen_prefix = r.prefix(s.gen_prefix, doc, doc_id)
         if multiple_input:
             if choices is None:
@@ -367,12 +371,36 @@ class TaskBuilder:
         q = r.text(f.doc_to_text, fs_doc, None)
         c = r.choice(f.doc_to_choice, fs_doc, None) if f.doc_to_choice else None
         a = r.target(f.doc_to_target, fs_doc, None)
+        if s.multiple_inputs:
+            q, c, a = self._inputs05(q, c, a, where)
         gp = r.resolve_field(f.gen_prefix, fs_doc, "gen_prefix", None)
         if multiple_input:
             if not c or not isinstance(q, int) or not -len(c) <= q < len(c):
                 raise where("doc_to_text", f"multiple-input index {q!r} out of range of the choices")
             q, c = c[q], None
         return qa_turn(q, c, a, gp, f.target_delimiter, f.fewshot_delimiter, where)
+
+    def _inputs05(self, q: Any, c: Any, a: Any, where: Callable[[str, str], Exception] | None) -> tuple[Any, Any, Any]:
+        """lm-eval 0.5's multiple inputs (``multiple_inputs: true``) in 0.4's terms: its (contexts, [the
+        continuation], gold index) are 0.4's (gold index, contexts, continuation), so one path builds both."""
+
+        def bad(fld: str, msg: str) -> Exception:
+            return where(fld, msg) if where is not None else fail(msg, file=self.config.source,
+                                                                 task=self.config.name, field=fld)  # fmt: skip
+
+        if isinstance(q, str):
+            q = [q]  # lm-eval 0.5 takes one context as a list of one
+        if not isinstance(q, list) or not q or not all(isinstance(x, str) for x in q):
+            raise bad("doc_to_text", f"multiple inputs: must give a list of contexts, got {q!r:.80}")
+        if not isinstance(c, list) or len(c) != 1 or not isinstance(c[0], str):
+            raise bad("doc_to_choice", f"multiple inputs: must give a list of one continuation, got {c!r:.80}")
+        if c[0] == "":
+            raise bad("doc_to_choice", "multiple inputs: an empty continuation is not supported")
+        if isinstance(a, str) and a in q:
+            a = q.index(a)
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise bad("doc_to_target", f"multiple inputs: must give the gold context's index, got {a!r:.80}")
+        return a, q, c[0]
 
     def _render(self, msgs: list[Msg], gen_prefix: str | None) -> str:
         if self.chat is None:

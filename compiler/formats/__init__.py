@@ -2,11 +2,14 @@
 multiple choice (``mcf``) or generated letter (``gen``), as OLMES defines them (``templates``), built from
 where each task keeps its question, choices and answer (``adapters``) into a task config of its own
 (``apply``). Selected as ``NAME@FMT`` (``+task=arc_easy@mcf``, ``run.tasks=[mmlu@cf]``) or ``run.format=FMT``
-for every multiple-choice task, ``NAME@sweep`` for a sensitivity sweep (``sweep``); design note:
-docs/how-to/formats.md."""
+for every multiple-choice task, ``NAME@sweep`` for a sensitivity sweep (``sweep``). Beside them, lm-eval 0.5's
+formats (``lm_eval_05``: ``NAME@mcqa|cloze|generate|cot``, a task YAML's ``formats:``) and its ``scorer:`` key
+(``scorer_05``). Design note: docs/how-to/formats.md."""
 
 from lmeval.compiler.formats.adapters import ADAPTERS, Adapter, adapter_for
 from lmeval.compiler.formats.apply import CF_METRICS, check_format, format_metric, formatted, primary_metric
+from lmeval.compiler.formats.lm_eval_05 import Format05, formatted05
+from lmeval.compiler.formats.scorer_05 import with_scorer
 from lmeval.compiler.formats.sweep import Sweep, parse_sweep
 from lmeval.compiler.formats.templates import (
     ANSWER_PREFIX,
@@ -15,7 +18,7 @@ from lmeval.compiler.formats.templates import (
     LABEL_STYLES,
     LabelStyle,
 )
-from lmeval.plans import PROMPT_FORMATS, SEPARATOR, format_name, split_name
+from lmeval.plans import LM_EVAL_FORMATS, PROMPT_FORMATS, SEPARATOR, format_name, split_name
 
 __all__ = [
     "ADAPTERS",
@@ -27,6 +30,10 @@ __all__ = [
     "LABEL_STYLES",
     "SEPARATOR",
     "Adapter",
+    "Format05",
+    "LM_EVAL_FORMATS",
+    "formatted05",
+    "with_scorer",
     "Sweep",
     "LabelStyle",
     "adapter_for",

@@ -21,12 +21,16 @@ from lmeval.compiler.errors import fail
 from lmeval.compiler.formats import (
     CF_METRICS,
     DEFAULT_LABELS,
+    LM_EVAL_FORMATS,
+    PROMPT_FORMATS,
     Sweep,
     check_format,
     format_name,
     formatted,
+    formatted05,
     primary_metric,
     split_name,
+    with_scorer,
 )
 from lmeval.compiler.tasks.lm_eval_catalog import QUALIFIER, Listed, catalog, listing
 from lmeval.compiler.tasks.lookup import (
@@ -55,6 +59,8 @@ from lmeval.plans import (
     parse_variant,
     spread_aggregate,
 )
+
+PATH_SEPARATOR = "::"  # lm-eval 0.5's group paths (``mmlu_humanities`` in ``mmlu``: not ``mmlu::humanities``)
 
 
 class TaskOptions(Protocol):
@@ -121,6 +127,11 @@ def _norm_agg(items: Any, source: str | None, group: str) -> list[dict[str, Any]
     return out
 
 
+def _file(where: str | None) -> str | None:
+    """The file an error names: a group's YAML, not the run option a name came from."""
+    return None if where in (None, "run.tasks") else where
+
+
 def _text_of(path: str) -> str:
     """A broken task file's text, to tell whether it meant to define a name ("" for a FIFO, device, ...)."""
     try:
@@ -145,10 +156,14 @@ class Expander:
         self.broken = broken or {}
         self.sel = Selection()
         self._task_names: dict[str, str] = {}
+        self._renamed: dict[tuple[str, str], str] = {}  # (group, task) -> GROUP::TASK (overlapping groups)
+        self._overlapped: set[str] = set()  # tasks named GROUP::TASK because groups gave them different configs
         # prompt formats (compiler/formats): run.format for every multiple-choice task, or NAME@FMT's own
         self.default_format = default_format
         self._variant: Variant | None = None  # the NAME@FMT (or NAME@FMT+LABELS+seedN) being expanded
         self._format_is_task = False  # NAME is a task (a group formats only its multiple-choice members)
+        # lm-eval 0.5's NAME@mcqa|cloze|generate|cot, or a name from a task's own ``formats:`` table
+        self._selection05: str | None = None
         # NAME@sweep (compiler/formats/sweep.py): run.sweep's variants, the run's few-shot seed unmarked in names
         self.sweep = sweep
         self.run_seed = run_seed
@@ -173,9 +188,13 @@ class Expander:
                 return [self.add_best(base, parents, overrides, where)]
             if fmt == SWEEP:
                 return [self.add_sweep(base, parents, overrides, where)]
+            if self._selection05 is not None:
+                raise fail(f"{name!r}: a format inside a formatted selection (@{self._selection05})", file=where)
             try:
                 variant = parse_variant(fmt)
             except VariantError as e:
+                if self._is_lm_eval_05(base, fmt):
+                    return self._add_selection05(base, fmt, parents, overrides, where)
                 raise fail(str(e), file=where, field=f"{where or 'run.tasks'} {name}") from None
             check_format(variant.fmt, f"{where or 'run.tasks'} {name}")
             found = self.lookup(base)
@@ -187,6 +206,8 @@ class Expander:
             finally:
                 self._variant = None
         found = self.lookup(name)
+        if found is None and PATH_SEPARATOR in name:
+            return [self.add_path(name, parents, overrides, where)]
         if found is None:
             raise self.unknown(name, where)
         name = name.removeprefix(QUALIFIER)
@@ -199,6 +220,97 @@ class Expander:
             finally:
                 self.lookup = prev
         return self._add_found(name, found, parents, overrides)
+
+    def _is_lm_eval_05(self, base: str, fmt: str) -> bool:
+        """``fmt`` is lm-eval 0.5's: a name of its registry, or any name when task ``base`` has its own
+        ``formats:`` (lm-eval 0.5 then reads the suffix against that table, or ignores it)."""
+        if fmt in LM_EVAL_FORMATS:
+            return True
+        found = self.lookup(base)
+        return found is not None and found.kind == "task" and "formats" in found.cfg
+
+    def _add_selection05(
+        self, base: str, fmt: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None
+    ) -> list[str]:
+        """``NAME@FMT`` in lm-eval 0.5's vocabulary (compiler/formats/lm_eval_05.py): a task in that format
+        named ``NAME@FMT``; a group's members each in it."""
+        if self.lookup(base) is None:
+            raise self.unknown(base, where)
+        self._selection05 = fmt
+        try:
+            return self.add_named(base, parents, overrides, where)
+        finally:
+            self._selection05 = None
+
+    def add_path(self, path: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
+        """``GROUP::CHILD[::...]`` (lm-eval 0.5's group paths): the root group expanded as selected alone, then
+        walked down by each child's full name: an inline subgroup or task is ``PARENT::NAME``, a task it
+        lists by name ``PARENT::TASK``, a group it lists by name keeps its own name (so lm-eval 0.5.0.dev1 finds
+        no ``mmlu::humanities``: mmlu lists ``mmlu_humanities``). The node found is selected with what the
+        groups above it gave it."""
+        parts = path.split(PATH_SEPARATOR)
+        found = self.lookup(parts[0])
+        if found is None:
+            raise self.unknown(parts[0], where)
+        if found.kind != "group":
+            raise fail(
+                f"root {parts[0]!r} of path {path!r} is not a group", file=_file(where), field=where or "run.tasks"
+            )
+        scratch = Expander(self.lookup, self.known, self.broken, self.default_format, self.sweep, self.run_seed)
+        scratch.add_named(parts[0], [], overrides, where)
+        scratch.finish()
+        groups = {g.name: g for g in scratch.sel.groups}
+        current = parts[0]
+        for i in range(1, len(parts)):
+            if current not in groups:
+                raise fail(f"cannot go into {parts[i]!r}: {PATH_SEPARATOR.join(parts[:i])!r} is a task, not a group",
+                           file=_file(where), field=where or "run.tasks")  # fmt: skip
+            key = PATH_SEPARATOR.join(parts[: i + 1])
+            children = {self._child_key(current, c, groups): c for c in groups[current].subtasks}
+            hits = [key] if key in children else [k for k in children if "@" not in parts[i] and k.split("@")[0] == key]
+            if len(hits) != 1:
+                why = "matches several" if hits else "not found in"
+                raise fail(f"{key!r} {why} group {current!r}; its children: {', '.join(hits or children)}",
+                           file=_file(where), field=where or "run.tasks")  # fmt: skip
+            current = children[hits[0]]
+        return self._adopt(scratch, current, groups, parents)
+
+    @staticmethod
+    def _child_key(parent: str, child: str, groups: dict[str, GroupInfo]) -> str:
+        """A child's name in a path: an inline one's own (``PARENT::NAME``), a listed group's own, a listed
+        task's ``PARENT::TASK``."""
+        if child.startswith(parent + PATH_SEPARATOR) or child in groups:
+            return child
+        return f"{parent}{PATH_SEPARATOR}{child}"
+
+    def _adopt(self, scratch: Expander, node: str, groups: dict[str, GroupInfo], parents: list[str]) -> str:
+        """Take ``node`` (a group or task of ``scratch``'s expansion) and everything under it into this selection,
+        under ``parents``."""
+        keep: set[str] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n in groups and n not in keep:
+                keep.add(n)
+                stack += groups[n].subtasks
+        outer = list(reversed(parents))
+        for t in scratch.sel.tasks:
+            if t.name != node and not keep & set(t.groups):
+                continue
+            inner = t.groups[: t.groups.index(node) + 1] if node in t.groups else []
+            t.groups = inner + outer
+            if t.name in self._task_names:
+                self._overlap(t, parents + list(reversed(inner)), t.source)
+                continue
+            self._task_names[t.name] = inner[0] if inner else (parents[-1] if parents else "the task list")
+            self.sel.tasks.append(t)
+        self.sel.groups += [g for g in scratch.sel.groups if g.name in keep]
+        return node
+
+    def finish(self) -> None:
+        """Groups list their members by the names they ended with (overlapping groups rename, GROUP::TASK)."""
+        for g in self.sel.groups:
+            g.subtasks = [self._renamed.get((g.name, s), s) for s in g.subtasks]
 
     def add_best(self, base: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
         """``NAME@best``: ``NAME@cf`` and ``NAME@mcf`` exactly as selected alone (their tasks' records do not
@@ -245,22 +357,78 @@ class Expander:
     ) -> list[str]:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
-        v = self._variant or (Variant(self.default_format) if self.default_format else None)
+        cfg = self._lm_eval_05(cfg, source, default_name)
+        v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
         if v is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
             cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, v.fmt, source, v.labels or DEFAULT_LABELS,
                             v.seed)  # fmt: skip
         task = build_task_config(cfg, source, default_name)
-        if task.name in self._task_names:
-            raise fail(
-                f"task {task.name!r} is selected twice (in {self._task_names[task.name]} and in "
-                f"{parents[-1] if parents else 'the task list'}); compile overlapping groups separately",
-                file=source,
-                task=task.name,
-            )
-        self._task_names[task.name] = parents[-1] if parents else "the task list"
         task.groups = list(reversed(parents))
+        if task.name in self._overlapped and parents:  # a third group's own config: GROUP::TASK too
+            same = next((t for t in self.sel.tasks if t.raw == {**task.raw, "task": t.name}), None)
+            if same is not None:
+                same.groups += [g for g in task.groups if g not in same.groups]
+                return [same.name]
+            qualified = f"{parents[-1]}::{task.name}"
+            self._renamed[(parents[-1], task.name)] = qualified
+            task.name, task.raw = qualified, {**task.raw, "task": qualified}
+        if task.name in self._task_names:
+            return [self._overlap(task, parents, source)]
+        self._task_names[task.name] = parents[-1] if parents else "the task list"
         self.sel.tasks.append(task)
         return [task.name]
+
+    def _overlap(self, task: TaskConfig, parents: list[str], source: str | None) -> str:
+        """A task selected again (lm-eval 0.5's overlapping groups): the same config is the same task, listed
+        in each group (its Instances built once); another config (a group's own ``num_fewshot``, ...) makes
+        each a task of its own named by its group, ``GROUP::NAME``, with Instances and scores of its own."""
+        name, where = task.name, parents[-1] if parents else "the task list"
+        prev = next(t for t in self.sel.tasks if t.name == name)
+        first = self._task_names[name]
+        if not parents or not prev.groups:
+            raise fail(f"task {name!r} is selected twice (in {first} and in {where}); select it once",
+                       file=source, task=name)  # fmt: skip
+        if prev.raw == task.raw:
+            prev.groups += [g for g in task.groups if g not in prev.groups]
+            return name
+        if first == where:
+            raise fail(
+                f"task {name!r} is selected twice with different configs (in {first} and in {where}); a task "
+                "may differ only between groups (each then named GROUP::TASK)",
+                file=source,
+                task=name,
+            )
+        for t, group in ((prev, first), (task, where)):
+            t.name = f"{group}::{name}"
+            t.raw = {**t.raw, "task": t.name}
+            self._task_names[t.name] = group
+            self._renamed[(group, name)] = t.name
+        del self._task_names[name]
+        self._overlapped.add(name)
+        self.sel.tasks.append(task)
+        return task.name
+
+    def _lm_eval_05(self, cfg: dict[str, Any], source: str | None, default_name: str | None) -> dict[str, Any]:
+        """A task in lm-eval 0.5's format: its ``formats:`` or ``@FMT`` (named ``NAME@FMT``), or run.format's
+        when that is lm-eval 0.5's and the task is multiple-choice; else ``cfg`` unchanged."""
+        sel = self._selection05
+        if sel is None and self.default_format in LM_EVAL_FORMATS and cfg.get("output_type") == "multiple_choice":
+            sel = self.default_format
+        if sel is None and "formats" not in cfg:
+            return with_scorer(cfg, source)
+        name = str(cfg.get("task", default_name))
+        out = with_scorer(formatted05({**cfg, "task": name}, sel, source), source)
+        if isinstance(out.get("format"), dict):  # the METRIC,FILTER a comparison of formats reads
+            metrics = [m.get("metric") for m in out.get("metric_list") or [] if isinstance(m, dict)]
+            filters = [f.get("name") for f in out.get("filter_list") or [] if isinstance(f, dict)]
+            first = metrics[0] if metrics else "acc" if out.get("output_type") == "multiple_choice" else "exact_match"
+            out["format"]["metric"] = f"{first},{filters[0] if filters else 'none'}"
+        if sel is not None:
+            out["task"] = format_name(name, sel)
+            alias = cfg.get("task_alias")
+            if isinstance(alias, str) and alias:
+                out["task_alias"] = format_name(alias, sel)
+        return out
 
     def add_group(
         self,
@@ -309,7 +477,7 @@ class Expander:
         md = raw.get("metadata")
         aggregate = _norm_agg(raw.get("aggregate_metric_list"), source, name)
         alias = raw.get("group_alias")
-        v = self._variant or (Variant(self.default_format) if self.default_format else None)
+        v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
         if v is not None and any(split_name(t)[1] == v.suffix() for t in subtasks):
             name, alias, aggregate = self._formatted_group(name, alias, aggregate, v, first_task)
         self.sel.groups.append(
@@ -381,6 +549,7 @@ def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
         raise fail("no task selected: pass +task=NAME (e.g. +task=arith) or run.tasks=[...]")
     if run.sweep is not None and not ex.swept:
         raise fail("no task is selected as NAME@sweep (e.g. +task=arc_easy@sweep)", field="run.sweep")
+    ex.finish()
     ex.sel.load_order = [s.name for s in ex.sel.tasks]
     ex.sel.tasks.sort(key=lambda s: s.name)
     return ex.sel

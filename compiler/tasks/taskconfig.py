@@ -25,6 +25,7 @@ TASK_FIELDS = (
     "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot",
     "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
     "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format", "turns_field",
+    "multiple_inputs",  # lm-eval 0.5 (#55): doc_to_text gives the contexts, doc_to_choice the one continuation
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -87,6 +88,9 @@ class TaskConfig:
     groups: list[str] = field(default_factory=list)
     preloaded: dict[str, list[dict[str, Any]]] | None = None  # split -> docs (JSONL task specs)
     per_doc_generation_kwargs: bool = False  # a doc's own "generation_kwargs" wins (JSONL task specs)
+    # lm-eval 0.5's multiple-input contract (#55): doc_to_text -> the contexts, doc_to_choice -> [the one
+    # continuation], doc_to_target -> the gold context's index (0.4's: index, contexts, continuation)
+    multiple_inputs: bool = False
 
     @property
     def version(self) -> Any:
@@ -129,6 +133,14 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
             field="output_type",
         )
     s = TaskConfig(name=name, source=source, raw=dict(cfg), output_type=output_type)
+    mi = cfg.get("multiple_inputs", False)
+    if not isinstance(mi, bool):
+        raise _bad(s, f"must be true or false, got {mi!r}", "multiple_inputs")
+    if mi and output_type != "multiple_choice":
+        raise _bad(
+            s, f"multiple inputs apply to multiple_choice tasks (this one is {output_type!r})", "multiple_inputs"
+        )
+    s.multiple_inputs = mi
     _strings(s, cfg)
     _documents(s, cfg)
     _counts(s, cfg)

@@ -1,5 +1,5 @@
-"""``lmeval export RESULTS_DIR --format lm-eval-samples|eee|hf-eval-results [-o DIR] [--plan PLAN]``: a scored
-run in other tools' formats."""
+"""``lmeval export RESULTS_DIR --format lm-eval-samples|lm-eval-0.5-samples|eee|hf-eval-results [-o DIR]
+[--plan PLAN]``: a scored run in other tools' formats."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 # report.export.FORMATS (kept here so --help needs no import; tests check they agree)
-FORMAT_NAMES = ("lm-eval-samples", "eee", "hf-eval-results")
+FORMAT_NAMES = ("lm-eval-samples", "lm-eval-0.5-samples", "eee", "hf-eval-results")
 
 
 def register(subparsers: Any) -> None:
@@ -16,7 +16,9 @@ def register(subparsers: Any) -> None:
         help="write a scored run in other tools' formats (lm-eval samples, Every Eval Ever, Hub eval results)",
         description="Write a scored results directory in a format other tools read. lm-eval-samples: lm-eval "
         "0.4.13's --log_samples files (samples_<task>_<date>.jsonl), one line per filter and document, with "
-        "lm-eval's fields, order and hashes. eee: Every Eval Ever (schema 0.3.0) aggregate and instance-level "
+        "lm-eval's fields, order and hashes. lm-eval-0.5-samples: lm-eval 0.5's sample logs (the Instance's "
+        "target, the scorer's pipeline as filter, scores_per_repeat). eee: Every Eval Ever (schema 0.3.0) aggregate "
+        "and instance-level "
         "files per task under data/lmeval/<developer>/<model>/, with the plan, request and tokenizer hashes. "
         "hf-eval-results: Hugging Face Hub .eval_results/<task>.yaml for a model repo (tasks on Hub datasets; "
         "push with `hf upload`). "
