@@ -33,7 +33,7 @@ from typing import Any
 
 from lmeval.compiler.errors import fail
 from lmeval.compiler.formats.templates import LETTERS
-from lmeval.compiler.tasks import FunctionRef
+from lmeval.compiler.functionref import FunctionRef
 from lmeval.plans import LM_EVAL_FORMATS
 
 VOCABULARY = "lm-eval-0.5"  # the ``format.vocabulary`` of a task compiled in one of these formats

@@ -18,7 +18,6 @@ What differs from lm-eval 0.5's own file: the file name's date is the export's; 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -148,7 +147,3 @@ def write_lm_eval_05_samples(run: ExportRun, out_dir: Path, date: str | None = N
         tmp.replace(path)
         written.append(path)
     return written
-
-
-def read_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
