@@ -272,6 +272,9 @@ class InstanceRecord:
     # generate_until of a chat-templated plan: the role/content messages the context was rendered from
     # (plans/chatmessages.py); absent from the stored map when None, so other plans keep their bytes
     messages: list[dict[str, str]] | None = None
+    # an Instance that shows the model images: their references in order (plans/media.py:MediaRef maps);
+    # absent from the stored map when None, so text-only plans keep their bytes
+    media: list[dict[str, Any]] | None = None
 
     @property
     def arguments(self) -> tuple[Any, ...]:
@@ -298,6 +301,7 @@ class InstanceRecord:
             "request_hash": self.request_hash,
             "kind": self.kind,
             **({} if self.messages is None else {"messages": self.messages}),
+            **({} if self.media is None else {"media": self.media}),
         }
 
     @classmethod
@@ -315,12 +319,26 @@ def request_hash_of(
     generation_kwargs: dict[str, Any] | None,
     context_ids: list[int] | None,
     continuation_ids: list[int] | None,
+    media: list[str] | None = None,
 ) -> str:
     """What identifies a request to a model: two Instances with the same hash get the same answer.
 
     sha256 of the canonical encoding of the map of these six fields. The compiler calls this once per
     Instance, so the usual case packs in one go: a map built in sorted key order from values that are already
-    canonical (strings, None, lists of ints) packs to the canonical bytes."""
+    canonical (strings, None, lists of ints) packs to the canonical bytes. ``media``: the ordered sha256s of
+    the images the request shows (``plans/media.py``), a seventh key only when there are images."""
+    if media:
+        return content_hash(
+            {
+                "request_type": request_type,
+                "context": context,
+                "continuation": continuation,
+                "generation_kwargs": generation_kwargs,
+                "context_ids": context_ids,
+                "continuation_ids": continuation_ids,
+                "media": list(media),
+            }
+        )
     if not (
         type(request_type) is str
         and type(context) is str
