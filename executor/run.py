@@ -26,6 +26,7 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
+from lmeval.executor.media import check_plan_media
 from lmeval.executor.modelconf import (
     ModelSpec,
     check_token_rule,
@@ -87,6 +88,7 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
 
     header, instances = load_instances(plan_path, shard_t)
     spec = model_spec(resolve_model_config(header, opts.overrides))
+    check_plan_media(plan_path, instances, spec.backend)  # images there, unaltered, and a backend showing them
     ref = resolve_model_ref(spec, header)
     model_dir = ref.dir if ref is not None else None
     spec = with_context_length(spec, model_dir)

@@ -1,0 +1,38 @@
+"""A plan's images before anything runs: every image its Instances show must be in the plan's companion folder
+with its bytes (``plans.check_media``), and the backend must be one that shows images to the model; otherwise
+one line naming the image and the first Instance using it (or the backend), before any engine starts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans import InstanceRecord, PlanError, check_media
+
+IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "fake")  # backends that send an Instance's images
+
+
+def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
+    """Each image sha256 the Instances show -> the first Instance showing it, as an error names it."""
+    uses: dict[str, str] = {}
+    for inst in instances:
+        for m in inst.media or ():
+            uses.setdefault(m["sha256"], f"Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id})")
+    return uses
+
+
+def check_plan_media(plan_path: str, instances: Sequence[InstanceRecord], backend: str) -> None:
+    """Refuse a plan whose images are missing or altered, or a backend that cannot show them (one line)."""
+    uses = media_uses(instances)
+    if not uses:
+        return
+    if backend not in IMAGE_BACKENDS:
+        first = next(iter(uses.values()))
+        raise ExecuteError(
+            f"{plan_path}: {first} shows images, which model.backend={backend} cannot send "
+            f"(image backends: {', '.join(IMAGE_BACKENDS)})"
+        )
+    try:
+        check_media(plan_path, uses)
+    except PlanError as e:
+        raise ExecuteError(str(e)) from None
