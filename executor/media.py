@@ -5,9 +5,11 @@ one line naming the image and the first Instance using it (or the backend), befo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans import InstanceRecord, PlanError, check_media
+from lmeval.plans import InstanceRecord, PlanError, check_media, read_image
 
 IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "fake")  # backends that send an Instance's images
 
@@ -26,6 +28,12 @@ def check_plan_media(plan_path: str, instances: Sequence[InstanceRecord], backen
     uses = media_uses(instances)
     if not uses:
         return
+    for inst in instances:
+        if inst.media and inst.request_type != "generate_until":
+            raise ExecuteError(
+                f"{plan_path}: Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id}): "
+                f"{inst.request_type} requests with images are not run yet (generate_until only)"
+            )
     if backend not in IMAGE_BACKENDS:
         first = next(iter(uses.values()))
         raise ExecuteError(
@@ -36,3 +44,12 @@ def check_plan_media(plan_path: str, instances: Sequence[InstanceRecord], backen
         check_media(plan_path, uses)
     except PlanError as e:
         raise ExecuteError(str(e)) from None
+
+
+def with_images(job: Any, plan_path: str, inst: InstanceRecord) -> Any:
+    """A generation job whose input carries the Instance's images (refs and bytes, each checked again)."""
+    try:
+        images = tuple(read_image(plan_path, m["sha256"]) for m in inst.media or ())
+    except PlanError as e:
+        raise ExecuteError(f"{e} (Instance {inst.instance_id})") from None
+    return replace(job, input=replace(job.input, media=tuple(inst.media or ()), images=images))
