@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans import InstanceRecord, PlanError, check_media, read_image
 
-IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "fake")  # backends that send an Instance's images
+IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "hf", "fake")  # backends that send an Instance's images
 
 
 def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
@@ -23,7 +24,9 @@ def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
     return uses
 
 
-def check_plan_media(plan_path: str, instances: Sequence[InstanceRecord], backend: str) -> None:
+def check_plan_media(
+    plan_path: str, instances: Sequence[InstanceRecord], backend: str, model_dir: Path | None = None
+) -> None:
     """Refuse a plan whose images are missing or altered, or a backend that cannot show them (one line)."""
     uses = media_uses(instances)
     if not uses:
@@ -34,8 +37,14 @@ def check_plan_media(plan_path: str, instances: Sequence[InstanceRecord], backen
                 f"{plan_path}: Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id}): "
                 f"{inst.request_type} requests with images are not run yet (generate_until only)"
             )
+    first = next(iter(uses.values()))
+    if backend == "hf" and model_dir is not None:
+        from lmeval.executor.backends.hf_vision import is_vision_model
+
+        if not is_vision_model(model_dir):
+            raise ExecuteError(f"{plan_path}: {first} shows images, but {model_dir} is not a vision-language "
+                               "model (its config.json has no vision_config)")  # fmt: skip
     if backend not in IMAGE_BACKENDS:
-        first = next(iter(uses.values()))
         raise ExecuteError(
             f"{plan_path}: {first} shows images, which model.backend={backend} cannot send "
             f"(image backends: {', '.join(IMAGE_BACKENDS)})"

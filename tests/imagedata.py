@@ -126,3 +126,39 @@ def _pixels(img: Any) -> str:
 
     img.load()
     return pixel_digest(img.mode, img.width, img.height, img.tobytes())
+
+
+def lm_eval_generations(
+    task: str, data: Path, model_dir: Path, limit: int, max_gen_toks: int
+) -> tuple[list[str], dict[str, Any]]:
+    """The answers lm-eval 0.4.13's ``hf-multimodal`` gives for the first ``limit`` documents of ``task`` (greedy,
+    ``max_gen_toks`` new tokens, batch size 1), in document order, and its metrics for the task."""
+    from unittest import mock
+
+    import datasets
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    real = datasets.load_dataset
+
+    def load_dataset(path: str, name: str | None = None, **kwargs: Any) -> datasets.DatasetDict:
+        folder, image_fields = LOCAL[(path, name)]
+        base = data / folder
+        dd = real("json", data_files={p.stem: str(p) for p in sorted(base.glob("*.jsonl"))})
+        out = {}
+        for split, ds in dd.items():
+            for f in image_fields:
+                ds = ds.map(
+                    lambda r, f=f: {f: None if r[f] is None else {"bytes": None, "path": str(base / r[f]["path"])}}
+                )
+                ds = ds.cast_column(f, datasets.Image())
+            out[split] = ds
+        return datasets.DatasetDict(out)
+
+    with mock.patch.object(datasets, "load_dataset", load_dataset):
+        tasks = get_task_dict([task], TaskManager())
+    res = simple_evaluate(model="hf-multimodal", model_args=f"pretrained={model_dir},dtype=float32",
+                          tasks=[tasks[task]], limit=limit, batch_size=1, log_samples=True,
+                          gen_kwargs=f"max_gen_toks={max_gen_toks}", device="cpu")  # fmt: skip
+    samples = sorted(res["samples"][task], key=lambda s: s["doc_id"])
+    return [s["resps"][0][0] for s in samples], dict(res["results"][task])

@@ -36,6 +36,10 @@ def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
         return OpenAIChatBackend(spec, model_dir)
     assert model_dir is not None
     if spec.backend == "hf":
+        from lmeval.executor.backends.hf_vision import HFVisionBackend, is_vision_model
+
+        if is_vision_model(model_dir):
+            return HFVisionBackend(spec, model_dir)
         from lmeval.executor.backends.hf import HFBackend
 
         return HFBackend(spec, model_dir)

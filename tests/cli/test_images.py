@@ -61,9 +61,12 @@ def test_a_plan_with_one_image_altered_is_refused_naming_it(plan: Path, tmp_path
     assert f"image {sha[:12]} of Instance {third.instance_id} (task chartqa doc 2) has been altered" in err
 
 
-def test_a_backend_that_cannot_show_images_is_refused(plan: Path, tmp_path: Path) -> None:
-    rc, _, err = cli_in_process("execute", str(plan), "model.backend=vllm", "--out", str(tmp_path / "res"))
-    assert rc == 2 and "shows images, which model.backend=vllm cannot send" in err
+def test_a_backend_or_model_that_cannot_show_images_is_refused(plan: Path, tmp_path: Path) -> None:
+    rc, _, err = cli_in_process("execute", str(plan), "model.backend=openai", "--out", str(tmp_path / "res"))
+    assert rc == 2 and "shows images, which model.backend=openai cannot send" in err
+    rc, _, err = cli_in_process("execute", str(plan), "model.backend=hf", "--out", str(tmp_path / "res"))
+    assert rc == 2 and "shows images, but" in err and "is not a vision-language model" in err
+    assert not (tmp_path / "res").exists()
 
 
 def test_show_lists_each_instances_images(plan: Path) -> None:
