@@ -107,8 +107,9 @@ def probe(data: bytes, name: str, where: Where) -> MediaInfo:
                 raise where("doc_to_image", f"image {name} is {w}x{h} pixels, over the bound of {MAX_IMAGE_PIXELS} "
                                             f"pixels or {MAX_IMAGE_SIDE} a side (a decompression bomb?)")  # fmt: skip
             fmt = img.format or ""
-            if getattr(img, "n_frames", 1) > 1:
-                raise where("doc_to_image", f"image {name} is animated ({img.n_frames} frames); one frame expected")
+            frames = int(getattr(img, "n_frames", 1))
+            if frames > 1:
+                raise where("doc_to_image", f"image {name} is animated ({frames} frames); one frame expected")
             img.load()
             raw = img.tobytes()
             mode = img.mode

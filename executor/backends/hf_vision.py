@@ -64,6 +64,7 @@ class HFVisionBackend:
         self.max_images = int(extra.get("max_images") or DEFAULT_MAX_IMAGES)
         self.rgb = bool(extra.get("convert_img_format") or False)
         kwargs = dict(extra.get("image_processor") or {})
+        self.model: Any
         try:
             self.processor = AutoProcessor.from_pretrained(str(model_dir), **kwargs)
             self.model = AutoModelForImageTextToText.from_pretrained(str(model_dir), dtype=torch.float32)
@@ -73,7 +74,7 @@ class HFVisionBackend:
         self.tokenizer = load_hf_tokenizer(model_dir)
         self.image_token = getattr(self.processor, "image_token", None) or IMAGE_PLACEHOLDER
         text_cfg = self.model.config.get_text_config()
-        self.max_length = int(spec.max_model_len or getattr(text_cfg, "max_position_embeddings", 2048))
+        self.max_length = int(spec.max_model_len or getattr(text_cfg, "max_position_embeddings", None) or 2048)
         self._llava = getattr(self.model.config, "model_type", "") == "llava"
         self._args = {"model": str(model_dir), "dtype": "float32", "batch_size": 1, "max_images": self.max_images}
 
@@ -93,7 +94,7 @@ class HFVisionBackend:
         import torch
         from PIL import Image
 
-        images = [Image.open(io.BytesIO(b)) for b in x.images[: self.max_images]]
+        images: list[Any] = [Image.open(io.BytesIO(b)) for b in x.images[: self.max_images]]
         if self.rgb:
             images = [im.convert("RGB") for im in images]
         text = place_images(x.text, self.image_token, self.max_images)

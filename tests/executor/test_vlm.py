@@ -28,8 +28,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("vlm")
     model = ensure_tiny_vlm(root)
     data = make_chartqa(root / "data")
-    plan = compile_to_file(["+task=chartqa", f"run.data_dir={data}", f"model.path={model}", f"run.limit={LIMIT}",
-                            f"run.gen_kwargs={{max_gen_toks: {MAX_TOKENS}}}"], str(root / "chartqa.msgpack"))  # fmt: skip
+    args = ["+task=chartqa", f"run.data_dir={data}", f"model.path={model}", f"run.limit={LIMIT}",
+            f"run.gen_kwargs={{max_gen_toks: {MAX_TOKENS}}}"]  # fmt: skip
+    plan = compile_to_file(args, str(root / "chartqa.msgpack"))
     return model, data, plan
 
 
