@@ -12,7 +12,7 @@ from typing import Any
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans import InstanceRecord, PlanError, check_media, read_image
 
-IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "hf", "fake")  # backends that send an Instance's images
+IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "hf", "vllm", "fake")  # backends that send an Instance's images
 
 
 def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
@@ -38,7 +38,7 @@ def check_plan_media(
                 f"{inst.request_type} requests with images are not run yet (generate_until only)"
             )
     first = next(iter(uses.values()))
-    if backend == "hf" and model_dir is not None:
+    if backend in ("hf", "vllm") and model_dir is not None:
         from lmeval.executor.backends.hf_vision import is_vision_model
 
         if not is_vision_model(model_dir):
