@@ -39,7 +39,7 @@ def check_plan_media(
             )
     first = next(iter(uses.values()))
     if backend in ("hf", "vllm") and model_dir is not None:
-        from lmeval.executor.backends.hf_vision import is_vision_model
+        from lmeval.executor.backends import is_vision_model
 
         if not is_vision_model(model_dir):
             raise ExecuteError(f"{plan_path}: {first} shows images, but {model_dir} is not a vision-language "

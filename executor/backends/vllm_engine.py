@@ -193,7 +193,7 @@ class VLLMBackend:
 
         if not prompts:
             return
-        engine_prompts = [p if isinstance(p, dict) else TokensPrompt(prompt_token_ids=p) for p in prompts]
+        engine_prompts: list[Any] = [p if isinstance(p, dict) else TokensPrompt(prompt_token_ids=p) for p in prompts]
         ids = self.llm.enqueue(engine_prompts, params, use_tqdm=False)
         # enqueue returns the engine's internal ids ("<external>-<random>"); outputs carry the external id
         index = {rid.rsplit("-", 1)[0]: i for i, rid in enumerate(ids)}
