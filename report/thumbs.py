@@ -19,7 +19,7 @@ def thumbnail(data: bytes) -> str:
     """A PNG data URI of ``data`` (an image the compiler already bounded) shrunk to ``THUMB`` a side."""
     from PIL import Image
 
-    img = Image.open(io.BytesIO(data))
+    img: Any = Image.open(io.BytesIO(data))
     img.thumbnail((THUMB, THUMB))
     if img.mode not in ("RGB", "RGBA", "L", "LA", "P"):
         img = img.convert("RGB")
