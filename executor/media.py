@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lmeval.common import processor_hash
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans import InstanceRecord, PlanError, check_media, read_image
 
@@ -25,7 +26,11 @@ def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
 
 
 def check_plan_media(
-    plan_path: str, instances: Sequence[InstanceRecord], backend: str, model_dir: Path | None = None
+    plan_path: str,
+    instances: Sequence[InstanceRecord],
+    backend: str,
+    model_dir: Path | None = None,
+    processor: str | None = None,
 ) -> None:
     """Refuse a plan whose images are missing or altered, or a backend that cannot show them (one line)."""
     uses = media_uses(instances)
@@ -44,6 +49,12 @@ def check_plan_media(
         if not is_vision_model(model_dir):
             raise ExecuteError(f"{plan_path}: {first} shows images, but {model_dir} is not a vision-language "
                                "model (its config.json has no vision_config)")  # fmt: skip
+        here = processor_hash(model_dir)
+        if processor is not None and here != processor:
+            raise ExecuteError(
+                f"{plan_path}: the plan was compiled for image processor settings {processor[:12]}, but "
+                f"{model_dir} has {str(here)[:12]} (preprocessor_config.json / processor_config.json differ)"
+            )
     if backend not in IMAGE_BACKENDS:
         raise ExecuteError(
             f"{plan_path}: {first} shows images, which model.backend={backend} cannot send "

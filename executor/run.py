@@ -90,7 +90,7 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
     spec = model_spec(resolve_model_config(header, opts.overrides))
     ref = resolve_model_ref(spec, header)
     model_dir = ref.dir if ref is not None else None
-    check_plan_media(plan_path, instances, spec.backend, model_dir)  # images there, unaltered, and shown
+    check_plan_media(plan_path, instances, spec.backend, model_dir, header.model.processor_hash)  # images: all there
     spec = with_context_length(spec, model_dir)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
     spec = check_token_rule(header, spec, plan_path)

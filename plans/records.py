@@ -51,11 +51,14 @@ class ModelInfo:
     token_rule: TokenRule | None = None  # the rule the token ids were made with (None: plan without ids)
     revision: str | None = None  # the Hub snapshot's commit sha the plan was compiled against
     config_hash: str | None = None  # sha256 of the model's config.json
+    processor_hash: str | None = None  # a vision-language model's processor settings (common/modelref.py)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if self.token_rule is None:
             del d["token_rule"]  # plans without a recorded rule keep their bytes and hash
+        if self.processor_hash is None:
+            del d["processor_hash"]  # text models' plans keep their bytes and hash
         return d
 
     @classmethod

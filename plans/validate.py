@@ -154,7 +154,7 @@ def _check_model(header: PlanHeader, w: _Where) -> None:
         raise w.header("model.name", "not a string")
     if type(m.backend) is not str:
         raise w.header("model.backend", "not a string")
-    for f in ("path", "tokenizer", "revision", "tokenizer_hash", "chat_template_hash", "config_hash"):
+    for f in ("path", "tokenizer", "revision", "tokenizer_hash", "chat_template_hash", "config_hash", "processor_hash"):
         if not _opt_str(getattr(m, f)):
             raise w.header(f"model.{f}", "not a string")
     if m.add_bos_token is not None and type(m.add_bos_token) is not bool:

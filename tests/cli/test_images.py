@@ -95,3 +95,41 @@ def test_diff_names_the_changed_image(plan: Path, tmp_path: Path) -> None:
     assert f"idx 0 image 0: {old['sha256'][:12]} 48x32 image/png" in out
     assert f"→ {new['sha256'][:12]} 48x32 image/png" in out and "(pixels changed)" in out
     assert "chartqa doc 1" in out and "chartqa doc 0" not in out
+
+
+def _fake_vlm(where: Path, longest_edge: int) -> Path:
+    """The tiny text model's files as a 'vision-language model' directory for compiling: a vision_config in its
+    config.json and an image processor's settings (nothing here loads its weights)."""
+    import json
+
+    from lmeval.common.tinymodel import ensure_tiny_model
+
+    shutil.copytree(ensure_tiny_model(), where)
+    cfg = json.loads((where / "config.json").read_text())
+    (where / "config.json").write_text(json.dumps({**cfg, "vision_config": {"image_size": 56}}))
+    (where / "preprocessor_config.json").write_text(json.dumps({"size": {"longest_edge": longest_edge}}))
+    return where
+
+
+def test_processor_and_resize_settings_are_plan_identity(tmp_path: Path) -> None:
+    """The model's image-processor files are hashed into the plan (model.processor_hash): another resize setting
+    gives another plan hash, diff names it, and execute refuses a model whose processor settings differ.
+    ``model.image_processor`` overrides (the processor's keyword arguments) are config: diff names them too."""
+    data = make_chartqa(tmp_path / "data", n=2)
+    a, b = _fake_vlm(tmp_path / "vlm-a", 56), _fake_vlm(tmp_path / "vlm-b", 112)
+    plans = {}
+    for name, model, extra in (("a", a, []), ("b", b, []), ("c", a, ["+model.image_processor.size.longest_edge=64"])):
+        out = tmp_path / f"{name}.msgpack"
+        rc, _, err = cli_in_process("compile", "+task=chartqa", f"run.data_dir={data}", f"model.path={model}",
+                                    *extra, "--out", str(out))  # fmt: skip
+        assert rc == 0, err
+        plans[name] = read_plan(out).header
+    assert plans["a"].model.processor_hash and plans["a"].model.processor_hash != plans["b"].model.processor_hash
+    assert len({h.plan_hash for h in plans.values()}) == 3
+    _, out, _ = cli_in_process("diff", str(tmp_path / "a.msgpack"), str(tmp_path / "b.msgpack"))
+    assert "processor_hash" in out
+    _, out, _ = cli_in_process("diff", str(tmp_path / "a.msgpack"), str(tmp_path / "c.msgpack"))
+    assert "model.image_processor" in out
+    rc, _, err = cli_in_process("execute", str(tmp_path / "a.msgpack"), "model.backend=hf", f"model.path={b}",
+                                "--out", str(tmp_path / "res"))  # fmt: skip
+    assert rc == 2 and "compiled for image processor settings" in err and not (tmp_path / "res").exists()
