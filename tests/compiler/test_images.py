@@ -136,3 +136,12 @@ def test_an_image_path_may_not_leave_the_data_folder(tmp_path: Path) -> None:
     rows.write_text(rows.read_text().replace("images/x.png", "../../../etc/passwd"))
     with pytest.raises(CompileError, match="leaves the data folder"):
         compiler.compile_plan(args)
+
+
+def test_the_cli_prints_a_bomb_as_one_line_and_exits_2(tmp_path: Path) -> None:
+    from tests.support import cli_in_process
+
+    args = _one_image_task(tmp_path, _png(12000, 12000))
+    rc, out, err = cli_in_process("compile", *args, "--out", str(tmp_path / "p.msgpack"))
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err and "decompression bomb" in err
+    assert not (tmp_path / "p.msgpack").exists() and not (tmp_path / "p.msgpack.media").exists()
