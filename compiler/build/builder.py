@@ -309,6 +309,12 @@ class TaskBuilder:
         if self.chat is not None and not multiple_input and s.output_type == "generate_until":
             requests[0].messages = self._conv(turns)  # kept in the plan for chat endpoints
         if s.doc_to_image is not None:  # lm-eval appends the doc's images to every request of the doc
+            if self.chat is not None and not self.media and not any("image parts" in n for n in self.notes):
+                self.notes.append(
+                    f"{s.name}: images with a chat template: the context is the tokenizer's chat template over "
+                    "text with <image> placeholders (chat endpoints get the messages with image parts); lm-eval's "
+                    "hf-multimodal renders image parts with the processor's own template, which can differ"
+                )
             images = doc_images(r, s.doc_to_image, doc, doc_id, self._image_base(), where)
             for rq in requests:
                 rq.media = media_refs(rq.context, rq.messages, [info for info, _ in images])
