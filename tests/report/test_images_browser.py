@@ -75,3 +75,19 @@ def test_a_missing_image_is_shown_as_missing(browser: Any, chartqa_run: dict[str
     assert "is missing" in art.find_element(By.CSS_SELECTOR, ".thumb-missing").text
     other = browser.find_element(By.CSS_SELECTOR, '#s-docs article.doc[data-doc="0"]')
     assert len(other.find_elements(By.CSS_SELECTOR, ".thumbs img")) == 1
+
+
+def test_lm_eval_sample_logs_carry_the_media_hashes(chartqa_run: dict[str, Path], tmp_path: Path) -> None:
+    import json
+
+    from lmeval.report.export import export
+
+    (f,) = export(str(chartqa_run["run"]), "lm-eval-samples", str(tmp_path / "out"))
+    lines = [json.loads(x) for x in Path(f).read_text().splitlines()]
+    insts = {i.doc_id: i for i in read_plan(chartqa_run["plan"]).instances}
+    assert len(lines) == 3
+    for line in lines:
+        m = insts[line["doc_id"]].media[0]  # type: ignore[index]
+        args = line["arguments"]["gen_args_0"]
+        assert args["arg_0"] == insts[line["doc_id"]].context
+        assert args["arg_2"] == {"visual": [f"<image sha256={m['sha256']} size=48x32 mime=image/png>"]}
