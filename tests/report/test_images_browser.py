@@ -91,3 +91,22 @@ def test_lm_eval_sample_logs_carry_the_media_hashes(chartqa_run: dict[str, Path]
         args = line["arguments"]["gen_args_0"]
         assert args["arg_0"] == insts[line["doc_id"]].context
         assert args["arg_2"] == {"visual": [f"<image sha256={m['sha256']} size=48x32 mime=image/png>"]}
+
+
+def test_eee_sample_lines_carry_the_media_hashes(chartqa_run: dict[str, Path], tmp_path: Path) -> None:
+    import json
+
+    from lmeval.report.export import export
+    from tests.report.test_export_eee import INST
+
+    files = export(str(chartqa_run["run"]), "eee", str(tmp_path / "eee"))
+    (samples,) = [f for f in files if str(f).endswith("_samples.jsonl")]
+    insts = {i.doc_id: i for i in read_plan(chartqa_run["plan"]).instances}
+    lines = [json.loads(x) for x in Path(samples).read_text().splitlines()]
+    assert lines
+    for line in lines:
+        assert not [e.message for e in INST.iter_errors(line)]
+        m = insts[int(line["sample_id"])].media[0]  # type: ignore[index]
+        assert json.loads(line["metadata"]["media"]) == [
+            {"sha256": m["sha256"], "mime": "image/png", "width": 48, "height": 32}
+        ]
