@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         config_hash,
         model_name,
         parse_hub_id,
+        processor_hash,
         resolve_model,
         tokenizer_hash,
     )
@@ -42,6 +43,7 @@ __all__ = [
     "model_name",
     "os_error_of",
     "parse_hub_id",
+    "processor_hash",
     "resolve_model",
     "tokenizer_hash",
     "InputError",
@@ -69,6 +71,7 @@ _LAZY = {
     "model_name": "lmeval.common.modelref",
     "os_error_of": "lmeval.common.atomic",
     "parse_hub_id": "lmeval.common.modelref",
+    "processor_hash": "lmeval.common.modelref",
     "resolve_model": "lmeval.common.modelref",
     "tokenizer_hash": "lmeval.common.modelref",
 }

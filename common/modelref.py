@@ -77,6 +77,16 @@ def config_hash(model_dir: str | os.PathLike[str] | None) -> str | None:
     return _file_sha256(model_dir, "config.json")
 
 
+PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json")  # what sets a VLM's image processing
+
+
+def processor_hash(model_dir: str | os.PathLike[str] | None) -> str | None:
+    """sha256 (hex) over a vision-language model's processor settings (each of ``PROCESSOR_FILES`` present:
+    its name, then its sha256); None when the directory has none (a text model)."""
+    parts = [f"{n}\0{_file_sha256(model_dir, n)}\n" for n in PROCESSOR_FILES if _file_sha256(model_dir, n)]
+    return hashlib.sha256("".join(parts).encode()).hexdigest() if parts else None
+
+
 def _file_sha256(model_dir: str | os.PathLike[str] | None, name: str) -> str | None:
     if model_dir is None:
         return None

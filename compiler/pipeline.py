@@ -27,6 +27,7 @@ from lmeval.plans import (
     plan_digest,
     seal_header,
     split_locations,
+    write_media,
     write_tasks,
 )
 
@@ -64,6 +65,7 @@ class Compiled:
     def write(self, out: str | None = None, codec: str = DEFAULT_CODEC) -> Path:
         """Write the plan to ``out``, else ``run.out``, else ``lmeval-plans/<name>-<hash12>.msgpack`` (cwd)."""
         path = plan_path(self.header, out or self.locations.get("run.out"))
+        write_media(path, {k: v for p in self.parts for k, v in p.media})  # images first: a plan never lacks them
         return write_tasks(path, self.header, [p.encoded for p in self.parts], codec)
 
 

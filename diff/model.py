@@ -27,6 +27,7 @@ CAUSES: dict[str, str] = {
     "scoring": "metrics/filters/aggregation (scoring only: no re-execution needed)",
     "config": "other task config",
     "prompt": "prompt text (cause not shown in the plan)",
+    "images": "images shown (bytes or placement: plans/media.py)",
 }
 
 

@@ -25,6 +25,7 @@ _INST_FIELDS = (
     "context_ids",
     "continuation_ids",
     "messages",  # a chat-templated generation's messages (plans/chatmessages.py)
+    "media",  # the images it shows (plans/media.py)
 )
 
 
@@ -209,6 +210,8 @@ class _TaskDiffer:
             causes.add("token_ids")
         if "messages" in diff and not causes:  # the chat messages alone: what a chat endpoint is sent changed
             causes.add("prompt")
+        if "media" in diff:
+            causes.add("images")
         if self.format_changed:
             causes = {"format" if c in _FORMAT_PARTS else c for c in causes}
         return ChangedInstance(idx, o, n, causes)
@@ -263,6 +266,7 @@ class _TaskDiffer:
                     lines.append(f"  idx {idx} repeats: {o.get('repeats')} → {n.get('repeats')}")
                 if o.get("request_type") != n.get("request_type"):
                     lines.append(f"  idx {idx} request type: {o.get('request_type')} → {n.get('request_type')}")
+                lines += media_lines(idx, o.get("media"), n.get("media"))
                 ids_moved = o.get("context_ids") != n.get("context_ids") or o.get("continuation_ids") != n.get(
                     "continuation_ids"
                 )
@@ -277,6 +281,27 @@ class _TaskDiffer:
 
     def finish(self) -> None:
         self.td.causes = list(self.stats.values())
+
+
+def media_lines(idx: int, old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None) -> list[str]:
+    """One line per image position whose image changed: its sha256 (12 digits), size and pixels, old → new."""
+    a, b = old or [], new or []
+    out: list[str] = []
+    for k in range(max(len(a), len(b))):
+        x, y = (a[k] if k < len(a) else None), (b[k] if k < len(b) else None)
+        if x == y:
+            continue
+        what = "pixels changed" if x and y and x.get("pixels") != y.get("pixels") else "same pixels"
+        if x is None or y is None:
+            what = "added" if x is None else "removed"
+        out.append(f"  idx {idx} image {k}: {_image(x)} → {_image(y)} ({what})")
+    return out
+
+
+def _image(m: dict[str, Any] | None) -> str:
+    if m is None:
+        return "none"
+    return f"{str(m.get('sha256'))[:12]} {m.get('width')}x{m.get('height')} {m.get('mime')} {m.get('size')} B"
 
 
 def _ids_change(a: list[int] | None, b: list[int] | None) -> str:

@@ -105,6 +105,11 @@ def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider
                 f"{plan_path}: task {inst.task}: {inst.request_type} requests are not exported to a batch (yet); "
                 "run this task with lmeval execute"
             )
+        if refusal is None and inst.media:
+            refusal = (
+                f"{plan_path}: Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id}) shows images, which "
+                "are not exported to a batch (yet); run this task with lmeval execute"
+            )
     if refusal:
         raise ExecuteError(refusal)
     tok = load_hf_tokenizer(model_dir) if model_dir is not None else None

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from lmeval.executor import budgets
 from lmeval.executor.backends import Backend, RequestFailed
 from lmeval.executor.efficiency import distinct_positions
+from lmeval.executor.media import with_images
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import (
     JobResult,
@@ -175,6 +176,8 @@ class JobLoop:
         jobs = []
         for key, members in groups.items():
             job = kind.build(members[0], backend, spec, rule, instance_where(self.plan_path, members[0]))
+            if members[0].media:
+                job = with_images(job, self.plan_path, members[0])
             job.key = key
             jobs.append(job)
         jobs.sort(key=lambda j: (-j.size, j.key))

@@ -27,6 +27,7 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
+from lmeval.executor.media import check_plan_media
 from lmeval.executor.modelconf import (
     HTTP_BACKENDS,
     ModelSpec,
@@ -93,6 +94,7 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
     spec = replace(model_spec(model_cfg), plan_base_url=uses_plan_base_url(opts.overrides, model_cfg))
     ref = resolve_model_ref(spec, header)
     model_dir = ref.dir if ref is not None else None
+    check_plan_media(plan_path, instances, spec.backend, model_dir, header.model.processor_hash)  # images: all there
     spec = with_context_length(spec, model_dir)
     tok_hash = check_tokenizer(header, model_dir, plan_path)
     spec = check_token_rule(header, spec, plan_path)

@@ -123,6 +123,23 @@ if TYPE_CHECKING:
         write_grades,
     )
     from lmeval.plans.limits import MAX_DEPTH, MAX_GEN_TOKS, MAX_REPEATS, MAX_ROW_BYTES, MAX_YAML_BYTES, value_problem
+    from lmeval.plans.media import (
+        IMAGE_PLACEHOLDER,
+        MAX_IMAGE_BYTES,
+        MAX_IMAGE_PIXELS,
+        MAX_IMAGE_SIDE,
+        MAX_IMAGES_PER_INSTANCE,
+        MIME_TYPES,
+        MediaInfo,
+        MediaRef,
+        check_media,
+        media_dir,
+        media_hashes,
+        pixel_digest,
+        placements,
+        read_image,
+        write_media,
+    )
     from lmeval.plans.packids import IdsPacker
     from lmeval.plans.partsum import checksummed, part_sha256
     from lmeval.plans.promptformats import (
@@ -680,6 +697,25 @@ _LAZY = {
     "write_sealed": "lmeval.plans.io",
     "write_tasks": "lmeval.plans.sealparts",
 }
+
+__all__ += [  # images in a plan (plans/media.py)
+    "IMAGE_PLACEHOLDER",
+    "MAX_IMAGE_BYTES",
+    "MAX_IMAGE_PIXELS",
+    "MAX_IMAGE_SIDE",
+    "MAX_IMAGES_PER_INSTANCE",
+    "MIME_TYPES",
+    "MediaInfo",
+    "MediaRef",
+    "check_media",
+    "media_dir",
+    "media_hashes",
+    "pixel_digest",
+    "placements",
+    "read_image",
+    "write_media",
+]
+_LAZY.update(dict.fromkeys(__all__[-15:], "lmeval.plans.media"))
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ from lmeval.plans.errors import PlanError
 from lmeval.plans.identity import locations_in
 from lmeval.plans.integrity import check_plan_hash, header_hash_bytes, plan_hasher, task_hash
 from lmeval.plans.limits import InputError, open_regular
+from lmeval.plans.media import media_hashes
 from lmeval.plans.recordcodec import Record, decode_record, encode_records, record_maps
 from lmeval.plans.records import FORMAT, DocRecord, InstanceRecord, Plan, PlanHeader, request_hash_of
 from lmeval.plans.storage import (
@@ -96,7 +97,13 @@ def with_derived(rec: Record) -> Record:
     if rec.request_hash:
         return rec
     h = request_hash_of(
-        rec.request_type, rec.context, rec.continuation, rec.generation_kwargs, rec.context_ids, rec.continuation_ids
+        rec.request_type,
+        rec.context,
+        rec.continuation,
+        rec.generation_kwargs,
+        rec.context_ids,
+        rec.continuation_ids,
+        media_hashes(rec.media),
     )
     return replace(rec, request_hash=h)
 

@@ -51,11 +51,14 @@ class ModelInfo:
     token_rule: TokenRule | None = None  # the rule the token ids were made with (None: plan without ids)
     revision: str | None = None  # the Hub snapshot's commit sha the plan was compiled against
     config_hash: str | None = None  # sha256 of the model's config.json
+    processor_hash: str | None = None  # a vision-language model's processor settings (common/modelref.py)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if self.token_rule is None:
             del d["token_rule"]  # plans without a recorded rule keep their bytes and hash
+        if self.processor_hash is None:
+            del d["processor_hash"]  # text models' plans keep their bytes and hash
         return d
 
     @classmethod
@@ -272,6 +275,9 @@ class InstanceRecord:
     # generate_until of a chat-templated plan: the role/content messages the context was rendered from
     # (plans/chatmessages.py); absent from the stored map when None, so other plans keep their bytes
     messages: list[dict[str, str]] | None = None
+    # an Instance that shows the model images: their references in order (plans/media.py:MediaRef maps);
+    # absent from the stored map when None, so text-only plans keep their bytes
+    media: list[dict[str, Any]] | None = None
 
     @property
     def arguments(self) -> tuple[Any, ...]:
@@ -298,6 +304,7 @@ class InstanceRecord:
             "request_hash": self.request_hash,
             "kind": self.kind,
             **({} if self.messages is None else {"messages": self.messages}),
+            **({} if self.media is None else {"media": self.media}),
         }
 
     @classmethod
@@ -315,12 +322,26 @@ def request_hash_of(
     generation_kwargs: dict[str, Any] | None,
     context_ids: list[int] | None,
     continuation_ids: list[int] | None,
+    media: list[str] | None = None,
 ) -> str:
     """What identifies a request to a model: two Instances with the same hash get the same answer.
 
     sha256 of the canonical encoding of the map of these six fields. The compiler calls this once per
     Instance, so the usual case packs in one go: a map built in sorted key order from values that are already
-    canonical (strings, None, lists of ints) packs to the canonical bytes."""
+    canonical (strings, None, lists of ints) packs to the canonical bytes. ``media``: the ordered sha256s of
+    the images the request shows (``plans/media.py``), a seventh key only when there are images."""
+    if media:
+        return content_hash(
+            {
+                "request_type": request_type,
+                "context": context,
+                "continuation": continuation,
+                "generation_kwargs": generation_kwargs,
+                "context_ids": context_ids,
+                "continuation_ids": continuation_ids,
+                "media": list(media),
+            }
+        )
     if not (
         type(request_type) is str
         and type(context) is str

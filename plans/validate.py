@@ -34,7 +34,8 @@ from lmeval.plans.canonical import canonical_bytes, normalize
 from lmeval.plans.chatmessages import messages_problem
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import INT64_MAX, MAX_GEN_TOKS, MAX_REPEATS, MAX_TOKEN_ID
-from lmeval.plans.records import OUTPUT_TYPES, PlanHeader, instance_id_for
+from lmeval.plans.media import media_hashes, media_problem
+from lmeval.plans.records import OUTPUT_TYPES, PlanHeader, instance_id_for, request_hash_of
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -153,7 +154,7 @@ def _check_model(header: PlanHeader, w: _Where) -> None:
         raise w.header("model.name", "not a string")
     if type(m.backend) is not str:
         raise w.header("model.backend", "not a string")
-    for f in ("path", "tokenizer", "revision", "tokenizer_hash", "chat_template_hash", "config_hash"):
+    for f in ("path", "tokenizer", "revision", "tokenizer_hash", "chat_template_hash", "config_hash", "processor_hash"):
         if not _opt_str(getattr(m, f)):
             raise w.header(f"model.{f}", "not a string")
     if m.add_bos_token is not None and type(m.add_bos_token) is not bool:
@@ -277,6 +278,8 @@ class RecordValidator:
             self._gen_kwargs(kw, task, doc_id)
         if "messages" in obj and (rt != "generate_until" or messages_problem(obj["messages"])):
             raise r(task, doc_id, "messages", messages_problem(obj["messages"]) or f"set on a {rt} request")
+        if "media" in obj and media_problem(obj["media"], obj["context"]):
+            raise r(task, doc_id, "media", str(media_problem(obj["media"], obj["context"])))
         rep: Any = obj.get("repeats")
         if not _is_int(rep) or not 1 <= rep <= MAX_REPEATS:
             raise r(task, doc_id, "repeats", f"{str(rep)[:40]} is not an integer in 1..{MAX_REPEATS}")
@@ -297,7 +300,10 @@ class RecordValidator:
                      + pack(None if kw is None else normalize(kw)) + _K_RT + pack(rt))  # fmt: skip
         except (TypeError, ValueError):
             raise r(task, doc_id, "generation_kwargs", "not canonical data") from None
-        if obj.get("request_hash") != h.hexdigest():
+        want_hash = h.hexdigest()
+        if "media" in obj:  # images: a seventh key (plans/records.py:request_hash_of)
+            want_hash = request_hash_of(rt, ctx, cont, kw, ids, cont_ids, media_hashes(obj["media"]))
+        if obj.get("request_hash") != want_hash:
             raise r(task, doc_id, "request_hash", "is not the hash of the request's content (a forged plan)")
         self.insts[task] = self.insts.get(task, 0) + 1
 

@@ -42,6 +42,7 @@ class InstanceView:
     n_continuation_ids: int | None
     max_gen_toks: int | None
     until: list[str] | None = None  # generate_until: the stop sequences
+    media: list[dict[str, Any]] | None = None  # the images it shows (plans/media.py:MediaRef maps)
 
 
 @dataclass
@@ -148,6 +149,7 @@ def _instance_view(rec: InstanceRecord) -> InstanceView:
         None if rec.continuation_ids is None else len(rec.continuation_ids),
         mgt,
         until,
+        rec.media,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.report.inputs import DocView, Run
+from lmeval.report.thumbs import doc_thumbnails
 
 LL_DIGITS = 6  # log-likelihoods as shown in the page (and stored): 6 decimals
 
@@ -227,6 +228,9 @@ def _prompts_of(
             choices[k] = v.choices
     prefix, ctx, cont = _prompts(views)
     prompt: dict[str, Any] = {"prefix": prefix, "ctx": ctx, "cont": cont}
+    images = doc_thumbnails(r.plan.path, views)
+    if images is not None:
+        prompt["images"] = images
     fewshot = [None if v is None or not v.fewshot_ids else v.fewshot_ids for v in views]
     if any(f is not None for f in fewshot):
         prompt["fewshot"] = fewshot

@@ -12,9 +12,11 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.build.documents import DataSource, apply_process_docs
+from lmeval.compiler.build.documents import DataSource, apply_process_docs, local_name
+from lmeval.compiler.build.images import doc_images, media_refs
 from lmeval.compiler.build.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
 from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request, budgeted
 from lmeval.compiler.build.render import Renderer
@@ -68,6 +70,7 @@ class TaskBuilder:
             for ref in (self.config.process_docs, f.process_docs, f.samples)
         )
         self._memo: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+        self.media: dict[str, bytes] = {}  # every image of the built documents: sha256 -> encoded bytes
 
     def _drop_absent_splits(self) -> None:
         """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such
@@ -213,7 +216,16 @@ class TaskBuilder:
                 messages.extend(turn)
             out.append(self._doc(r, doc_id, doc, ids, messages, multiple_input, where))
         nulls = r.nulls.fields(self._data_file(), s.name)
-        return BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes, nulls, drawn)
+        built = BuiltTask(s, n_shot, out, docs, multiple_input, p.multiple_target, self.notes, nulls, drawn)
+        built.media = dict(self.media)
+        return built
+
+    def _image_base(self) -> Path | None:
+        """The folder image paths are relative to: the task's local data folder (None without local data)."""
+        s = self.config
+        if self.data.data_dir is None or s.dataset_path is None:
+            return None
+        return Path(self.data.data_dir) / local_name(s.dataset_path, s.dataset_name)
 
     def _fewshot_seed(self) -> int | None:
         """The few-shot sampler's seed: a sweep variant's own (its ``format.seed``, compiler/formats), else
@@ -308,6 +320,17 @@ class TaskBuilder:
         requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
         if self.chat is not None and not multiple_input and s.output_type == "generate_until":
             requests[0].messages = self._conv(turns)  # kept in the plan for chat endpoints
+        if s.doc_to_image is not None:  # lm-eval appends the doc's images to every request of the doc
+            if self.chat is not None and not self.media and not any("image parts" in n for n in self.notes):
+                self.notes.append(
+                    f"{s.name}: images with a chat template: the context is the tokenizer's chat template over "
+                    "text with <image> placeholders (chat endpoints get the messages with image parts); lm-eval's "
+                    "hf-multimodal renders image parts with the processor's own template, which can differ"
+                )
+            images = doc_images(r, s.doc_to_image, doc, doc_id, self._image_base(), where)
+            for rq in requests:
+                rq.media = media_refs(rq.context, rq.messages, [info for info, _ in images])
+            self.media.update((info.sha256, data) for info, data in images)
         gold = q if multiple_input else target
         self._check_target(gold, choices, where, multiple_input)
         self._check_turns(doc, where)

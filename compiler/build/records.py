@@ -68,6 +68,7 @@ class Request:
     generation_kwargs: dict[str, Any] | None
     idx: int
     messages: list[dict[str, str]] | None = None  # a chat-templated generation's messages (plans/chatmessages.py)
+    media: list[dict[str, Any]] | None = None  # the images it shows, in order (plans/media.py:MediaRef maps)
 
 
 @dataclass
@@ -91,6 +92,7 @@ class BuiltTask:
     notes: list[str] = field(default_factory=list)
     null_fields: list[NullField] = field(default_factory=list)  # never in the plan (compiler/build/nullfields.py)
     subsample: Drawn | None = None  # run.subsample: what was chosen (plans/subsample.py)
+    media: dict[str, bytes] = field(default_factory=dict)  # its images' bytes by sha256 (the plan's companion)
 
 
 @dataclass

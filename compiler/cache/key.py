@@ -211,6 +211,8 @@ def _data(spec: TaskConfig, opts: BuildOptions, h: Any) -> None:
                 h.update(f"data_file\0{p.resolve()}\0".encode())
                 _file_digest(p, h)
         return
+    if spec.doc_to_image is not None:  # image files live beside the data, anywhere under its folder
+        raise Uncacheable("a task with images (doc_to_image)")
     ds = DataSource(spec, opts.data_dir)
     if ds.data_dir is None or spec.dataset_path is None:
         raise Uncacheable("documents from the datasets library (the Hub or its cache)")

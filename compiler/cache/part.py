@@ -37,6 +37,7 @@ class TaskPart:
     encoded: EncodedTask
     digest: str = ""  # the sha256 of its entry's payload (hex) when it went through one: what its bytes are
     null_fields: tuple[NullField, ...] = ()  # what its prompts rendered as None (never in the plan)
+    media: tuple[tuple[str, bytes], ...] = ()  # its images (sha256, bytes): the plan's companion folder
 
 
 def entry_digest(entry: bytes) -> str:
@@ -54,7 +55,8 @@ def part_of(bt: BuiltTask, opts: BuildOptions, tok: ModelTokenizer | None) -> Ta
     frames = encode_frames(data, lengths)
     th = task_hash(summary, [0, len(data)] if data else None, data)
     enc = EncodedTask(bt.config.name, data, lengths, summary.n_docs, summary.n_instances, frames, th)
-    return TaskPart(summary, list(bt.notes), enc, null_fields=tuple(bt.null_fields))
+    media = tuple(sorted(bt.media.items()))
+    return TaskPart(summary, list(bt.notes), enc, null_fields=tuple(bt.null_fields), media=media)
 
 
 def pack_part(key: str, part: TaskPart) -> bytes:
@@ -71,6 +73,7 @@ def pack_part(key: str, part: TaskPart) -> bytes:
             "n_instances": e.n_instances,
             "frames": [[n, b] for n, b in e.frames],
             "task_hash": e.task_hash,
+            **({"media": [[k, v] for k, v in part.media]} if part.media else {}),
         },
         use_bin_type=True,
     )
@@ -101,6 +104,9 @@ def unpack_part(blob: bytes, key: str, lazy: bool = False) -> TaskPart:
         nulls = tuple(NullField.from_list(x) for x in m["null_fields"])
         n_docs, n_inst = int(m["n_docs"]), int(m["n_instances"])
         th = str(m["task_hash"])
+        media = tuple((str(k), bytes(v)) for k, v in m.get("media", []))
+        if any(hashlib.sha256(v).hexdigest() != k for k, v in media):
+            raise CorruptEntry("an image's bytes do not hash to its name")
     except CorruptEntry:
         raise
     except Exception as e:  # noqa: BLE001 - anything malformed in a payload whose hash matched: a format bug
@@ -116,7 +122,7 @@ def unpack_part(blob: bytes, key: str, lazy: bool = False) -> TaskPart:
     if (summary.n_docs, summary.n_instances) != (n_docs, n_inst):
         raise CorruptEntry("record counts disagree with the summary")
     enc = EncodedTask(summary.name, data, lengths, n_docs, n_inst, frames, th)
-    return TaskPart(summary, notes, enc, digest.hex(), nulls)
+    return TaskPart(summary, notes, enc, digest.hex(), nulls, media)
 
 
 def _declared(n: int, stored: bytes) -> int:

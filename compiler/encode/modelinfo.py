@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lmeval.common import ModelRef, ModelRefError, model_name, resolve_model
+from lmeval.common import ModelRef, ModelRefError, model_name, processor_hash, resolve_model
 from lmeval.compiler.build import ChatFn
 from lmeval.compiler.encode.tokenizer import ModelTokenizer, sha256_text
 from lmeval.compiler.errors import CompileError, fail
@@ -60,6 +60,7 @@ def load_tokenizer(
         token_rule=tok.rule,
         revision=ref.revision,
         config_hash=ref.config_hash(),
+        processor_hash=processor_hash(ref.dir),
     )
     return tok, info
 

@@ -21,6 +21,7 @@ from lmeval.plans import (
     encode_doc_instances,
     encode_instance,
     instance_id_for,
+    media_hashes,
     request_hash_of,
 )
 
@@ -179,7 +180,7 @@ def _instance_records(
             # token ids come from the tokenizer (lists of int): not checked element by element
             fast = (  # a chat-templated generation keeps its messages: encoded one by one below
                 None
-                if any(rq.messages is not None for rq in d.requests)
+                if any(rq.messages is not None or rq.media is not None for rq in d.requests)
                 else encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
             )
         except TypeError as e:
@@ -204,9 +205,16 @@ def _instance_records(
                 context_ids=c_ids,
                 continuation_ids=cont_ids,
                 request_hash=request_hash_of(
-                    rq.request_type, rq.context, rq.continuation, rq.generation_kwargs, c_ids, cont_ids
+                    rq.request_type,
+                    rq.context,
+                    rq.continuation,
+                    rq.generation_kwargs,
+                    c_ids,
+                    cont_ids,
+                    media_hashes(rq.media),
                 ),  # fmt: skip
                 messages=rq.messages,
+                media=rq.media,
             )
             try:
                 blobs.append(encode_instance(rec, prev))

@@ -72,6 +72,7 @@ class TaskConfig:
     doc_to_text: Field = None
     doc_to_target: Field = None
     doc_to_choice: Field = None
+    doc_to_image: Field = None  # images shown with the prompt (compiler/build/images.py, plans/media.py)
     process_results: FunctionRef | str | None = None
     description: str = ""
     target_delimiter: str = " "
@@ -120,9 +121,9 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
     for key in cfg:
         if key not in TASK_FIELDS:
             raise fail(f"unknown task config field{_suggest(key, TASK_FIELDS)}", file=source, task=name, field=key)
-    for key in ("doc_to_image", "doc_to_audio", "use_prompt"):
+    for key in ("doc_to_audio", "use_prompt"):
         if cfg.get(key) is not None:
-            raise fail("is not supported by lmeval (text-only tasks)", file=source, task=name, field=key)
+            raise fail("is not supported by lmeval (text and image tasks)", file=source, task=name, field=key)
     output_type = cfg.get("output_type", "generate_until")
     if output_type not in OUTPUT_TYPES:
         raise fail(
@@ -187,6 +188,13 @@ def _documents(s: TaskConfig, cfg: dict[str, Any]) -> None:
         if val is not None and not isinstance(val, str | int | list | dict | FunctionRef) or isinstance(val, bool):
             raise _bad(s, f"must be a field name, a Jinja template or '!function', got {type(val).__name__}", key)
         setattr(s, key, val)
+    img = cfg.get("doc_to_image")
+    if img is not None and not (
+        isinstance(img, str | FunctionRef) or (isinstance(img, list) and all(isinstance(x, str) for x in img))
+    ):
+        raise _bad(s, f"must be a field name, a list of them, a template or '!function', got {type(img).__name__}",
+                   "doc_to_image")  # fmt: skip
+    s.doc_to_image = img
     if s.doc_to_text is None:
         raise _bad(s, "missing (every task needs doc_to_text)", "doc_to_text")
     if s.doc_to_target is None and s.output_type != "loglikelihood_rolling":

@@ -16,6 +16,7 @@ from lmeval.executor.modelconf import ModelSpec
 
 if TYPE_CHECKING:
     from lmeval.executor.backends.base import load_hf_tokenizer
+    from lmeval.executor.backends.hf_vision import is_vision_model
     from lmeval.executor.backends.http import RequestFailed, destination_notice
     from lmeval.executor.backends.openai_api import completion_body, completion_output
     from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
@@ -36,6 +37,11 @@ def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
         return OpenAIChatBackend(spec, model_dir)
     assert model_dir is not None
     if spec.backend == "hf":
+        from lmeval.executor.backends.hf_vision import HFVisionBackend
+        from lmeval.executor.backends.hf_vision import is_vision_model as _vision
+
+        if _vision(model_dir):
+            return HFVisionBackend(spec, model_dir)
         from lmeval.executor.backends.hf import HFBackend
 
         return HFBackend(spec, model_dir)
@@ -64,6 +70,7 @@ _LAZY = {
     "completion_body": "lmeval.executor.backends.openai_api",
     "completion_output": "lmeval.executor.backends.openai_api",
     "load_hf_tokenizer": "lmeval.executor.backends.base",
+    "is_vision_model": "lmeval.executor.backends.hf_vision",
 }
 
 
@@ -84,4 +91,5 @@ __all__ = [
     "completion_output",
     "destination_notice",
     "load_hf_tokenizer",
+    "is_vision_model",
 ]

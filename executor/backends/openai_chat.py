@@ -65,11 +65,28 @@ def chat_refusal(header: PlanHeader, instances: Sequence[InstanceRecord], plan_p
     return None
 
 
-def chat_messages(x: GenInput) -> list[dict[str, str]]:
-    """The messages of one generation: the plan's, or its prompt as one user message."""
-    if x.messages is not None:
-        return [dict(m) for m in x.messages]
-    return [{"role": "user", "content": x.text}]
+def chat_messages(x: GenInput) -> list[dict[str, Any]]:
+    """The messages of one generation: the plan's, or its prompt as one user message. Images (plans/media.py)
+    go as lm-eval 0.4.13's API models send them: ``image_url`` parts with base64 data URIs before the text of
+    the last message (whose ``<image>`` placeholders stay), but each image's own bytes and MIME type from the
+    plan rather than a PNG re-encoding."""
+    out: list[dict[str, Any]] = (
+        [dict(m) for m in x.messages] if x.messages is not None else [{"role": "user", "content": x.text}]
+    )
+    if x.images:
+        parts: list[dict[str, Any]] = [image_part(m["mime"], b) for m, b in zip(x.media, x.images, strict=True)]
+        users = [i for i, m in enumerate(out) if m["role"] == "user"]
+        at = users[-1] if users else len(out) - 1  # the last user turn (a gen_prefix answer follows it)
+        out[at]["content"] = [*parts, {"type": "text", "text": out[at]["content"]}]
+    return out
+
+
+def image_part(mime: str, data: bytes) -> dict[str, Any]:
+    """One image as a chat content part: a ``data:`` URI of its bytes."""
+    import base64
+
+    url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": url, "detail": "auto"}}
 
 
 def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str, Any]:
@@ -86,7 +103,9 @@ def chat_body(model: str, x: GenInput, max_stop: int | None = None) -> dict[str,
     }
     if stop:
         body["stop"] = stop
-    if body["messages"][-1]["role"] == "assistant":  # a gen_prefix: the answer continues it (vLLM's extension)
+    if (
+        body["messages"][-1]["role"] == "assistant" and not x.images
+    ):  # a gen_prefix: the answer continues it (vLLM's extension)
         body["continue_final_message"] = True
         body["add_generation_prompt"] = False
     if p.seed is not None:

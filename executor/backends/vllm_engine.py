@@ -143,6 +143,23 @@ def reuse_order(inputs: Sequence[ScoreInput], window_tokens: int) -> list[int]:
     return order
 
 
+def image_prompt(x: GenInput) -> dict[str, Any]:
+    """A generation that shows images, as vLLM takes it: the plan's token ids (the image token once per
+    image, which vLLM's processor expands), the decoded images as ``multi_modal_data`` and the plan's media
+    hashes (sha256 of each image's bytes) as ``multi_modal_uuids``, so the engine's multimodal cache is keyed
+    by content the plan names rather than by hashes vLLM recomputes."""
+    import io
+
+    from PIL import Image
+
+    images = [Image.open(io.BytesIO(b)) for b in x.images]
+    return {
+        "prompt_token_ids": list(x.ids),
+        "multi_modal_data": {"image": images},
+        "multi_modal_uuids": {"image": [m["sha256"] for m in x.media]},
+    }
+
+
 class VLLMBackend:
     name = "vllm"
 
@@ -171,12 +188,13 @@ class VLLMBackend:
     def engine_args(self) -> dict[str, Any]:
         return dict(self._args)
 
-    def _stream(self, prompts: Sequence[list[int]], params: Any) -> Iterator[tuple[int, Any]]:
+    def _stream(self, prompts: Sequence[list[int] | dict[str, Any]], params: Any) -> Iterator[tuple[int, Any]]:
         from vllm import TokensPrompt
 
         if not prompts:
             return
-        ids = self.llm.enqueue([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+        engine_prompts: list[Any] = [p if isinstance(p, dict) else TokensPrompt(prompt_token_ids=p) for p in prompts]
+        ids = self.llm.enqueue(engine_prompts, params, use_tqdm=False)
         # enqueue returns the engine's internal ids ("<external>-<random>"); outputs carry the external id
         index = {rid.rsplit("-", 1)[0]: i for i, rid in enumerate(ids)}
         engine = self.llm.llm_engine
@@ -307,7 +325,7 @@ class VLLMBackend:
             kw = {f.name: getattr(p, f.name) for f in fields(p)}
             kw.update(n=samples_to_run(p), stop=list(p.stop))
             params.append(SamplingParams(**kw, skip_special_tokens=False, spaces_between_special_tokens=False))
-        for i, out in self._stream([x.ids for x in inputs], params):
+        for i, out in self._stream([image_prompt(x) if x.images else x.ids for x in inputs], params):
             self._count(out)
             samples = [
                 Sample(text=o.text, token_ids=list(o.token_ids), finish_reason=str(o.finish_reason or "stop"))

@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--task", help="only this task")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per Instance (lm-eval's fields)")
     p.add_argument("--config", action="store_true", help="also print the resolved config")
+    p.add_argument("--media", action="store_true", help="list every Instance's images (sha256, size, MIME)")
     p.add_argument(
         "--cost",
         action="store_true",
@@ -43,7 +44,24 @@ def instance_json(rec: InstanceRecord) -> dict[str, Any]:
         "request_hash": rec.request_hash,
         "n_context_tokens": None if rec.context_ids is None else len(rec.context_ids),
         "n_continuation_tokens": None if rec.continuation_ids is None else len(rec.continuation_ids),
+        **({} if rec.media is None else {"media": rec.media}),
     }
+
+
+def media_line(m: dict[str, Any]) -> str:
+    """One image of an Instance: sha256, width x height, MIME type, bytes, and the placeholder it fills."""
+    at = f" <image> #{m['placeholder']}" if m.get("placeholder") is not None else " (no placeholder)"
+    return f"{m['sha256']} {m['width']}x{m['height']} {m['mime']} {m['size']} B{at}"
+
+
+def print_media(reader: PlanReader, task: str | None) -> None:
+    """Each Instance's images, one line per image under a line naming the Instance."""
+    out = sys.stdout
+    for rec in _instances(reader, task):
+        if rec.media:
+            out.write(f"{rec.task} doc {rec.doc_id} idx {rec.idx} ({rec.instance_id}): {len(rec.media)} image(s)\n")
+            for k, m in enumerate(rec.media):
+                out.write(f"  {k}: {media_line(m)}\n")
 
 
 def _instances(reader: PlanReader, task: str | None) -> Iterator[InstanceRecord]:
@@ -150,6 +168,8 @@ def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
                 out.write(f"\n⟦generate: {json.dumps(rec.generation_kwargs, sort_keys=True)}⟧\n")
             else:
                 out.write("\n")
+            for k, m in enumerate(rec.media or []):
+                out.write(f"⟦image {k}: {media_line(m)}⟧\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
                 costs = [c for c in costs if c.task == args.task]
             for line in cost_lines(costs, args.price_in, args.price_out):
                 print(line)
+            return 0
+        if args.media:
+            print_media(reader, args.task)  # a full pass: verifies the plan
             return 0
         if args.jsonl:
             write = sys.stdout.write

@@ -187,8 +187,19 @@
       var body = Array.isArray(ctx)
         ? ctx.map(function (c, i) { return '<div class="dim">instance ' + i + "</div><pre class=\"prompt\">" + showText(c) + "</pre>"; }).join("")
         : '<pre class="prompt">' + showText(ctx) + "</pre>";
-      return '<div class="promptbox">' + who + pre + body + "</div>";
+      return '<div class="promptbox">' + who + pre + imagesHtml(g.p, k) + body + "</div>";
     }).join("");
+  }
+  // the images a document's prompt shows (plans/media.py), as thumbnails in the order the model gets them
+  function imagesHtml(p, k) {
+    var imgs = p.images ? p.images[k] : null;
+    if (!imgs) return "";
+    return '<div class="thumbs">' + imgs.map(function (m, i) {
+      var title = "image " + i + ": " + m.sha + " " + m.w + "x" + m.h + " " + m.mime + " " + m.size + " bytes";
+      if (!m.src) return '<span class="thumb-missing" title="' + esc(title) + '">image ' + i + " " + esc(m.sha) + ": " + esc(m.problem || "not available") + "</span>";
+      return '<figure class="thumb"><img src="' + esc(m.src) + '" alt="' + esc(title) + '" title="' + esc(title) +
+        '"><figcaption>' + esc(m.sha) + " " + m.w + "x" + m.h + "</figcaption></figure>";
+    }).join("") + "</div>";
   }
   function choicesHtml(t, k) {
     var conts = null;

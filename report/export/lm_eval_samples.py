@@ -12,6 +12,9 @@ What differs from lm-eval's own file for the same run, and why:
 - the file name's date is the export's time (lm-eval's is its run's);
 - keys inside ``doc`` and inside generation kwargs come in sorted order, so ``doc_hash`` is the hash of the
   sorted document: plans store maps canonically (keys sorted) and keep no other order;
+- a request that shows images logs them (lm-eval's ``{"visual": [...]}`` argument) as
+  ``<image sha256=... size=WxH mime=...>`` strings (the plan's media hashes), where lm-eval writes each image
+  object's ``str()`` (its Python class and memory address);
 - a per-sample value a user's ``process_results`` returned as a ``bool`` reads as ``1.0``/``0.0`` (the
   scorer keeps numbers as floats); lm-eval's own metrics keep their types (``exact_match`` of a multiple-choice
   task and ``acc`` of a loglikelihood task are ints, as lm-eval writes them).
@@ -83,7 +86,15 @@ def _resps(inst: InstanceRecord, row: dict[str, Any]) -> list[Any]:
 
 
 def _arguments(inst: InstanceRecord) -> dict[str, Any]:
-    return {f"arg_{j}": a for j, a in enumerate(inst.arguments)}
+    args = {f"arg_{j}": a for j, a in enumerate(inst.arguments)}
+    if inst.media:  # lm-eval appends {"visual": [images]} and logs each image's str(); here its content identity
+        args[f"arg_{len(args)}"] = {"visual": [image_label(m) for m in inst.media]}
+    return args
+
+
+def image_label(m: dict[str, Any]) -> str:
+    """One image of a logged request: its sha256 (of the original bytes), size and MIME type."""
+    return f"<image sha256={m['sha256']} size={m['width']}x{m['height']} mime={m['mime']}>"
 
 
 def _multiple_input(insts: list[InstanceRecord]) -> bool:

@@ -214,3 +214,16 @@ def test_batch_output_is_read_bounded(gsm8k_plan: Path, tmp_path: Path) -> None:
         assert rc == 2 and len(err.strip().splitlines()) == 1 and want in err, (path, err[:300])
         assert len(err) < 1000, (path, len(err))
     assert not (tmp_path / "r").exists()
+
+
+def test_plans_with_images_are_not_exported(tmp_path: Path) -> None:
+    """#54: a batch file carries no images (yet), so a plan whose Instances show images is refused, not sent
+    without them."""
+    from lmeval.compiler import compile_to_file
+    from tests.imagedata import make_chartqa
+
+    make_chartqa(tmp_path / "data", n=2)
+    plan = compile_to_file(["+task=chartqa", f"run.data_dir={tmp_path / 'data'}"], str(tmp_path / "c.msgpack"))
+    rc, _, err = cli_in_process("export-batch", str(plan), "--out", str(tmp_path / "x.jsonl"), *MODEL)
+    assert rc == 2 and "shows images, which are not exported to a batch" in err
+    assert not (tmp_path / "x.jsonl").exists()

@@ -218,3 +218,31 @@ def test_multiple_choice_by_generation_is_a_task_of_its_own_and_both_score(stub:
     _run(ll, tmp_path / "ll", ["model.backend=fake"])
     score(str(tmp_path / "ll"), console=False)
     assert "acc,none" in json.loads((tmp_path / "ll" / "results.json").read_text())["results"]["arc_easy"]
+
+
+def test_images_are_sent_as_data_uris_of_the_plans_bytes(stub: Stub, tmp_path: Path) -> None:
+    """#54: a chartqa plan (tests/imagedata.py) on a chat endpoint: each image as an ``image_url`` part, a
+    data URI of the plan's own bytes and MIME type, before the prompt's text (lm-eval's API models' layout)."""
+    import base64
+
+    from lmeval.plans import media_dir
+    from tests.imagedata import make_chartqa
+
+    make_chartqa(tmp_path / "data")
+    from lmeval.compiler import compile_to_file
+
+    plan = compile_to_file(["+task=chartqa", f"run.data_dir={tmp_path / 'data'}"], str(tmp_path / "chartqa.msgpack"))
+    stub.answer = lambda content: "The bars. Final Answer: 3"
+    res = _run(plan, tmp_path / "out", _overrides(stub))
+    sent = [b for p, b in stub.bodies if p.endswith("/chat/completions")]
+    insts = read_plan(plan).instances
+    assert len(sent) == len(insts) == 4 and res["response"].to_list() == ["The bars. Final Answer: 3"] * 4
+    by_text = {b["messages"][-1]["content"][-1]["text"]: b for b in sent}
+    for inst in insts:
+        (msg,) = by_text[inst.context]["messages"]
+        image, text = msg["content"]
+        assert msg["role"] == "user" and text == {"type": "text", "text": inst.context}
+        head, data = image["image_url"]["url"].split(",", 1)
+        assert head == "data:image/png;base64" and image["type"] == "image_url"
+        sha = inst.media[0]["sha256"]  # type: ignore[index]
+        assert base64.b64decode(data) == (media_dir(plan) / sha).read_bytes()

@@ -217,6 +217,7 @@ def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
         "request_hash",
         "kind",
         "messages",
+        "media",
     }  # fmt: skip  (a new field must be added to encode_instance too)
     gen = InstanceRecord(
         instance_id="ab", task="t", doc_id=1, idx=0, request_type="generate_until", context="Q: 1+1\\nA:",
@@ -228,6 +229,10 @@ def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
         assert encode_instance(rec, prev) == canonical_bytes(record_map(rec, prev))
         prev = rec
     assert b"messages" not in encode_instance(gen, None) and b"messages" in encode_instance(chat, None)
+    shown = replace(gen, media=[{"sha256": "a" * 64, "mime": "image/png", "width": 2, "height": 3, "size": 9,
+                                 "pixels": "b" * 64, "placeholder": None, "offset": None}])  # fmt: skip
+    assert encode_instance(shown, None) == canonical_bytes(record_map(shown, None))
+    assert b"media" not in encode_instance(gen, None) and b"media" in encode_instance(shown, None)
 
 
 def test_to_dict_names_every_field() -> None:
@@ -235,7 +240,7 @@ def test_to_dict_names_every_field() -> None:
 
     _, records = _arc_records(1)
     for rec in records:
-        optional = {"messages"} if getattr(rec, "messages", 0) is None else set()  # stored only when set
+        optional = {"messages", "media"} if getattr(rec, "messages", 0) is None else set()  # stored only when set
         assert list(rec.to_dict()) == [f.name for f in dc_fields(rec) if f.name not in optional]
         assert type(rec).from_dict(rec.to_dict()) == rec
 

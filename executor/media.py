@@ -1,0 +1,75 @@
+"""A plan's images before anything runs: every image its Instances show must be in the plan's companion folder
+with its bytes (``plans.check_media``), and the backend must be one that shows images to the model; otherwise
+one line naming the image and the first Instance using it (or the backend), before any engine starts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lmeval.common import processor_hash
+from lmeval.executor.errors import ExecuteError
+from lmeval.plans import InstanceRecord, PlanError, check_media, read_image
+
+IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "hf", "vllm", "fake")  # backends that send an Instance's images
+
+
+def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
+    """Each image sha256 the Instances show -> the first Instance showing it, as an error names it."""
+    uses: dict[str, str] = {}
+    for inst in instances:
+        for m in inst.media or ():
+            uses.setdefault(m["sha256"], f"Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id})")
+    return uses
+
+
+def check_plan_media(
+    plan_path: str,
+    instances: Sequence[InstanceRecord],
+    backend: str,
+    model_dir: Path | None = None,
+    processor: str | None = None,
+) -> None:
+    """Refuse a plan whose images are missing or altered, or a backend that cannot show them (one line)."""
+    uses = media_uses(instances)
+    if not uses:
+        return
+    for inst in instances:
+        if inst.media and inst.request_type != "generate_until":
+            raise ExecuteError(
+                f"{plan_path}: Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id}): "
+                f"{inst.request_type} requests with images are not run yet (generate_until only)"
+            )
+    first = next(iter(uses.values()))
+    if backend in ("hf", "vllm") and model_dir is not None:
+        from lmeval.executor.backends import is_vision_model
+
+        if not is_vision_model(model_dir):
+            raise ExecuteError(f"{plan_path}: {first} shows images, but {model_dir} is not a vision-language "
+                               "model (its config.json has no vision_config)")  # fmt: skip
+        here = processor_hash(model_dir)
+        if processor is not None and here != processor:
+            raise ExecuteError(
+                f"{plan_path}: the plan was compiled for image processor settings {processor[:12]}, but "
+                f"{model_dir} has {str(here)[:12]} (preprocessor_config.json / processor_config.json differ)"
+            )
+    if backend not in IMAGE_BACKENDS:
+        raise ExecuteError(
+            f"{plan_path}: {first} shows images, which model.backend={backend} cannot send "
+            f"(image backends: {', '.join(IMAGE_BACKENDS)})"
+        )
+    try:
+        check_media(plan_path, uses)
+    except PlanError as e:
+        raise ExecuteError(str(e)) from None
+
+
+def with_images(job: Any, plan_path: str, inst: InstanceRecord) -> Any:
+    """A generation job whose input carries the Instance's images (refs and bytes, each checked again)."""
+    try:
+        images = tuple(read_image(plan_path, m["sha256"]) for m in inst.media or ())
+    except PlanError as e:
+        raise ExecuteError(f"{e} (Instance {inst.instance_id})") from None
+    return replace(job, input=replace(job.input, media=tuple(inst.media or ()), images=images))
