@@ -35,6 +35,7 @@ from lmeval.plans.verified import show_check_cost
 
 if TYPE_CHECKING:
     from lmeval.plans.budgets import BUDGET_KEY, ThinkingBudget, read_budget
+    from lmeval.plans.chatmessages import messages_problem
     from lmeval.plans.funcload import (
         FolderSearch,
         default_task_roots,
@@ -179,6 +180,7 @@ if TYPE_CHECKING:
         stratum_of,
     )
     from lmeval.plans.tokenization import BatchEncode, TokenRule, choose_prefix_token, encode_pairs, encode_texts
+    from lmeval.plans.toolcalls import TOOL_PARSERS, Call, parse_calls, template_tools, tools_problem
     from lmeval.plans.verified import PlanCheck
 
 
@@ -399,6 +401,12 @@ __all__ = [
     "split_response",
     "verify_plans",
     "write_plan",
+    "Call",
+    "TOOL_PARSERS",
+    "parse_calls",
+    "template_tools",
+    "tools_problem",
+    "messages_problem",
 ]
 
 # re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
@@ -579,6 +587,12 @@ _LAZY = {
     "write_scored": "lmeval.plans.scored",
     "write_sealed": "lmeval.plans.io",
     "write_tasks": "lmeval.plans.sealparts",
+    "Call": "lmeval.plans.toolcalls",
+    "TOOL_PARSERS": "lmeval.plans.toolcalls",
+    "parse_calls": "lmeval.plans.toolcalls",
+    "template_tools": "lmeval.plans.toolcalls",
+    "tools_problem": "lmeval.plans.toolcalls",
+    "messages_problem": "lmeval.plans.chatmessages",
 }
 
 

@@ -272,6 +272,9 @@ class InstanceRecord:
     # generate_until of a chat-templated plan: the role/content messages the context was rendered from
     # (plans/chatmessages.py); absent from the stored map when None, so other plans keep their bytes
     messages: list[dict[str, str]] | None = None
+    # generate_until of a tool-call task: the tools (JSON schemas) handed to the chat template with the messages
+    # (plans/toolcalls.py); absent from the stored map when None
+    tools: list[dict[str, Any]] | None = None
 
     @property
     def arguments(self) -> tuple[Any, ...]:
@@ -298,6 +301,7 @@ class InstanceRecord:
             "request_hash": self.request_hash,
             "kind": self.kind,
             **({} if self.messages is None else {"messages": self.messages}),
+            **({} if self.tools is None else {"tools": self.tools}),
         }
 
     @classmethod

@@ -179,7 +179,7 @@ def _instance_records(
             # token ids come from the tokenizer (lists of int): not checked element by element
             fast = (  # a chat-templated generation keeps its messages: encoded one by one below
                 None
-                if any(rq.messages is not None for rq in d.requests)
+                if any(rq.messages is not None or rq.tools is not None for rq in d.requests)
                 else encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
             )
         except TypeError as e:
@@ -207,6 +207,7 @@ def _instance_records(
                     rq.request_type, rq.context, rq.continuation, rq.generation_kwargs, c_ids, cont_ids
                 ),  # fmt: skip
                 messages=rq.messages,
+                tools=rq.tools,
             )
             try:
                 blobs.append(encode_instance(rec, prev))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.tasks.conversation import conversation_fields
 from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 from lmeval.plans import MAX_REPEATS, OUTPUT_TYPES, SampleScoresError, check_repeats, parse_sample_scores
@@ -25,6 +26,7 @@ TASK_FIELDS = (
     "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot",
     "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
     "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format",
+    "doc_to_messages", "doc_to_tools", "tool_parser", "doc_join",
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -87,6 +89,12 @@ class TaskConfig:
     groups: list[str] = field(default_factory=list)
     preloaded: dict[str, list[dict[str, Any]]] | None = None  # split -> docs (JSONL task specs)
     per_doc_generation_kwargs: bool = False  # a doc's own "generation_kwargs" wins (JSONL task specs)
+    # lmeval's conversation fields (compiler/tasks/conversation.py): a doc field holding the chat messages, one
+    # holding the tools (JSON schemas), the reply parser's name, a split joined into each document
+    doc_to_messages: str | None = None
+    doc_to_tools: str | None = None
+    tool_parser: str | None = None
+    doc_join: dict[str, str] | None = None
 
     @property
     def version(self) -> Any:
@@ -130,6 +138,7 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
         )
     s = TaskConfig(name=name, source=source, raw=dict(cfg), output_type=output_type)
     _strings(s, cfg)
+    conversation_fields(s, cfg)
     _documents(s, cfg)
     _counts(s, cfg)
     _scoring_lists(s, cfg)
@@ -175,9 +184,10 @@ def _documents(s: TaskConfig, cfg: dict[str, Any]) -> None:
         if val is not None and not isinstance(val, str | int | list | dict | FunctionRef) or isinstance(val, bool):
             raise _bad(s, f"must be a field name, a Jinja template or '!function', got {type(val).__name__}", key)
         setattr(s, key, val)
-    if s.doc_to_text is None:
+    if s.doc_to_text is None and s.doc_to_messages is None:
         raise _bad(s, "missing (every task needs doc_to_text)", "doc_to_text")
-    if s.doc_to_target is None and s.output_type != "loglikelihood_rolling":
+    steps = s.doc_to_messages is not None and s.output_type == "loglikelihood"  # the reply is the last message
+    if s.doc_to_target is None and s.output_type != "loglikelihood_rolling" and not steps:
         raise _bad(s, "missing (every task needs doc_to_target)", "doc_to_target")
     if s.output_type == "multiple_choice" and s.doc_to_choice is None:
         raise _bad(s, "missing: multiple_choice tasks need doc_to_choice", "doc_to_choice")
