@@ -132,8 +132,13 @@ def score_reply(reply: str, expected: list[dict[str, Any]], tools: Any, parser: 
 
 
 def expected_calls(gold: Any) -> list[dict[str, Any]]:
-    """The expected calls from a document's target: the list itself or its JSON text."""
-    value = json.loads(gold) if isinstance(gold, str) else gold
+    """The expected calls from a document's target: ``{"calls": [...]}`` or the list, or either's JSON text."""
+    try:
+        value = json.loads(gold) if isinstance(gold, str) else gold
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and set(value) == {"calls"}:
+        value = value["calls"]
     if not isinstance(value, list) or not all(isinstance(c, dict) and len(c) == 1 for c in value):
         raise ValueError("the target is not a list of expected calls {function: {argument: [values]}}")
     return value
