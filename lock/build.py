@@ -10,6 +10,7 @@ embedded ``arith`` task is compiled whole and its plan kept beside the lock (``r
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,7 +62,16 @@ def overrides_for(name: str, data_dir: Path, limit: int | None) -> list[str]:
     if name == REFERENCE_TASK:
         return [f"+task={name}"]
     ov = [f"+task={name}", f"run.data_dir={data_dir}"]
+    if needs_chat_template(name):
+        ov.append("run.apply_chat_template=true")
     return ov + ([f"run.limit={limit}"] if limit else [])
+
+
+def needs_chat_template(name: str, conf_dir: Path = CONF_DIR / "task") -> bool:
+    """A conversation task (``doc_to_messages``/``doc_to_tools``: compiler/tasks/conversation.py) compiles only
+    through the model's chat template, so it is locked with ``run.apply_chat_template=true``."""
+    path = conf_dir / f"{name.split('@')[0]}.yaml"
+    return path.is_file() and re.search(r"^doc_to_(messages|tools):", path.read_text(), re.MULTILINE) is not None
 
 
 def build_lock(

@@ -84,9 +84,7 @@ def resolve_metrics(
         if builtin == "exact_match":
             _check_exact_match(task, kwargs)
         if builtin == "tool_call":  # its options are the task's (compiler/tasks/conversation.py)
-            if not config.get("tool_parser") or not config.get("doc_to_tools"):
-                raise ScoreError(f"task {task}: metric tool_call needs the task's tool_parser and doc_to_tools")
-            kwargs = {**kwargs, "parser": config["tool_parser"], "tools": config["doc_to_tools"]}
+            kwargs = {**kwargs, "parser": config.get("tool_parser"), "tools": config.get("doc_to_tools")}
             aggs["tool_call_unparsed"], hib["tool_call_unparsed"] = "mean", False
         entries.append(MetricEntry(name, builtin, fn, kwargs))
         if "aggregation" in mc:

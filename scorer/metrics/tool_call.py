@@ -16,6 +16,8 @@ UNPARSED = "tool_call_unparsed"
 def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]) -> Any:
     from lmeval.scorer import toolmatch
 
+    if not kwargs.get("parser") or not kwargs.get("tools"):
+        raise ScoreError("metric tool_call needs the task's tool_parser and doc_to_tools")
     try:
         expected = toolmatch.expected_calls(gold)
     except ValueError as e:
