@@ -35,8 +35,9 @@ AREA = {
         "required": ["base", "height"],
     },
 }
-PERIM = {"name": "perimeter", "description": "Perimeter.", "parameters": {"type": "dict", "properties": {
-    "sides": {"type": "array", "items": {"type": "float"}, "description": "sides"}}, "required": ["sides"]}}  # fmt: skip
+SIDES = {"type": "array", "items": {"type": "float"}, "description": "sides"}
+PERIM = {"name": "perimeter", "description": "Perimeter.",
+         "parameters": {"type": "dict", "properties": {"sides": SIDES}, "required": ["sides"]}}  # fmt: skip
 ONE = [{"area": {"base": [10], "height": [5], "unit": ["units", ""]}}]
 TWO = [{"area": {"base": [10], "height": [5], "unit": ["units", ""]}}, {"perimeter": {"sides": [[3.0, 4.0, 5.0]]}}]
 
@@ -68,7 +69,8 @@ def _task(tmp: Path) -> Path:
              "answer": exp} for i, (_, exp, _, _) in enumerate(CASES)]  # fmt: skip
     (d / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = {"task": "calls", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(d / "calls.jsonl")}},
-           "test_split": "test", "output_type": "generate_until", "doc_to_messages": "messages", "doc_to_tools": "tools",
+           "test_split": "test", "output_type": "generate_until", "doc_to_messages": "messages",
+           "doc_to_tools": "tools",
            "doc_to_target": "{{ {'calls': answer} | tojson }}", "tool_parser": "hermes",
            "generation_kwargs": {"until": [], "max_gen_toks": 64},
            "metric_list": [{"metric": "tool_call", "aggregation": "mean", "higher_is_better": True}]}  # fmt: skip
