@@ -33,7 +33,10 @@ from lmeval.plans import VERSION, UserError
 
 DEFAULT_LIMIT = 100
 # Shipped configs that are front ends for user files, not tasks: nothing of their own to lock.
-SKIP = {"jsonl": "a front end for a user's JSONL spec file (task.jsonl.path); no prompts of its own"}
+SKIP = {
+    "jsonl": "a front end for a user's JSONL spec file (task.jsonl.path); no prompts of its own",
+    "trajectory": "a front end for a user's recorded conversations (task.trajectory.path); no prompts of its own",
+}
 # A source checkout (the lock is its checked-in file) rather than an installed package: lmeval/lock is a link
 # to <checkout>/lock, so this file resolves to <checkout>/lock/build.py next to pyproject.toml.
 CHECKOUT = Path(__file__).resolve().parents[1]
