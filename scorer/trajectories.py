@@ -10,8 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans import DocRecord, InstanceRecord, PlanReader
-from lmeval.plans.results import plan_of, read_manifest, read_results
+from lmeval.plans import DocRecord, InstanceRecord, PlanReader, plan_of, read_manifest, read_results
 from lmeval.scorer.errors import ScoreError
 
 

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.scorer.trajectories import step_scores, trajectory_scores
+    from lmeval.scorer import step_scores, trajectory_scores
 
     steps = step_scores(args.results)
     trajs = trajectory_scores(steps)

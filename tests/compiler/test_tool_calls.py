@@ -96,7 +96,12 @@ def test_show_and_diff_name_the_tools(model: Path, tmp_path: Path, capsys: pytes
                   out_name="other")  # fmt: skip
     text = render_text(diff_plans(str(plan), str(moved)))
     assert "tool_parser" in text and "scoring" in text
-    assert read_plan(plan).header.plan_hash != read_plan(moved).header.plan_hash
+    p = read_plan(plan)
+    assert p.header.plan_hash != read_plan(moved).header.plan_hash
+    from lmeval.executor.backends.openai_chat import chat_refusal
+
+    refusal = chat_refusal(p.header, p.instances, "plan.msgpack")  # a chat endpoint would answer calls as data
+    assert refusal is not None and "tool-call task" in refusal and "vllm or hf" in refusal
 
 
 @pytest.mark.parametrize(
