@@ -41,9 +41,11 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return hermes_model(tmp_path_factory.mktemp("hermes") / "model")
 
 
-def _plan(tmp: Path, name: str, model_args: list[str], *extra: str, out_name: str = "plan") -> Path:
+def _plan(
+    tmp: Path, name: str, model_args: list[str], *extra: str, out_name: str = "plan", data: Path | None = None
+) -> Path:
     out = tmp / f"{out_name}.msgpack"
-    args = [f"+task={name}", f"run.limit={N}", "run.apply_chat_template=true", f"run.data_dir={data_dir()}"]
+    args = [f"+task={name}", f"run.limit={N}", "run.apply_chat_template=true", f"run.data_dir={data or data_dir()}"]
     write_plan(out, *compile_plan([*args, *model_args, *extra]))
     return out
 
@@ -117,3 +119,23 @@ def test_bad_settings_are_one_line_errors(model: Path, tmp_path: Path, extra: li
         _plan(tmp_path, "bfcl_multiple", [f"model.path={model}"], *extra)
     msg = str(e.value)
     assert "\n" not in msg and field in msg and "bfcl_multiple" in msg
+
+
+def test_diff_names_a_changed_tool(model: Path, tmp_path: Path) -> None:
+    """One tool description changed in the data: the diff counts that Instance under the cause ``tools``."""
+    data = tmp_path / "data" / "bfcl"
+    data.mkdir(parents=True)
+    rows = jsonl_rows("bfcl", "multiple", N)
+    (data / "multiple_answers.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in jsonl_rows("bfcl", "multiple_answers", N))
+    )
+    (data / "multiple.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = [f"model.path={model}"]
+    old = _plan(tmp_path, "bfcl_multiple", args, out_name="old", data=data.parent)
+    rows[1]["function"][0]["description"] += " Changed."
+    (data / "multiple.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    new = _plan(tmp_path, "bfcl_multiple", args, out_name="new", data=data.parent)
+    report = diff_plans(str(old), str(new))
+    (td,) = report.tasks
+    assert "tools" in {c.cause for c in td.causes} and td.instances_changed == 1
+    assert "tools (function schemas given to the chat template)" in render_text(report)
