@@ -323,7 +323,7 @@ class TaskBuilder:
             fld = "doc_to_tools" if s.doc_to_messages is None else "doc_to_messages"
             raise where(fld, "needs run.apply_chat_template=true (the model's chat template renders the conversation)")
         if s.doc_to_messages is not None:
-            conv = self._conv(messages) + doc_messages(doc.get(s.doc_to_messages), where)
+            conv = (self._conv(messages) if messages else []) + doc_messages(doc.get(s.doc_to_messages), where)
         else:
             q = r.text(s.doc_to_text, doc, doc_id)
             conv = self._conv(messages + qa_turn(q, None, None, None, s.target_delimiter, "", where))
