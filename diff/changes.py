@@ -55,6 +55,8 @@ _KEY_CAUSES: dict[str, str] = {
     "output_type": "request_type",
     "tokenizer": "token_ids",
     "tokenizer_hash": "token_ids",
+    "doc_to_tools": "tools",
+    "tool_parser": "scoring",
 }
 # Whole paths with a cause of their own: the global generators' seeding changes what a task's own Python
 # functions draw (gpqa's process_docs shuffle), i.e. the processed documents (compiler/seeds.py).

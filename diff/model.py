@@ -21,6 +21,7 @@ CAUSES: dict[str, str] = {
     "choices": "continuation/choices",
     "target": "targets",
     "generation_kwargs": "generation kwargs",
+    "tools": "tools (function schemas given to the chat template)",
     "token_ids": "token ids only (tokenizer change)",
     "request_type": "request type",
     "data": "dataset",

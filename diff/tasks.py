@@ -26,6 +26,7 @@ _INST_FIELDS = (
     "continuation_ids",
     "messages",  # a chat-templated generation's messages (plans/chatmessages.py)
     "media",  # the images it shows (plans/media.py)
+    "tools",  # a tool-call task's tools (plans/toolcalls.py)
 )
 
 
@@ -208,6 +209,8 @@ class _TaskDiffer:
         ids_only = ("context_ids" in diff or "continuation_ids" in diff) and not {"context", "continuation"} & set(diff)
         if ids_only and not causes & _TEXT_CAUSES:
             causes.add("token_ids")
+        if "tools" in diff:  # the tools handed to the chat template (and to a chat endpoint) changed
+            causes.add("tools")
         if "messages" in diff and not causes:  # the chat messages alone: what a chat endpoint is sent changed
             causes.add("prompt")
         if "media" in diff:

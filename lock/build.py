@@ -10,6 +10,7 @@ embedded ``arith`` task is compiled whole and its plan kept beside the lock (``r
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,7 +33,10 @@ from lmeval.plans import VERSION, UserError
 
 DEFAULT_LIMIT = 100
 # Shipped configs that are front ends for user files, not tasks: nothing of their own to lock.
-SKIP = {"jsonl": "a front end for a user's JSONL spec file (task.jsonl.path); no prompts of its own"}
+SKIP = {
+    "jsonl": "a front end for a user's JSONL spec file (task.jsonl.path); no prompts of its own",
+    "trajectory": "a front end for a user's recorded conversations (task.trajectory.path); no prompts of its own",
+}
 # A source checkout (the lock is its checked-in file) rather than an installed package: lmeval/lock is a link
 # to <checkout>/lock, so this file resolves to <checkout>/lock/build.py next to pyproject.toml.
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -61,7 +65,7 @@ def overrides_for(name: str, data_dir: Path, limit: int | None) -> list[str]:
     if name == REFERENCE_TASK:
         return [f"+task={name}"]
     ov = [f"+task={name}", f"run.data_dir={data_dir}"]
-    if _multi_turn(name):  # a chained task's turn 1 (plans/chain.py): compiled with the chat template it needs
+    if _multi_turn(name) or needs_chat_template(name):  # chained turn 1 (plans/chain.py) or a conversation task
         ov.append("run.apply_chat_template=true")
     return ov + ([f"run.limit={limit}"] if limit else [])
 
@@ -75,6 +79,13 @@ def _multi_turn(name: str) -> bool:
         return False
     cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
     return isinstance(cfg, dict) and bool(cfg.get("turns_field"))
+
+
+def needs_chat_template(name: str, conf_dir: Path = CONF_DIR / "task") -> bool:
+    """A conversation task (``doc_to_messages``/``doc_to_tools``: compiler/tasks/conversation.py) compiles only
+    through the model's chat template, so it is locked with ``run.apply_chat_template=true``."""
+    path = conf_dir / f"{name.split('@')[0]}.yaml"
+    return path.is_file() and re.search(r"^doc_to_(messages|tools):", path.read_text(), re.MULTILINE) is not None
 
 
 def build_lock(

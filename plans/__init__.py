@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         turns_problem,
         write_chain,
     )
+    from lmeval.plans.chatmessages import messages_problem
     from lmeval.plans.funcload import (
         FolderSearch,
         default_task_roots,
@@ -231,6 +232,7 @@ if TYPE_CHECKING:
         stratum_of,
     )
     from lmeval.plans.tokenization import BatchEncode, TokenRule, choose_prefix_token, encode_pairs, encode_texts
+    from lmeval.plans.toolcalls import TOOL_PARSERS, Call, parse_calls, template_tools, tools_problem
     from lmeval.plans.verified import PlanCheck
 
 
@@ -484,6 +486,12 @@ __all__ = [
     "split_response",
     "verify_plans",
     "write_plan",
+    "Call",
+    "TOOL_PARSERS",
+    "parse_calls",
+    "template_tools",
+    "tools_problem",
+    "messages_problem",
 ]
 
 # re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
@@ -696,6 +704,12 @@ _LAZY = {
     "write_scored": "lmeval.plans.scored",
     "write_sealed": "lmeval.plans.io",
     "write_tasks": "lmeval.plans.sealparts",
+    "Call": "lmeval.plans.toolcalls",
+    "TOOL_PARSERS": "lmeval.plans.toolcalls",
+    "parse_calls": "lmeval.plans.toolcalls",
+    "template_tools": "lmeval.plans.toolcalls",
+    "tools_problem": "lmeval.plans.toolcalls",
+    "messages_problem": "lmeval.plans.chatmessages",
 }
 
 __all__ += [  # images in a plan (plans/media.py)

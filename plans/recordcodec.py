@@ -87,6 +87,7 @@ def encode_instance(rec: InstanceRecord, prev: InstanceRecord | None) -> bytes:
         and type(rec.kind) is str
         and rec.messages is None
         and rec.media is None
+        and rec.tools is None
     ):
         return canonical_bytes(record_map(rec, prev))
     d: dict[str, Any] = {}

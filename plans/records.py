@@ -278,6 +278,9 @@ class InstanceRecord:
     # an Instance that shows the model images: their references in order (plans/media.py:MediaRef maps);
     # absent from the stored map when None, so text-only plans keep their bytes
     media: list[dict[str, Any]] | None = None
+    # generate_until of a tool-call task: the tools (JSON schemas) handed to the chat template with the messages
+    # (plans/toolcalls.py); absent from the stored map when None
+    tools: list[dict[str, Any]] | None = None
 
     @property
     def arguments(self) -> tuple[Any, ...]:
@@ -305,6 +308,7 @@ class InstanceRecord:
             "kind": self.kind,
             **({} if self.messages is None else {"messages": self.messages}),
             **({} if self.media is None else {"media": self.media}),
+            **({} if self.tools is None else {"tools": self.tools}),
         }
 
     @classmethod

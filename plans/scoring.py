@@ -75,10 +75,11 @@ METRIC_SPECS: dict[str, MetricSpec] = {
     "rouge": MetricSpec("mean", True, _GEN),  # keys rouge1, rouge2, rougeL, rougeLsum
     "pass_at_k": MetricSpec("mean", True, _GEN, {"k": INTS, "timeout": NUMBER}, _GEN),  # keys pass@k (scorer.sandbox)
     "jsonl_spec": MetricSpec("mean", True, _GEN),  # JSONL task specs (scorer.spec_scoring)
+    "tool_call": MetricSpec("mean", True, _GEN),  # keys tool_call, tool_call_unparsed (scorer.toolmatch)
 }
 METRIC_ALIASES: dict[str, str] = {"pass@k": "pass_at_k"}
 # metrics whose per-doc value is a dict of several keys: a group can aggregate any of those keys
-MULTI_KEY_METRICS = ("rouge", "pass_at_k", "jsonl_spec")
+MULTI_KEY_METRICS = ("rouge", "pass_at_k", "jsonl_spec", "tool_call")
 # keys of a metric_list entry that are not options of the metric
 METRIC_KEYS = ("metric", "aggregation", "higher_is_better", "hf_evaluate")
 

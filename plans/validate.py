@@ -36,6 +36,7 @@ from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import INT64_MAX, MAX_GEN_TOKS, MAX_REPEATS, MAX_TOKEN_ID
 from lmeval.plans.media import media_hashes, media_problem
 from lmeval.plans.records import OUTPUT_TYPES, PlanHeader, instance_id_for, request_hash_of
+from lmeval.plans.toolcalls import tools_problem
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -280,6 +281,8 @@ class RecordValidator:
             raise r(task, doc_id, "messages", messages_problem(obj["messages"]) or f"set on a {rt} request")
         if "media" in obj and media_problem(obj["media"], obj["context"]):
             raise r(task, doc_id, "media", str(media_problem(obj["media"], obj["context"])))
+        if "tools" in obj and ("messages" not in obj or tools_problem(obj["tools"])):
+            raise r(task, doc_id, "tools", tools_problem(obj["tools"]) or "set on a request without messages")
         rep: Any = obj.get("repeats")
         if not _is_int(rep) or not 1 <= rep <= MAX_REPEATS:
             raise r(task, doc_id, "repeats", f"{str(rep)[:40]} is not an integer in 1..{MAX_REPEATS}")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from lmeval.scorer.groups import leaf_tasks
     from lmeval.scorer.judgegrades import judge_grades
     from lmeval.scorer.power import plan_power
+    from lmeval.scorer.trajectories import step_scores, trajectory_scores
 
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "paired_test",
     "score",
     "score_run",
+    "step_scores",
+    "trajectory_scores",
 ]
 
 # re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
@@ -37,6 +40,8 @@ _LAZY = {
     "judge_grades": "lmeval.scorer.judgegrades",
     "leaf_tasks": "lmeval.scorer.groups",
     "plan_power": "lmeval.scorer.power",
+    "step_scores": "lmeval.scorer.trajectories",
+    "trajectory_scores": "lmeval.scorer.trajectories",
 }
 
 

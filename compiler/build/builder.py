@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.build.documents import DataSource, apply_process_docs, local_name
+from lmeval.compiler.build.conversation import doc_messages, doc_tools, step_request
+from lmeval.compiler.build.documents import DataSource, apply_process_docs, joined, local_name
 from lmeval.compiler.build.images import doc_images, media_refs
 from lmeval.compiler.build.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
 from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request, budgeted
@@ -123,6 +124,9 @@ class TaskBuilder:
         s = self.config
         split = s.test_split if s.test_split is not None else s.validation_split
         assert split is not None
+        if s.doc_join is not None:
+            rows = joined(self.data, split, s.doc_join, s.name, s.source)
+            return apply_process_docs(s.process_docs, rows, task=s.name, source=s.source) if s.process_docs else rows
         return self._processed(split, s.process_docs)
 
     def fewshot_pool(self) -> list[dict[str, Any]]:
@@ -258,6 +262,8 @@ class TaskBuilder:
         """lm-eval probes the first document to detect multiple-input / multiple-target tasks: (choices of a
         multiple-input task or 0, targets of a multiple-target task or 0)."""
         s = self.config
+        if s.doc_to_text is None:  # a conversation task's messages (compiler/build/conversation.py)
+            return 0, 0
         probe_text = r.text(s.doc_to_text, first, 0)
         probe_target = r.target(s.doc_to_target, first, 0) if s.doc_to_target is not None else None
         probe_choice = r.choice(s.doc_to_choice, first, 0) if s.doc_to_choice is not None else None
@@ -301,6 +307,8 @@ class TaskBuilder:
     ) -> BuiltDoc:
         """One document's prompt (after its few-shot ``messages``), requests and checked target."""
         s = self.config
+        if s.doc_to_messages is not None or s.doc_to_tools is not None:
+            return self._conversation_doc(r, doc_id, doc, ids, messages, where)
         q = r.text(s.doc_to_text, doc, doc_id)
         choices = r.choice(s.doc_to_choice, doc, doc_id) if s.doc_to_choice is not None else None
         target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
@@ -344,6 +352,35 @@ class TaskBuilder:
         problem = turns_problem(doc.get(name))
         if problem is not None:
             raise where("turns_field", f"document field {name!r} {problem}")
+
+    def _conversation_doc(
+        self,
+        r: Renderer,
+        doc_id: int,
+        doc: dict[str, Any],
+        ids: list[int],
+        messages: list[Msg],
+        where: Callable[[str, str], Exception],
+    ) -> BuiltDoc:
+        """A conversation task's document (compiler/build/conversation.py)."""
+        s = self.config
+        if self.chat is None:
+            fld = "doc_to_tools" if s.doc_to_messages is None else "doc_to_messages"
+            raise where(fld, "needs run.apply_chat_template=true (the model's chat template renders the conversation)")
+        if s.doc_to_messages is not None:
+            conv = (self._conv(messages) if messages else []) + doc_messages(doc.get(s.doc_to_messages), where)
+        else:
+            q = r.text(s.doc_to_text, doc, doc_id)
+            conv = self._conv(messages + qa_turn(q, None, None, None, s.target_delimiter, "", where))
+        if s.output_type == "loglikelihood":
+            ctx, cont = step_request(self.chat, conv, where)
+            return BuiltDoc(doc_id, doc, conv[-1]["content"], None, ids, [Request("loglikelihood", ctx, cont, None, 0)])
+        tools = doc_tools(doc.get(s.doc_to_tools), where) if s.doc_to_tools is not None else None
+        ctx = self.chat(conv, True, tools=tools) if tools is not None else self.chat(conv, True)
+        target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
+        requests = self._requests(ctx, doc, target, None, where, r, doc_id)
+        requests[0].messages, requests[0].tools = conv, tools
+        return BuiltDoc(doc_id, doc, target, None, ids, requests)
 
     def _check_target(self, gold: Any, choices: list[Any] | None, where: Callable, multiple_input: int) -> None:
         s = self.config

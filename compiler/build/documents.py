@@ -42,6 +42,7 @@ LOCAL_NAMES: dict[tuple[str, str | None], str] = {
     ("google-research-datasets/mbpp", None): "mbpp",
     ("mbpp", None): "mbpp",
     ("mandarjoshi/trivia_qa", None): "triviaqa",
+    ("gorilla-llm/Berkeley-Function-Calling-Leaderboard", None): "bfcl",
 }
 _PER_NAME = {"cais/mmlu": "mmlu", "hails/mmlu_no_train": "mmlu"}
 
@@ -292,3 +293,28 @@ def apply_process_docs(
     except Exception as e:  # noqa: BLE001
         raise fail(f"process_docs {fn_ref.qualname} failed: {type(e).__name__}: {e}", file=source, task=task,
                    field="process_docs") from None  # fmt: skip
+
+
+def joined(data: DataSource, split: str, join: dict[str, str], task: str, source: str | None) -> list[dict[str, Any]]:
+    """``split``'s rows, each with the fields of the row of ``join["split"]`` whose ``join["key"]`` field equals
+    its own (a task config's ``doc_join``; compiler/tasks/conversation.py); a row without a partner, or a key
+    that is missing or repeated, is refused naming the row."""
+    key, other = join["key"], join["split"]
+
+    def bad(msg: str) -> Exception:
+        return fail(msg, file=source, task=task, field="doc_join")
+
+    partners: dict[Any, dict[str, Any]] = {}
+    for i, row in enumerate(data.split(other)):
+        k = row.get(key)
+        if not isinstance(k, str | int) or k in partners:
+            raise bad(f"row {i} of split {other!r}: key {key!r} is missing, not a string or number, or repeated")
+        partners[k] = row
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(data.split(split)):
+        k = row.get(key)
+        partner = partners.get(k) if isinstance(k, str | int) else None
+        if partner is None:
+            raise bad(f"document {i} ({key}={str(k)[:40]!r}) has no row in split {other!r}")
+        out.append({**row, **{f: v for f, v in partner.items() if f != key}})
+    return out

@@ -14,7 +14,8 @@ from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.tasks import TaskConfig
 from lmeval.plans import Drawn, Subsample
 
-ChatFn = Callable[[list[dict[str, str]], bool], str]  # (messages, add_generation_prompt) -> text
+# (messages, add_generation_prompt[, tools]) -> text; tools: the JSON schemas of plans/toolcalls.py, or None
+ChatFn = Callable[..., str]
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Request:
     idx: int
     messages: list[dict[str, str]] | None = None  # a chat-templated generation's messages (plans/chatmessages.py)
     media: list[dict[str, Any]] | None = None  # the images it shows, in order (plans/media.py:MediaRef maps)
+    tools: list[dict[str, Any]] | None = None  # a tool-call task's tools, as the template got them (plans/toolcalls.py)
 
 
 @dataclass

@@ -32,7 +32,11 @@ def load_model_info(
     if not chat_kwargs:
         return tok, info, tok.chat
     extra = dict(chat_kwargs)
-    return tok, info, lambda messages, add_generation_prompt: tok.chat(messages, add_generation_prompt, extra)
+    return (
+        tok,
+        info,
+        lambda messages, add_generation_prompt, tools=None: tok.chat(messages, add_generation_prompt, extra, tools),
+    )
 
 
 def load_tokenizer(

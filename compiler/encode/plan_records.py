@@ -180,7 +180,7 @@ def _instance_records(
             # token ids come from the tokenizer (lists of int): not checked element by element
             fast = (  # a chat-templated generation keeps its messages: encoded one by one below
                 None
-                if any(rq.messages is not None or rq.media is not None for rq in d.requests)
+                if any(rq.messages is not None or rq.media is not None or rq.tools is not None for rq in d.requests)
                 else encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
             )
         except TypeError as e:
@@ -215,6 +215,7 @@ def _instance_records(
                 ),  # fmt: skip
                 messages=rq.messages,
                 media=rq.media,
+                tools=rq.tools,
             )
             try:
                 blobs.append(encode_instance(rec, prev))

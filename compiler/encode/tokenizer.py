@@ -324,13 +324,20 @@ class ModelTokenizer:
         return t if isinstance(t, str) and t else None
 
     def chat(
-        self, messages: list[dict[str, str]], add_generation_prompt: bool, extra: dict[str, Any] | None = None
+        self,
+        messages: list[dict[str, str]],
+        add_generation_prompt: bool,
+        extra: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> str:
-        """``extra``: ``run.chat_template_kwargs``, the template's own variables (``enable_thinking``)."""
+        """``extra``: ``run.chat_template_kwargs``, the template's own variables (``enable_thinking``);
+        ``tools``: a tool-call task's tools, as transformers' ``apply_chat_template(tools=...)`` takes them."""
         import jinja2
 
         kwargs = {**(extra or {}), "tokenize": False, "add_generation_prompt": add_generation_prompt,
                   "continue_final_message": not add_generation_prompt}  # fmt: skip
+        if tools is not None:
+            kwargs["tools"] = tools
         try:
             return self.tok.apply_chat_template(messages, **kwargs)  # type: ignore[no-any-return]
         except jinja2.exceptions.TemplateError:

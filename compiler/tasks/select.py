@@ -538,6 +538,9 @@ def select_tasks(cfg: dict[str, Any], run: TaskOptions) -> Selection:
         if body.get("kind") == "jsonl_spec":
             ex.sel.top += _jsonl_spec_task(ex, key, body)
             continue
+        if body.get("kind") == "trajectory":
+            ex.sel.top += _trajectory_task(ex, key, body)
+            continue
         found = hydra_found(key, body, task_dir, str(src) if src.is_file() else f"task.{key}")
         if found.kind == "group":
             ex.sel.top.append(ex.add_group(str(found.cfg["group"]), found.cfg, found.source, None, [], False))
@@ -588,6 +591,20 @@ def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any]) -> list[str]:
     assert split is not None
     spec.preloaded = {split: st.docs}
     spec.per_doc_generation_kwargs = True
+    return names
+
+
+def _trajectory_task(ex: Expander, key: str, body: dict[str, Any]) -> list[str]:
+    """A ``kind: trajectory`` task node (compiler/trajectories.py): recorded conversations, one document per step."""
+    from lmeval.compiler.trajectories import trajectory_task
+
+    path = body.get("path")
+    if not isinstance(path, str) or not path or path == "???":
+        raise fail(f"set task.{key}.path=FILE (recorded conversations: JSONL or an ATIF trajectory)",
+                   field=f"task.{key}.path")  # fmt: skip
+    config, docs = trajectory_task(path, key)
+    names = ex.add_task(config, path, [], default_name=key)
+    ex.sel.tasks[-1].preloaded = {"test": docs}
     return names
 
 

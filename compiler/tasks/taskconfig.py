@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.tasks.conversation import conversation_fields
 from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 from lmeval.plans import MAX_REPEATS, OUTPUT_TYPES, SampleScoresError, check_repeats, parse_sample_scores
@@ -26,6 +27,7 @@ TASK_FIELDS = (
     "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "should_decontaminate",
     "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format", "turns_field",
     "multiple_inputs",  # lm-eval 0.5 (#55): doc_to_text gives the contexts, doc_to_choice the one continuation
+    "doc_to_messages", "doc_to_tools", "tool_parser", "doc_join",
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -92,6 +94,12 @@ class TaskConfig:
     # lm-eval 0.5's multiple-input contract (#55): doc_to_text -> the contexts, doc_to_choice -> [the one
     # continuation], doc_to_target -> the gold context's index (0.4's: index, contexts, continuation)
     multiple_inputs: bool = False
+    # lmeval's conversation fields (compiler/tasks/conversation.py): a doc field holding the chat messages, one
+    # holding the tools (JSON schemas), the reply parser's name, a split joined into each document
+    doc_to_messages: str | None = None
+    doc_to_tools: str | None = None
+    tool_parser: str | None = None
+    doc_join: dict[str, str] | None = None
 
     @property
     def version(self) -> Any:
@@ -143,6 +151,7 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
         )
     s.multiple_inputs = mi
     _strings(s, cfg)
+    conversation_fields(s, cfg)
     _documents(s, cfg)
     _counts(s, cfg)
     _scoring_lists(s, cfg)
@@ -195,9 +204,10 @@ def _documents(s: TaskConfig, cfg: dict[str, Any]) -> None:
         raise _bad(s, f"must be a field name, a list of them, a template or '!function', got {type(img).__name__}",
                    "doc_to_image")  # fmt: skip
     s.doc_to_image = img
-    if s.doc_to_text is None:
+    if s.doc_to_text is None and s.doc_to_messages is None:
         raise _bad(s, "missing (every task needs doc_to_text)", "doc_to_text")
-    if s.doc_to_target is None and s.output_type != "loglikelihood_rolling":
+    steps = s.doc_to_messages is not None and s.output_type == "loglikelihood"  # the reply is the last message
+    if s.doc_to_target is None and s.output_type != "loglikelihood_rolling" and not steps:
         raise _bad(s, "missing (every task needs doc_to_target)", "doc_to_target")
     if s.output_type == "multiple_choice" and s.doc_to_choice is None:
         raise _bad(s, "missing: multiple_choice tasks need doc_to_choice", "doc_to_choice")

@@ -48,6 +48,12 @@ def chat_refusal(header: PlanHeader, instances: Sequence[InstanceRecord], plan_p
                 f"{plan_path}: task {inst.task}: a thinking budget runs in two phases on token ids; a chat "
                 "endpoint takes messages (run this task on the vllm or hf backend)"
             )
+        if inst.tools is not None:
+            return (
+                f"{plan_path}: task {inst.task}: a tool-call task's tools are rendered by the model's chat template "
+                "and its calls read from the reply text; a chat endpoint answers calls as structured data, which "
+                "lmeval does not read yet (run this task on the vllm or hf backend)"
+            )
         if inst.request_type in SCORING_TYPES:
             return (
                 f"{plan_path}: task {inst.task}: {inst.request_type} requests need log-probabilities of given "

@@ -45,6 +45,7 @@ def instance_json(rec: InstanceRecord) -> dict[str, Any]:
         "n_context_tokens": None if rec.context_ids is None else len(rec.context_ids),
         "n_continuation_tokens": None if rec.continuation_ids is None else len(rec.continuation_ids),
         **({} if rec.media is None else {"media": rec.media}),
+        **({} if rec.tools is None else {"tools": rec.tools}),  # a tool-call task's tools (plans/toolcalls.py)
     }
 
 
@@ -62,6 +63,14 @@ def print_media(reader: PlanReader, task: str | None) -> None:
             out.write(f"{rec.task} doc {rec.doc_id} idx {rec.idx} ({rec.instance_id}): {len(rec.media)} image(s)\n")
             for k, m in enumerate(rec.media):
                 out.write(f"  {k}: {media_line(m)}\n")
+
+
+def tools_line(tools: list[dict[str, Any]], parser: Any) -> str:
+    """A tool-call Instance's tools (names and the sha256 of their schemas) and the task's reply parser."""
+    from lmeval.plans import content_hash
+
+    names = ", ".join(str(t.get("function", {}).get("name")) for t in tools)
+    return f"⟦tools: {names} (schemas {content_hash(tools)[:12]}); replies read by {parser}⟧\n"
 
 
 def _instances(reader: PlanReader, task: str | None) -> Iterator[InstanceRecord]:
@@ -166,6 +175,8 @@ def print_examples(reader: PlanReader, n: int, task: str | None) -> None:
                 out.write(f"⟦{rec.continuation}⟧\n")
             elif rec.request_type == "generate_until":
                 out.write(f"\n⟦generate: {json.dumps(rec.generation_kwargs, sort_keys=True)}⟧\n")
+                if rec.tools is not None:
+                    out.write(tools_line(rec.tools, reader.header.task(name).config.get("tool_parser")))
             else:
                 out.write("\n")
             for k, m in enumerate(rec.media or []):

@@ -4,7 +4,7 @@ at import (``register_metric``, or ``registry.builtin`` for a metric of the cont
 name in the import line of built-ins below."""
 
 # the built-in metrics, each registering itself (a new metric: its module, and its name here)
-from lmeval.scorer.metrics import corpus, exact_match, jsonl_spec, loglikelihood, pass_at_k, rouge
+from lmeval.scorer.metrics import corpus, exact_match, jsonl_spec, loglikelihood, pass_at_k, rouge, tool_call
 from lmeval.scorer.metrics.registry import METRICS, Metric, register_metric
 from lmeval.scorer.metrics.resolve import MetricEntry, TaskMetrics, resolve_metrics
 
@@ -30,4 +30,5 @@ __all__ = [
     "resolve_metrics",
     "rouge",
     "run_pass_at_k",
+    "tool_call",
 ]

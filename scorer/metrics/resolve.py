@@ -83,6 +83,9 @@ def resolve_metrics(
             builtin, fn = None, None
         if builtin == "exact_match":
             _check_exact_match(task, kwargs)
+        if builtin == "tool_call":  # its options are the task's (compiler/tasks/conversation.py)
+            kwargs = {**kwargs, "parser": config.get("tool_parser"), "tools": config.get("doc_to_tools")}
+            aggs["tool_call_unparsed"], hib["tool_call_unparsed"] = "mean", False
         entries.append(MetricEntry(name, builtin, fn, kwargs))
         if "aggregation" in mc:
             agg = mc["aggregation"]

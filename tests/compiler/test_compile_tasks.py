@@ -51,9 +51,12 @@ def test_jsonl_spec_task_compiles() -> None:
     assert all(i.generation_kwargs == d.doc["generation_kwargs"] for i, d in zip(insts, docs, strict=True))
 
 
-@pytest.mark.parametrize("task", [t for t in SHIPPED if t not in ("arith", "mmlu", "jsonl")])
+@pytest.mark.parametrize("task", [t for t in SHIPPED if t not in ("arith", "mmlu", "jsonl", "trajectory")])
 def test_shipped_task_compiles_on_shared_data(task: str, data: Path) -> None:
-    header, records = compiler.compile_plan([f"+task={task}", f"run.data_dir={data}", "run.limit=3"])
+    from lmeval.lock.build import needs_chat_template  # conversation tasks (bfcl_*) need the chat template
+
+    chat = ["run.apply_chat_template=true"] if needs_chat_template(task) else []
+    header, records = compiler.compile_plan([f"+task={task}", f"run.data_dir={data}", "run.limit=3", *chat])
     assert [t.name for t in header.tasks] == [task]
     docs = [r for r in records if isinstance(r, DocRecord)]
     insts = [r for r in records if isinstance(r, InstanceRecord)]

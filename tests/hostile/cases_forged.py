@@ -291,6 +291,14 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
         None,
         True,
     ),
+    (
+        "i_tools_without_messages",
+        "gen",
+        ("tools", "without messages"),
+        _set_inst("tools", [{"type": "function", "function": {"name": "f"}}]),
+        None,
+        True,
+    ),  # plans/toolcalls.py
     ("i_repeats_zero", "gen", ("repeats",), _set_inst("repeats", 0), None, True),
     ("i_repeats_negative", "gen", ("repeats",), _set_inst("repeats", -2), None, True),
     ("i_repeats_1e9", "gen", ("repeats",), _set_inst("repeats", _BIG), None, True),

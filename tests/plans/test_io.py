@@ -218,14 +218,17 @@ def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
         "kind",
         "messages",
         "media",
+        "tools",
     }  # fmt: skip  (a new field must be added to encode_instance too)
     gen = InstanceRecord(
         instance_id="ab", task="t", doc_id=1, idx=0, request_type="generate_until", context="Q: 1+1\\nA:",
         generation_kwargs={"until": ["\\n"], "temperature": 0.0, "max_gen_toks": 8}, context_ids=[5, 6, 7],
     )  # fmt: skip
     chat = replace(gen, messages=[{"role": "user", "content": "Q: 1+1"}])
+    tool = {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}
+    tooled = replace(chat, tools=[tool])
     prev = None
-    for rec in [*insts, gen, chat]:
+    for rec in [*insts, gen, chat, tooled]:
         assert encode_instance(rec, prev) == canonical_bytes(record_map(rec, prev))
         prev = rec
     assert b"messages" not in encode_instance(gen, None) and b"messages" in encode_instance(chat, None)
@@ -233,6 +236,7 @@ def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
                                  "pixels": "b" * 64, "placeholder": None, "offset": None}])  # fmt: skip
     assert encode_instance(shown, None) == canonical_bytes(record_map(shown, None))
     assert b"media" not in encode_instance(gen, None) and b"media" in encode_instance(shown, None)
+    assert b"tools" not in encode_instance(chat, None) and b"tools" in encode_instance(tooled, None)
 
 
 def test_to_dict_names_every_field() -> None:
@@ -240,7 +244,7 @@ def test_to_dict_names_every_field() -> None:
 
     _, records = _arc_records(1)
     for rec in records:
-        optional = {"messages", "media"} if getattr(rec, "messages", 0) is None else set()  # stored only when set
+        optional = {f for f in ("messages", "media", "tools") if getattr(rec, f, 0) is None}  # stored only when set
         assert list(rec.to_dict()) == [f.name for f in dc_fields(rec) if f.name not in optional]
         assert type(rec).from_dict(rec.to_dict()) == rec
 

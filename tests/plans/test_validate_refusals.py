@@ -299,6 +299,7 @@ CASES: dict[str, Case] = {
     II + "repeats|{} is not an integer in 1..{}": inst("repeats", 0),
     II + "messages|*": inst("messages", [{"role": "robot", "content": "Q: 1+1"}]),  # plans/chatmessages.py
     II + "media|*": inst("media", [{"sha256": "x"}]),  # plans/media.py
+    II + "tools|*": inst("tools", [{"type": "function", "function": {}}]),  # plans/toolcalls.py
     II + "generation_kwargs|not canonical data": kwarg("lmeval_extra", NAN),
     II + "request_hash|is not the hash of the request's content (a forged plan)": inst(
         "request_hash", "0" * 64, rehash=False

@@ -105,7 +105,7 @@ def test_filters_exercised() -> None:
 
 SCORING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "scoring.md"
 # lmeval's own JSONL spec tasks: lm-eval has no counterpart to make a golden with (tests/scorer/test_spec_*.py)
-NOT_LM_EVAL = {"jsonl_spec"}
+NOT_LM_EVAL = {"jsonl_spec", "tool_call"}  # tool_call: BFCL's rules (tests/scorer/test_toolmatch.py)
 
 
 def documented_metrics_and_filters() -> tuple[set[str], set[str]]:
