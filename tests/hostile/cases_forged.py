@@ -172,6 +172,14 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
     ("h_lmeval_version", "gen", ("lmeval_version",), None, _set_head(("lmeval_version",), 5), True),
     ("h_config", "gen", ("config",), None, _set_head(("config",), [1]), True),
     ("h_model_name", "gen", ("model.name",), None, _set_head(("model", "name"), 5), True),
+    (
+        "h_model_processor_hash",
+        "gen",
+        ("model.processor_hash",),
+        None,
+        _set_head(("model", "processor_hash"), 1),
+        True,
+    ),  # a vision-language model's processor settings (#54)
     ("h_model_backend", "gen", ("model.backend",), None, _set_head(("model", "backend"), None), True),
     ("h_model_tokenizer_hash", "gen", ("model.tokenizer_hash",), None, _set_head(("model", "tokenizer_hash"), 7), True),
     (
@@ -291,6 +299,14 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
         None,
         True,
     ),
+    (
+        "i_media_not_images",
+        "gen",
+        ("media", "image 0 is not a media reference map"),
+        _set_inst("media", [{"sha256": "x"}]),
+        None,
+        True,
+    ),  # plans/media.py (#54)
     (
         "i_tools_without_messages",
         "gen",
