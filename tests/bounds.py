@@ -113,6 +113,8 @@ MEASURED_VS_LM_EVAL = (
     Measured("AMD EPYC avx512f+avx512_bf16", 2.1e-4, -15.0, "SmolLM2 winogrande"),
     Measured("AMD EPYC avx512f+avx512_bf16", 1.1e-5 * 15.0, -15.0, "SmolLM2, largest relative (1.1e-5)"),
     Measured("AMD EPYC avx512f+avx512_bf16", 5.5e-6 * 372.0, -372.0, "SmolLM2 rolling sum (5.5e-6 relative)"),
+    # bench/ll_bound.py, 2118 requests (bench/results/ll-bound-avx512_bf16.md): the largest |diff| / bound
+    Measured("AMD EPYC avx512f+avx512_bf16", 8.67e-5, -17.424341, "SmolLM2 arc_easy, bench/ll_bound.py"),
 )
 
 
