@@ -35,11 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from machine_info import cpu_flags, cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
+from tests.bounds import SCORES  # noqa: E402
 from tests.e2e import compare as cmp  # noqa: E402
 from tests.e2e import lmeval_ref  # noqa: E402
 from tests.e2e.ours import lmeval_run  # noqa: E402
-
-NEAR_TIE = 1e-3
 
 
 def machine() -> str:
@@ -57,7 +56,7 @@ def lm_eval_version() -> str:
 def result_line(comps: dict[str, cmp.Comparison], ok: bool) -> str:
     if ok:
         return "OK: every aggregate equal within 1e-9 and every request-level check passed."
-    agg_ok = all(r.diff <= 1e-9 for c in comps.values() for r in c.rows)
+    agg_ok = all(r.diff <= SCORES.atol for c in comps.values() for r in c.rows)
     return "FAILED request-level checks (see above)" + (
         "; every aggregate equal within 1e-9." if agg_ok else "; aggregates differ."
     )
@@ -159,10 +158,10 @@ def main() -> int:
             detail.append(f"- {b}: n-shot differs: ours {c.n_shot_ours}, lm-eval {c.n_shot_ref}")
         flipped = {(f.task, f.metric) for t in c.tasks.values() for f in t.flips}
         for agg in c.rows:
-            if agg.diff > 1e-9 and (agg.task, agg.key.split(",")[0].removesuffix("_stderr")) not in flipped:
+            if agg.diff > SCORES.atol and (agg.task, agg.key.split(",")[0].removesuffix("_stderr")) not in flipped:
                 ok = False
                 detail.append(f"- {b}: {agg.task} {agg.key}: ours {agg.ours} lm-eval {agg.ref} (no flip explains it)")
-        if not cmp.flips_explained(c, NEAR_TIE):
+        if not cmp.flips_explained(c):
             ok = False
         for t, rep in c.tasks.items():
             ok = ok and rep.ok

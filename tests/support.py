@@ -13,22 +13,21 @@ tests/e2e/lmeval_ref.py and tests/e2e/bos_ref.py).
   environment; returns OUT.json's path, or raises with the child's stderr.
 - ``plain(x)``: lm-eval's results and logged samples as JSON data (numpy scalars and arrays to Python,
   a function to ``{"__function__": qualname}``, anything else that is not JSON to its repr).
-- ``Tolerance``, ``LOGLIKELIHOOD``, ``SCORES``: the docs' float tolerances ("What repeats exactly"), the
-  one place tests compare floats that come from an engine or from another machine's numpy: ``close`` for two
-  numbers, ``same`` for nested values (dicts, lists, tuples; every float inside within the tolerance),
-  ``row_diffs`` for two results frames.
+- ``row_diffs`` for two results frames (log-likelihoods within a tolerance of ``tests/bounds.py``, where the
+  stated bounds and every tolerance derived from them live: ``Tolerance``, ``LOGLIKELIHOOD``, ``SCORES``,
+  re-exported here).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tests.bounds import LOGLIKELIHOOD, Tolerance
 
 if TYPE_CHECKING:
     import polars as pl
@@ -139,44 +138,6 @@ def plain(x: Any) -> Any:
     if callable(x):
         return {"__function__": getattr(x, "__qualname__", str(x))}
     return repr(x)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Two floats agree when ``|a - b| <= max(atol, rtol * |b|)`` (both NaN agree too)."""
-
-    atol: float
-    rtol: float
-
-    def bound(self, b: float) -> float:
-        return max(self.atol, self.rtol * abs(b))
-
-    def close(self, a: float, b: float) -> bool:
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return abs(a - b) <= self.bound(b)
-
-    def same(self, a: Any, b: Any) -> bool:
-        """``a`` equals ``b`` with every number in them (nested in dicts, lists and tuples included) within
-        this tolerance; everything else (strings, booleans, None, keys, lengths) exactly."""
-        if a is None or b is None or isinstance(a, str) or isinstance(b, str):
-            return type(a) is type(b) and a == b
-        if isinstance(a, bool) or isinstance(b, bool):  # a boolean metric may be logged as 1.0 by the other side
-            return bool(a == b)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return self.close(float(a), float(b))
-        if isinstance(a, dict) and isinstance(b, dict):
-            return a.keys() == b.keys() and all(self.same(a[k], b[k]) for k in a)
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return len(a) == len(b) and all(self.same(x, y) for x, y in zip(a, b, strict=True))
-        return bool(a == b)
-
-
-# docs "What repeats exactly": the same plan, model and dtype on any CPU, prefix cache, resume, part size
-# or worker count: log-likelihoods within max(2e-5, 2e-6 * |ll|) (float32: about 17 ulps of the sum)
-LOGLIKELIHOOD = Tolerance(atol=2e-5, rtol=2e-6)
-# docs "lm-eval compatibility": scores equal lm-eval's to 1e-9 (relative above 1)
-SCORES = Tolerance(atol=1e-9, rtol=1e-9)
 
 
 def row_diffs(a: pl.DataFrame, b: pl.DataFrame, tol: Tolerance = LOGLIKELIHOOD) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from lmeval.cli import main
 from lmeval.plans.io import PlanReader, read_header
 from lmeval.plans.records import InstanceRecord
 from lmeval.plans.results import part_files, read_manifest, read_results
+from tests.bounds import ARITHMETIC
 
 pytestmark = pytest.mark.vllm
 
@@ -87,8 +88,8 @@ def test_results_json_has_arith_exact_match_and_stderr(run: dict[str, Any]) -> N
         exact_match_hf_evaluate(predictions=[f], references=[targets[d]], ignore_case=True)["exact_match"]
         for f, d in zip(filtered, docs, strict=True)
     ]
-    assert em == pytest.approx(sum(want) / len(want), abs=1e-12)
-    assert se == pytest.approx(mean_stderr(want), abs=1e-12)
+    assert em == pytest.approx(sum(want) / len(want), abs=ARITHMETIC.atol)
+    assert se == pytest.approx(mean_stderr(want), abs=ARITHMETIC.atol)
     samples = pl.read_parquet(run["out"] / "samples.parquet").filter(pl.col("filter") == "strict-match")
     assert dict(samples.select(["doc_id", "exact_match"]).iter_rows()) == dict(zip(docs, want, strict=True))
 

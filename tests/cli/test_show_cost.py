@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lmeval.plans.io import read_plan
+from tests.bounds import ARITHMETIC
 from tests.executor import plantools as pt
 from tests.support import cli_in_process
 
@@ -36,5 +37,5 @@ def test_cost_counts_prompt_and_generation_tokens_per_task(tmp_path: Path) -> No
     rc, out, err = cli_in_process("show", str(plan), "--cost", "--price-in", "0.15", "--price-out", "0.60")
     assert rc == 0, err
     price = float(_table(out)["total"][3])
-    assert abs(price - round(((gsm_prompt + arc_prompt) * 0.15 + 144 * 0.60) / 1e6, 4)) < 1e-9
+    assert abs(price - round(((gsm_prompt + arc_prompt) * 0.15 + 144 * 0.60) / 1e6, 4)) < ARITHMETIC.atol
     assert "prices per million tokens: 0.15 in, 0.6 out" in out

@@ -16,6 +16,7 @@ import pytest
 from lmeval.common import tinymodel
 from lmeval.common.modelref import tokenizer_hash
 from lmeval.common.tinymodel import ensure_tiny_model
+from tests.bounds import VS_LM_EVAL
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -222,5 +223,6 @@ def test_vllm_matches_transformers(model_dir: Path) -> None:
             gen = model.generate(x, max_new_tokens=8, do_sample=False)[0, len(ids) :].tolist()
         expected = [logp[i - 1, t].item() for i, t in enumerate(ids) if i > 0]
         assert got["prompt_logprobs"][0] is None
-        assert got["prompt_logprobs"][1:] == pytest.approx(expected, abs=1e-4)
+        # vLLM's kernels against transformers' (what lm-eval's hf backend runs): the bound against lm-eval
+        assert VS_LM_EVAL.outside(got["prompt_logprobs"][1:], expected) == []
         assert got["generated"] == gen

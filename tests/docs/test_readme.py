@@ -71,7 +71,7 @@ MOVED = (
         "What repeats exactly",
         "explanation/what-repeats.md",
         "- **Bit for bit, by construction:** a plan (the same configs and data give the same bytes ",
-        "`tests/support.py`.",
+        "compatibility](lm-eval-compatibility.md#numeric-bounds)).",
     ),
     (
         "Models",

@@ -9,7 +9,9 @@ Three levels, from what users publish down to what explains a difference:
 
 A multiple-choice doc whose acc/acc_norm differs is a "flip"; it is reported with the log-likelihood gap
 between the two choices involved on both sides, so a near-tie (a gap within float noise) is told apart from a
-real error.
+real error, and carries the largest gap the stated per-request bound allows there (``tests/bounds.py``:
+``tie_gap``). ``derived_tolerance`` gives each of lm-eval's metrics the tolerance its formula carries from that
+bound (``SCORES`` for a score of equal per-document values).
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from tests.bounds import (
+    SCORES,
+    VS_LM_EVAL,
+    Tolerance,
+    bits_per_byte_tolerance,
+    bootstrap_stderr_tolerance,
+    perplexity_tolerance,
+    tie_gap,
+)
 
 SKIP_KEYS = ("alias", "name", "sample_len", " ")
 
@@ -48,6 +60,11 @@ class Flip:
     ref_pred: int
     ours_gap: float  # ours: score(ours_pred) - score(ref_pred)  (>= 0)
     ref_gap: float  # lm-eval: score(ref_pred) - score(ours_pred)  (>= 0)
+    bound: float  # the largest gap the per-request bound (VS_LM_EVAL) lets the two sides order differently
+
+    @property
+    def tie(self) -> bool:
+        return self.ours_gap <= self.bound and self.ref_gap <= self.bound
 
 
 @dataclass
@@ -57,6 +74,7 @@ class TaskReport:
     prompt_mismatches: list[str] = field(default_factory=list)
     max_abs_ll_diff: float = 0.0
     max_rel_ll_diff: float = 0.0
+    ll_pairs: list[tuple[float, float]] = field(default_factory=list)  # (ours, lm-eval) per request
     flips: list[Flip] = field(default_factory=list)
     doc_metric_mismatches: list[str] = field(default_factory=list)  # non-MC per-doc metric differences
     generation_mismatches: list[str] = field(default_factory=list)
@@ -183,6 +201,7 @@ def compare_task(task: str, results_dir: Path, plan: Path, ref_samples: list[dic
         if resps and isinstance(resps[0][0], list):  # loglikelihood: [[ [ll, greedy] ], ...] per choice
             ref_ll = [float(r[0][0]) for r in resps]
             our_ll = [float(lls[(doc_id, i)][0]) for i in range(len(ref_ll))]
+            rep.ll_pairs += zip(our_ll, ref_ll, strict=True)
             for a, b in zip(our_ll, ref_ll, strict=True):
                 rep.max_abs_ll_diff = max(rep.max_abs_ll_diff, abs(a - b))
                 rep.max_rel_ll_diff = max(rep.max_rel_ll_diff, abs(a - b) / max(abs(b), 1e-12))
@@ -192,14 +211,15 @@ def compare_task(task: str, results_dir: Path, plan: Path, ref_samples: list[dic
                     continue
                 if mine[m] == s[m]:
                     continue
-                ours_s, ref_s = our_ll, ref_ll
-                if m == "acc_norm":
-                    ours_s = [x / n for x, n in zip(our_ll, lens, strict=True)]
-                    ref_s = [x / n for x, n in zip(ref_ll, lens, strict=True)]
+                norm = lens if m == "acc_norm" else [1.0] * len(ref_ll)
+                ours_s = [x / n for x, n in zip(our_ll, norm, strict=True)]
+                ref_s = [x / n for x, n in zip(ref_ll, norm, strict=True)]
                 po, pr = _argmax(ours_s), _argmax(ref_s)
-                rep.flips.append(Flip(task, doc_id, m, po, pr, ours_s[po] - ours_s[pr], ref_s[pr] - ref_s[po]))
+                bound = tie_gap(VS_LM_EVAL, ref_ll[po], ref_ll[pr], norm[po], norm[pr])
+                rep.flips.append(Flip(task, doc_id, m, po, pr, ours_s[po] - ours_s[pr], ref_s[pr] - ref_s[po], bound))
         elif resps and isinstance(resps[0][0], (int, float)):  # loglikelihood_rolling: [[ll]] (one request)
             a, b = float(lls[(doc_id, 0)][0]), float(resps[0][0])
+            rep.ll_pairs.append((a, b))
             rep.max_abs_ll_diff = max(rep.max_abs_ll_diff, abs(a - b))
             rep.max_rel_ll_diff = max(rep.max_rel_ll_diff, abs(a - b) / max(abs(b), 1e-12))
         else:  # generate_until: resps [[text]], filtered_resps [text]
@@ -282,9 +302,52 @@ def merge(parts: list[Comparison]) -> Comparison:
     return out
 
 
-def flips_explained(c: Comparison, max_gap: float) -> bool:
-    """Every flip is a near-tie: both sides' gaps between the two choices are within ``max_gap``."""
-    return all(f.ours_gap <= max_gap and f.ref_gap <= max_gap for t in c.tasks.values() for f in t.flips)
+def flips_explained(c: Comparison, max_gap: float | None = None) -> bool:
+    """Every flip is a near-tie: both sides' gaps between the two choices are within ``max_gap`` (None: the
+    gap the per-request bound allows, ``Flip.tie``)."""
+    flips = [f for t in c.tasks.values() for f in t.flips]
+    if max_gap is None:
+        return all(f.tie for f in flips)
+    return all(f.ours_gap <= max_gap and f.ref_gap <= max_gap for f in flips)
+
+
+PPL_METRICS = ("perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte")
+
+
+def ref_lls(sample: dict[str, Any]) -> list[float]:
+    """lm-eval's logged per-request results of one doc as log-likelihoods (``[[ll, greedy]]`` or ``[[ll]]``)."""
+    out = []
+    for r in sample["resps"]:
+        x = r[0]
+        out.append(float(x[0] if isinstance(x, list) else x))
+    return out
+
+
+def _units(sample: dict[str, Any], metric: str) -> float:
+    """The word or byte count lm-eval logged beside a rolling log-likelihood (``[ll, units]``)."""
+    value = sample[metric]
+    assert isinstance(value, list) and len(value) == 2, (metric, value)
+    return float(value[1])
+
+
+def derived_tolerance(key: str, samples: list[dict[str, Any]], tol: Tolerance = VS_LM_EVAL) -> Tolerance:
+    """How far our value of lm-eval's metric ``key`` ("metric,filter") may lie from lm-eval's: ``SCORES`` for a
+    score of equal per-document values; for a function of log-likelihoods, what its formula carries from the
+    per-request bound ``tol``, computed from lm-eval's logged log-likelihoods (``samples``, one task's)."""
+    metric = key.split(",")[0]
+    if metric.removesuffix("_stderr") not in PPL_METRICS:
+        return SCORES
+    docs = list({s["doc_id"]: s for s in samples}.values())  # one logged sample per filter
+    lls = [ll for s in docs for ll in ref_lls(s)]
+    if metric == "perplexity":
+        return perplexity_tolerance(tol, lls)
+    if metric == "perplexity_stderr":
+        return bootstrap_stderr_tolerance(tol, lls)
+    if metric in ("word_perplexity", "byte_perplexity"):
+        return perplexity_tolerance(tol, lls, units=sum(_units(s, metric) for s in docs))
+    if metric == "bits_per_byte":
+        return bits_per_byte_tolerance(tol, lls, sum(_units(s, metric) for s in docs))
+    raise AssertionError(f"no derived tolerance for {key} (lm-eval gives no number for it)")
 
 
 def table(comparisons: dict[str, Comparison]) -> list[list[str]]:

@@ -5,7 +5,10 @@ lm-eval 0.4.13 in a child process (this file as a script) from a scratch directo
 with ``HF_HUB_OFFLINE=1``, ``HF_DATASETS_OFFLINE=1`` and a scratch ``HF_HOME``. lm-eval's own task YAMLs are
 copied, renamed ``e2e_<task>`` (so they cannot collide with the built-in ones) and pointed at the local JSONL
 files (``dataset_path: json``, ``dataset_name: null``, ``dataset_kwargs.data_files``); each gets the
-``num_fewshot`` the spec asks for written in explicitly.
+``num_fewshot`` the spec asks for written in explicitly. A YAML's ``!function`` entries stay tags, its sibling
+Python files are copied beside it; a split the local data lacks is dropped (winogrande and boolq have only
+``validation`` locally: 0-shot); boolq's local data (google/boolq) gets SuperGLUE's ``label`` from ``answer``
+in a ``process_docs`` (what ``compiler/tasklib/boolq.py`` does on our side).
 
 The output is cached as JSON under ``$LMEVAL_CACHE/e2e-lmeval/`` keyed by a hash of the spec, lm-eval's
 version, the model files, the data files and this file; ``LMEVAL_E2E_FRESH=1`` ignores the cache.
@@ -34,7 +37,17 @@ TASK_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "arc_easy": ("arc/arc_easy.yaml", "arc_easy", ("train", "validation", "test")),
     "arc_challenge": ("arc/arc_challenge.yaml", "arc_challenge", ("train", "validation", "test")),
     "gsm8k": ("gsm8k/gsm8k.yaml", "gsm8k", ("train", "test")),
+    "winogrande": ("winogrande/default.yaml", "winogrande", ("validation",)),
+    "boolq": ("super_glue/boolq/default.yaml", "boolq", ("validation",)),
 }
+SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
+BOOLQ_DOCS = '''"""google/boolq's rows as SuperGLUE's: ``label`` (0/1) from ``answer`` (a boolean)."""
+
+
+def process_docs(dataset):
+    return dataset.map(lambda d: {"label": int(bool(d["answer"]))})
+'''
+FUNCTION = "!function "
 MMLU_SUBJECTS = ("abstract_algebra", "anatomy", "astronomy", "college_biology", "high_school_geography",
                  "marketing")  # fmt: skip
 TASK_SOURCES.update({f"mmlu_{s}": (f"mmlu/default/mmlu_{s}.yaml", f"mmlu/{s}", ("dev", "test")) for s in MMLU_SUBJECTS})
@@ -131,14 +144,23 @@ def reference(spec: dict[str, Any], fresh: bool | None = None) -> dict[str, Any]
 
 def write_task_yamls(spec: dict[str, Any], dest: Path) -> None:
     """lm-eval's own YAMLs, renamed and pointed at local JSONL files, with an explicit num_fewshot."""
+    import re
+    import shutil
+
     import lm_eval
     import yaml
 
+    class Loader(yaml.SafeLoader):  # keeps ``!function module.name`` as that text
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: FUNCTION + str(loader.construct_scalar(node)))
     tasks_dir = Path(lm_eval.__file__).parent / "tasks"
     d = Path(spec["data_dir"])
     for name, opts in spec["tasks"].items():
         rel, sub, splits = TASK_SOURCES[name]
-        cfg = yaml.safe_load((tasks_dir / rel).read_text())
+        for py in (tasks_dir / rel).parent.glob("*.py"):
+            shutil.copy(py, dest / py.name)
+        cfg = yaml.load((tasks_dir / rel).read_text(), Loader=Loader)  # noqa: S506 (a SafeLoader)
         if "include" in cfg:  # arc_challenge: include arc_easy.yaml, then its own keys
             base = yaml.safe_load((tasks_dir / rel).parent.joinpath(cfg.pop("include")).read_text())
             cfg = {**base, **cfg}
@@ -148,7 +170,15 @@ def write_task_yamls(spec: dict[str, Any], dest: Path) -> None:
         cfg["dataset_name"] = None
         cfg["dataset_kwargs"] = {"data_files": {s: str(d / sub / f"{s}.jsonl") for s in splits}}
         cfg["num_fewshot"] = int(opts["num_fewshot"])
-        (dest / f"{PREFIX}{name}.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        for key in SPLIT_KEYS:
+            if cfg.get(key) is not None and cfg[key] not in splits:
+                cfg[key] = None
+        if name == "boolq":
+            (dest / "boolq_local.py").write_text(BOOLQ_DOCS)
+            cfg["process_docs"] = FUNCTION + "boolq_local.process_docs"
+        text = yaml.safe_dump(cfg, sort_keys=False)
+        text = re.sub(r"'" + FUNCTION + r"([\w.]+)'", FUNCTION + r"\1", text)
+        (dest / f"{PREFIX}{name}.yaml").write_text(text)
 
 
 def child(spec_path: str, out_path: str) -> None:

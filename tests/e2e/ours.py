@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# the environment that makes every process of a run compute as an AVX2-only x86 CPU does (tests/kernelpath)
+AVX2_ENV = {"LMEVAL_TEST_CPU_ISA": "avx2", "PYTHONPATH": f"{REPO / 'tests' / 'kernelpath'}{os.pathsep}{REPO}"}
 
 
 @dataclass
@@ -32,6 +34,7 @@ def lmeval_run(
     max_gen_toks: int | None = None,
     batch_size: int = 8,
     model_args: tuple[str, ...] = (),
+    env_extra: dict[str, str] | None = None,
 ) -> OurRun:
     """``lmeval run '+task=[...]' run.data_dir=... run.limit=N model.backend=B`` into ``work/<backend>``."""
     out, plan = work / f"results-{backend}", work / f"plan-{backend}.msgpack"
@@ -48,7 +51,7 @@ def lmeval_run(
         args.append(f"run.num_fewshot={num_fewshot}")
     if max_gen_toks is not None:
         args.append(f"run.gen_kwargs={{max_gen_toks:{max_gen_toks}}}")
-    return run_cli(args, backend, out, plan)
+    return run_cli(args, backend, out, plan, env_extra=env_extra)
 
 
 def run_cli(
@@ -62,7 +65,8 @@ def run_cli(
     """``lmeval run ARGS [FLAGS] --out OUT --plan-out PLAN --no-progress`` in a child process, offline."""
     cmd = [sys.executable, "-m", "lmeval", "run", *args, *flags, "--out", str(out), "--plan-out", str(plan),
            "--no-progress"]  # fmt: skip
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO), **(env_extra or {}))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    env.update(env_extra or {})
     env.pop("LMEVAL_TRUST_CODE", None)
     t, cpu = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)

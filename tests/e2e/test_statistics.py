@@ -23,6 +23,7 @@ import polars as pl
 import pytest
 
 from lmeval.plans.scored import read_scored
+from tests.bounds import ARITHMETIC, SCORES
 from tests.e2e.mmlu_clusters import GROUP, MIXED, SUBJECTS, write_mmlu_clusters
 from tests.support import cli_in_process as cli
 from tests.support import data_dir
@@ -75,11 +76,11 @@ def test_clustered_stderr_is_the_sandwich_estimator(runs: dict[str, Path]) -> No
     for name in (GROUP, MIXED):
         e = iv["metrics"][name]["acc,none"]
         value = res["results"][name]["acc,none"]
-        assert e["stderr_clustered"] == pytest.approx(want, rel=1e-12) and e["clusters"] == len(SUBJECTS)
+        assert e["stderr_clustered"] == pytest.approx(want, rel=ARITHMETIC.rtol) and e["clusters"] == len(SUBJECTS)
         assert e["method"] == "normal"
-        assert (e["low"], e["high"]) == pytest.approx((value - Z95 * want, value + Z95 * want), rel=1e-12)
+        assert (e["low"], e["high"]) == pytest.approx((value - Z95 * want, value + Z95 * want), rel=ARITHMETIC.rtol)
     # lm-eval's stderr stays as lm-eval computes it (parity), beside the clustered one
-    assert res["results"][MIXED]["acc_stderr,none"] != pytest.approx(want, rel=1e-6)
+    assert res["results"][MIXED]["acc_stderr,none"] != pytest.approx(want, rel=SCORES.rtol)
 
 
 @pytest.mark.vllm
@@ -90,8 +91,8 @@ def test_one_document_per_cluster_is_lm_evals_stderr(runs: dict[str, Path]) -> N
         xs = _acc(runs["a"], task)
         e = res["intervals"]["metrics"][task]["acc,none"]
         assert e["clusters"] == len(xs)
-        assert e["stderr_clustered"] == pytest.approx(_sandwich([[x] for x in xs]), rel=1e-12)
-        assert e["stderr_clustered"] == pytest.approx(res["results"][task]["acc_stderr,none"], rel=1e-12)
+        assert e["stderr_clustered"] == pytest.approx(_sandwich([[x] for x in xs]), rel=ARITHMETIC.rtol)
+        assert e["stderr_clustered"] == pytest.approx(res["results"][task]["acc_stderr,none"], rel=ARITHMETIC.rtol)
 
 
 @pytest.mark.vllm
@@ -119,12 +120,16 @@ def test_compare_prints_mcnemar_and_mde(runs: dict[str, Path]) -> None:
         flipped += n01 + n10
         d = c[task]
         assert (d.test, d.n01, d.n10) == ("mcnemar", n01, n10)
-        assert d.p_test == pytest.approx(binomtest(n10, n01 + n10, 0.5).pvalue if n01 + n10 else 1.0, rel=1e-12)
+        assert d.p_test == pytest.approx(
+            binomtest(n10, n01 + n10, 0.5).pvalue if n01 + n10 else 1.0, rel=ARITHMETIC.rtol
+        )
         diffs = [y - x for x, y in zip(a, b, strict=True)]
         mean = sum(diffs) / len(diffs)
         se = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1) / len(diffs))
-        assert d.mde == pytest.approx((Z95 + Z80) * se, rel=1e-12)
-        assert (d.low, d.high) == pytest.approx((mean - Z95 * se, mean + Z95 * se), rel=1e-12, abs=1e-15)
+        assert d.mde == pytest.approx((Z95 + Z80) * se, rel=ARITHMETIC.rtol)
+        assert (d.low, d.high) == pytest.approx(
+            (mean - Z95 * se, mean + Z95 * se), rel=ARITHMETIC.rtol, abs=ARITHMETIC.atol
+        )
         line = next(x for x in out.splitlines() if re.search(rf"\b{task}\b", x) and "acc" in x)
         assert f"{d.p_test:.3g} McNemar" in line and f"{d.mde:.4f}" in line, line
         assert f"[{d.low:+.4f}, {d.high:+.4f}]" in line, line

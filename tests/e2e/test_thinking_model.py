@@ -22,6 +22,7 @@ import pytest
 
 from lmeval.plans import read_plan
 from lmeval.plans.results import read_results
+from tests.bounds import ARITHMETIC
 from tests.executor.vllm_plan import SharedEngine
 from tests.support import cli_in_process as cli
 from tests.support import data_dir
@@ -81,7 +82,7 @@ def test_thinking_answers_score_with_the_setting_and_as_before_without(runs: dic
     assert _rows(r)["response"].to_list() == [RESPONSE] * 3  # the raw output is kept whole
     assert _rows(p)["response"].to_list() == [RESPONSE] * 3
     assert _rows(r)["request_hash"].to_list() == _rows(p)["request_hash"].to_list()  # the setting moves none
-    assert _strict(r) == pytest.approx(1 / 3, abs=1e-12) and _strict(p) == 0.0
+    assert _strict(r) == pytest.approx(1 / 3, abs=ARITHMETIC.atol) and _strict(p) == 0.0
     s = _samples(r)
     assert s["answer"].to_list() == [" #### 18"] * 3 and s["filtered"].to_list() == ["18"] * 3
     assert s["reasoning"].to_list() == [" Let me think. #### 7"] * 3
@@ -101,7 +102,7 @@ def test_thinking_budget_forces_the_end_marker_and_the_answer_still_comes(runs: 
     assert rows["response"].to_list() == ["<think> Let me</think> #### 18"] * 3
     assert rows["thinking_forced"].to_list() == [True] * 3 and rows["reasoning_tokens"].to_list() == [3] * 3
     assert rows["finish_reason"].to_list() == ["stop"] * 3
-    assert _strict(f) == pytest.approx(1 / 3, abs=1e-12)
+    assert _strict(f) == pytest.approx(1 / 3, abs=ARITHMETIC.atol)
     assert (
         "3 of 3 responses ran out of run.thinking_budget (end marker forced, then answered)"
         in (f / "stderr.txt").read_text()

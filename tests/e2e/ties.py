@@ -1,7 +1,8 @@
 """Where two greedy generations from the same prompt part, and whether the model's top two tokens tie there.
 
 Two engines running the same float32 weights (vLLM's CPU kernels and transformers') agree on log-probs to
-about 1e-5, so greedy decoding may only part where the two best next tokens are that close. ``divergence``
+the bound of ``tests/bounds.py`` (``VS_LM_EVAL``), so greedy decoding may only part where the two best next
+tokens are that close. ``divergence``
 finds the first token where two generations differ (both texts re-encoded with the model's tokenizer; a text
 that ended there counts as the end-of-sequence token), scores the prompt and the shared part once with
 transformers, and reports the gap between the top two log-probs and whether the two tokens taken are those
@@ -15,7 +16,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-GAP_TOL = 1e-3  # nats: ten times the per-Instance log-likelihood tolerance; a gap above it is a real difference
+from tests.bounds import VS_LM_EVAL, greedy_tie_gap
+
+# nats: twice the per-request bound against lm-eval (each of the two log-probs may move by one); above it, a
+# real difference
+GAP = greedy_tie_gap(VS_LM_EVAL)
 
 
 @dataclass
@@ -30,7 +35,7 @@ class Divergence:
 
     @property
     def tie(self) -> bool:
-        return self.gap <= GAP_TOL and {self.ours_token, self.ref_token} <= set(self.top2)
+        return self.gap <= GAP and {self.ours_token, self.ref_token} <= set(self.top2)
 
     def __str__(self) -> str:
         return (f"{self.task} doc {self.doc_id}: parted after {self.position} tokens, ours {self.ours_token} "

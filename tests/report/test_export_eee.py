@@ -20,6 +20,7 @@ from lmeval.plans.records import InstanceRecord
 from lmeval.report.export import export
 from lmeval.report.export.eee import SCHEMA_DIR
 from lmeval.scorer.score import score_run
+from tests.bounds import ARITHMETIC
 from tests.report.conftest import pipeline
 from tests.scorer.golden_io import build, load_golden
 
@@ -97,7 +98,7 @@ def test_scores_are_the_runs(run: dict[str, Any]) -> None:
                 assert json.loads(line["metadata"]["lm_eval_metrics"])
         for rid in ("acc", "exact_match", "exact_match:strict-match", "exact_match:flexible-extract"):
             if rid in scores:
-                assert sum(scores[rid]) / len(scores[rid]) == pytest.approx(by_id[rid], abs=1e-12)
+                assert sum(scores[rid]) / len(scores[rid]) == pytest.approx(by_id[rid], abs=ARITHMETIC.atol)
 
 
 def test_provenance(run: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from lmeval.plans.records import (
     request_hash_of,
 )
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
-from tests.support import SCORES
+from tests.bounds import SCORES
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 

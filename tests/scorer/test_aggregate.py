@@ -8,6 +8,7 @@ import lm_eval.api.metrics as lm_metrics  # noqa: E402
 import pytest
 
 from lmeval.scorer import aggregate as agg
+from tests.bounds import ARITHMETIC, SCORES
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +24,7 @@ def _floats(n: int, seed: int) -> list[float]:
 def test_mean_and_stderr() -> None:
     x = [float(random.Random(1).random() < 0.3) for _ in range(500)]
     assert agg.aggregate("mean", x) == lm_metrics.mean(x)
-    assert abs(agg.stderr("mean", "acc", x) - lm_metrics.mean_stderr(x)) < 1e-12
+    assert abs(agg.stderr("mean", "acc", x) - lm_metrics.mean_stderr(x)) < ARITHMETIC.atol
 
 
 @pytest.mark.parametrize("name,fn", [("perplexity", "perplexity"), ("median", "median")])
@@ -32,7 +33,7 @@ def test_bootstrap_numeric(name: str, fn: str) -> None:
     f = getattr(lm_metrics, fn)
     want = lm_metrics.bootstrap_stderr(f, x, iters=2000)
     got = agg.stderr(name, name, x, iters=2000)
-    assert abs(got - want) <= 1e-9 * max(1.0, abs(want))
+    assert abs(got - want) <= SCORES.atol * max(1.0, abs(want))
     assert agg.aggregate(name, x) == f(x)
 
 
@@ -46,8 +47,8 @@ def test_bootstrap_classification(name: str, fn: str) -> None:
     for chunk in (0, 1):
         want = lm_metrics._bootstrap_internal(f, 10)((chunk, items))
         got = ours[chunk * 1000 : chunk * 1000 + 10]
-        assert max(abs(a - b) for a, b in zip(got, want, strict=True)) <= 1e-12
-    assert abs(agg.aggregate(name, items) - f(items)) <= 1e-12
+        assert max(abs(a - b) for a, b in zip(got, want, strict=True)) <= ARITHMETIC.atol
+    assert abs(agg.aggregate(name, items) - f(items)) <= ARITHMETIC.atol
 
 
 def test_bootstrap_bleu_capped() -> None:
@@ -57,13 +58,13 @@ def test_bootstrap_bleu_capped() -> None:
         [" ".join(r.choice(words) for _ in range(6)), " ".join(r.choice(words) for _ in range(6))] for _ in range(15)
     ]
     want = lm_metrics.bootstrap_stderr(lm_metrics.bleu, items, iters=100)
-    assert abs(agg.stderr("bleu", "bleu", items) - want) <= 1e-9
-    assert abs(agg.aggregate("bleu", items) - lm_metrics.bleu(items)) <= 1e-12
+    assert abs(agg.stderr("bleu", "bleu", items) - want) <= SCORES.atol
+    assert abs(agg.aggregate("bleu", items) - lm_metrics.bleu(items)) <= ARITHMETIC.atol
 
 
 def test_group_pooling() -> None:
     se, n = [0.05, 0.02, 0.1], [40, 300, 12]
-    assert abs(agg.pooled_sample_stderr(se, n) - float(lm_metrics.pooled_sample_stderr(se, n))) < 1e-15
+    assert abs(agg.pooled_sample_stderr(se, n) - float(lm_metrics.pooled_sample_stderr(se, n))) < ARITHMETIC.atol
     v = [0.3, 0.5, 0.9]
     assert agg.weighted_mean(v, n) == lm_metrics.aggregate_subtask_metrics(v, n)
 
@@ -75,7 +76,7 @@ def test_f1_mcc_edge_cases_match_sklearn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for items in cases:
-            assert agg.aggregate("f1", items) == pytest.approx(float(lm_metrics.f1_score(items)), abs=1e-15)
+            assert agg.aggregate("f1", items) == pytest.approx(float(lm_metrics.f1_score(items)), abs=ARITHMETIC.atol)
             assert agg.aggregate("matthews_corrcoef", items) == pytest.approx(
-                float(lm_metrics.matthews_corrcoef(items)), abs=1e-15
+                float(lm_metrics.matthews_corrcoef(items)), abs=ARITHMETIC.atol
             )

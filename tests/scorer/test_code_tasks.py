@@ -17,6 +17,7 @@ from lmeval.cli import main
 from lmeval.plans import read_plan
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
+from tests.bounds import ARITHMETIC
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -66,7 +67,7 @@ def test_humaneval_canonical_pass_and_a_broken_one_fails(name: str, limit: int |
     n = limit or 164
     assert len(read_plan(plan).docs) == n
     res = out.results["results"]["humaneval"]
-    assert res["pass@1,create_test"] == pytest.approx((n - 1) / n, abs=1e-12)
+    assert res["pass@1,create_test"] == pytest.approx((n - 1) / n, abs=ARITHMETIC.atol)
 
 
 def test_mbpp_reference_code_passes_and_wrong_code_fails(tmp_path: Path) -> None:
@@ -80,7 +81,7 @@ def test_mbpp_reference_code_passes_and_wrong_code_fails(tmp_path: Path) -> None
     res = score_run(str(rdir), console=False).results["results"]["mbpp"]
     n_bad = sum(1 for d in read_plan(plan).docs if d.doc["task_id"] in bad)
     assert n_bad == 2
-    assert res["pass_at_1,none"] == pytest.approx(10 / 12, abs=1e-12)
+    assert res["pass_at_1,none"] == pytest.approx(10 / 12, abs=ARITHMETIC.atol)
 
 
 def _independent_pass_at_k(n: int, c: int, k: int) -> float:
@@ -98,7 +99,7 @@ def test_pass_at_k_is_code_evals_estimator(n: int, c: int, ks: list[int]) -> Non
     test = "assert add(2, 3) == 5"
     good, bad = "def add(a, b):\n    return a + b", "def add(a, b):\n    return a * b"
     got = pass_at_k([test], [[good] * c + [bad] * (n - c)], k=ks)
-    assert got == {f"pass@{k}": pytest.approx(_independent_pass_at_k(n, c, k), abs=1e-12) for k in ks}
+    assert got == {f"pass@{k}": pytest.approx(_independent_pass_at_k(n, c, k), abs=ARITHMETIC.atol) for k in ks}
 
 
 def test_sandboxed_hook_refuses_network_and_files(tmp_path: Path) -> None:

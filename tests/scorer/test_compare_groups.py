@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from lmeval.diff.runs import compare
+from tests.bounds import ARITHMETIC
 
 SIZES = {"t1": 40, "t2": 90, "t3": 25}
 
@@ -54,19 +55,21 @@ def test_group_standard_errors(runs: tuple[str, str, dict[str, list[float]], dic
     se = {t: d[t].se for t in SIZES}
     for t in SIZES:  # each subtask's paired test, computed here from the documents' scores
         dt = [y - x for x, y in zip(a[t], b[t], strict=True)]
-        assert d[t].delta == pytest.approx(statistics.fmean(dt), abs=1e-15)
-        assert se[t] == pytest.approx(statistics.stdev(dt) / math.sqrt(len(dt)), rel=1e-12)
-        assert d[t].p == pytest.approx(math.erfc(abs(statistics.fmean(dt) / se[t]) / math.sqrt(2)), rel=1e-12)  # type: ignore[operator]
+        assert d[t].delta == pytest.approx(statistics.fmean(dt), abs=ARITHMETIC.atol)
+        assert se[t] == pytest.approx(statistics.stdev(dt) / math.sqrt(len(dt)), rel=ARITHMETIC.rtol)
+        assert d[t].p == pytest.approx(math.erfc(abs(statistics.fmean(dt) / se[t]) / math.sqrt(2)), rel=ARITHMETIC.rtol)  # type: ignore[operator]
     by_size = math.sqrt(sum((SIZES[t] / n * se[t]) ** 2 for t in SIZES))  # type: ignore[operator]
-    assert d["by_size"].se == pytest.approx(by_size, rel=1e-12)
+    assert d["by_size"].se == pytest.approx(by_size, rel=ARITHMETIC.rtol)
     assert d["by_size"].n_paired == n
-    assert d["by_size"].p == pytest.approx(math.erfc(abs(d["by_size"].delta / by_size) / math.sqrt(2)), rel=1e-12)  # type: ignore[operator]
+    assert d["by_size"].p == pytest.approx(
+        math.erfc(abs(d["by_size"].delta / by_size) / math.sqrt(2)), rel=ARITHMETIC.rtol
+    )  # type: ignore[operator]
     # the same test computed directly over the pooled documents agrees closely (weights n_t / n)
     diffs = [y - x for t in SIZES for x, y in zip(a[t], b[t], strict=True)]
     mean = sum(diffs) / n
     pooled = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1) / n)
     assert d["by_size"].se == pytest.approx(pooled, rel=0.05)
     equal = math.sqrt(sum((se[t] / len(SIZES)) ** 2 for t in SIZES))  # type: ignore[operator]
-    assert d["equal"].se == pytest.approx(equal, rel=1e-12)
+    assert d["equal"].se == pytest.approx(equal, rel=ARITHMETIC.rtol)
     assert d["other"].delta == pytest.approx(0.456 - 0.123)
     assert d["other"].se is None and d["other"].p is None

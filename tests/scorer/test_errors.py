@@ -10,6 +10,7 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.scorer.score import score_run
+from tests.bounds import ARITHMETIC, SCORES
 from tests.scorer.golden_io import build, load_golden
 
 TASKS = ["gsm8k", "arc_challenge"]
@@ -53,7 +54,7 @@ def test_partial_results_are_scored_and_reported(
         s["doc_id"]: s["exact_match"] for s in golden["tasks"]["gsm8k"]["samples"] if s["filter"] == "strict-match"
     }
     kept = [v for d, v in sorted(samples.items()) if d not in (3, 7)]
-    assert abs(res["results"]["gsm8k"]["exact_match,strict-match"] - sum(kept) / len(kept)) < 1e-12
+    assert abs(res["results"]["gsm8k"]["exact_match,strict-match"] - sum(kept) / len(kept)) < ARITHMETIC.atol
     assert main(["score", str(rdir), "--quiet", "--allow-partial"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(rdir)
 
@@ -162,9 +163,9 @@ def test_samples_parquet_and_compare(golden: dict, tmp_path: Path, capsys: pytes
     want_se = statistics.stdev(diffs) / math.sqrt(len(diffs))
     want_p = math.erfc(abs(want_delta / want_se) / math.sqrt(2))
     assert acc.n_paired == 40 and want_delta != 0.0
-    assert acc.delta == pytest.approx(want_delta, abs=1e-12)
-    assert acc.se == pytest.approx(want_se, rel=1e-12)
-    assert acc.p == pytest.approx(want_p, rel=1e-9)
+    assert acc.delta == pytest.approx(want_delta, abs=ARITHMETIC.atol)
+    assert acc.se == pytest.approx(want_se, rel=ARITHMETIC.rtol)
+    assert acc.p == pytest.approx(want_p, rel=SCORES.rtol)
     flips = [f for f in c.flips if f.task == "arc_challenge" and f.metric == "acc"]
     assert flips and all(f.doc_id < 10 for f in flips)
     gsm = next(d for d in c.deltas if d.task == "gsm8k")

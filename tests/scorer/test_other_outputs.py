@@ -18,6 +18,7 @@ from lmeval.plans.io import write_plan
 from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
+from tests.bounds import ARITHMETIC, SCORES
 from tests.support import instance_record
 
 
@@ -79,12 +80,14 @@ def test_loglikelihood_rolling(tmp_path: Path) -> None:
         for k, v in lm_task.ConfigurableTask.process_results(fake, d.doc, (ll,)).items():
             items.setdefault(k, []).append(v)
     assert math.isclose(
-        res["word_perplexity,none"], lm_metrics.weighted_perplexity(items["word_perplexity"]), rel_tol=1e-12
+        res["word_perplexity,none"], lm_metrics.weighted_perplexity(items["word_perplexity"]), rel_tol=ARITHMETIC.rtol
     )
     assert math.isclose(
-        res["byte_perplexity,none"], lm_metrics.weighted_perplexity(items["byte_perplexity"]), rel_tol=1e-12
+        res["byte_perplexity,none"], lm_metrics.weighted_perplexity(items["byte_perplexity"]), rel_tol=ARITHMETIC.rtol
     )
-    assert math.isclose(res["bits_per_byte,none"], lm_metrics.bits_per_byte(items["bits_per_byte"]), rel_tol=1e-12)
+    assert math.isclose(
+        res["bits_per_byte,none"], lm_metrics.bits_per_byte(items["bits_per_byte"]), rel_tol=ARITHMETIC.rtol
+    )
     assert res["bits_per_byte_stderr,none"] == "N/A"
 
 
@@ -96,9 +99,9 @@ def test_loglikelihood_perplexity_bootstrap(tmp_path: Path) -> None:
     res = score_run(str(rdir), console=False, bootstrap_iters=2000).results["results"]["lb"]
     ll = [x["loglikelihood"] for x in rows]
     acc = [int(x["is_greedy"]) for x in rows]
-    assert math.isclose(res["perplexity,none"], lm_metrics.perplexity(ll), rel_tol=1e-12)
+    assert math.isclose(res["perplexity,none"], lm_metrics.perplexity(ll), rel_tol=ARITHMETIC.rtol)
     want = lm_metrics.bootstrap_stderr(lm_metrics.perplexity, ll, iters=2000)
-    assert math.isclose(res["perplexity_stderr,none"], want, rel_tol=1e-9)
+    assert math.isclose(res["perplexity_stderr,none"], want, rel_tol=SCORES.rtol)
     assert res["acc,none"] == lm_metrics.mean(acc)
 
 
@@ -116,9 +119,9 @@ def test_generate_bleu_and_majority_vote(tmp_path: Path) -> None:
     rdir = _write(tmp_path, _ts("tr", "generate_until", 12, 12, ml, fl), docs, rows, "generate_until")
     res = score_run(str(rdir), console=False).results["results"]["tr"]
     items = [[d.target, row["responses"][1]] for d, row in zip(docs, rows, strict=True)]
-    assert math.isclose(res["bleu,maj"], lm_metrics.bleu(items), rel_tol=1e-12)
+    assert math.isclose(res["bleu,maj"], lm_metrics.bleu(items), rel_tol=ARITHMETIC.rtol)
     assert math.isclose(
-        res["bleu_stderr,maj"], lm_metrics.bootstrap_stderr(lm_metrics.bleu, items, iters=100), rel_tol=1e-9
+        res["bleu_stderr,maj"], lm_metrics.bootstrap_stderr(lm_metrics.bleu, items, iters=100), rel_tol=SCORES.rtol
     )
     em = [lm_metrics.exact_match_hf_evaluate([p], [g], ignore_case=True)["exact_match"] for g, p in items]
     assert res["exact_match,maj"] == lm_metrics.mean(em)

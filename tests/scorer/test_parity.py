@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 from lmeval.scorer.score import score_run
+from tests.bounds import ARITHMETIC, SCORES
 from tests.kernelpath.sitecustomize import AVX2_ENV
 from tests.scorer.golden_io import aggregate_diffs, build, load_golden, sample_diffs
 
@@ -63,8 +64,8 @@ def test_intervals_beside_lm_evals_stderr(scored: tuple[dict, dict, Path]) -> No
                     assert 0.5 < (e["high"] - e["low"]) / (2 * 1.959964 * se) < 2, (task, key, e, se)
                 checked["bootstrap"] += 1
             elif iv["cluster"][task] == "document":
-                assert e["stderr_clustered"] == pytest.approx(se, rel=1e-9, abs=1e-15), (task, key)
-                assert e["low"] == pytest.approx(value - 1.959963984540054 * se, rel=1e-9, abs=1e-12)
+                assert e["stderr_clustered"] == pytest.approx(se, rel=SCORES.rtol, abs=ARITHMETIC.atol), (task, key)
+                assert e["low"] == pytest.approx(value - 1.959963984540054 * se, rel=SCORES.rtol, abs=ARITHMETIC.atol)
                 checked["document"] += 1
             elif iv["cluster"][task] == "subtask" and task == "mmlu":
                 leaves = [t for t in ours["results"] if t.startswith("mmlu_") and t in ours["configs"]]
@@ -73,7 +74,7 @@ def test_intervals_beside_lm_evals_stderr(scored: tuple[dict, dict, Path]) -> No
                 per = rows.group_by("task").agg(s=(pl.col(metric) - m).sum())["s"].to_list()
                 g, n = len(per), rows.height
                 want = math.sqrt(g / (g - 1) * sum(x * x for x in per) / n**2)
-                assert g == 57 and e["clusters"] == 57 and e["stderr_clustered"] == pytest.approx(want, rel=1e-9)
+                assert g == 57 and e["clusters"] == 57 and e["stderr_clustered"] == pytest.approx(want, rel=SCORES.rtol)
                 checked["subtask"] += 1
     assert checked["document"] > 0, checked
     assert checked["subtask"] > 0 or "mmlu" not in iv["metrics"]

@@ -7,6 +7,7 @@ import pytest
 from scipy.stats import binomtest
 
 from lmeval.scorer.power import binomial_two_sided
+from tests.bounds import ARITHMETIC, SCORES
 
 
 @pytest.mark.parametrize("n", [*range(1, 61), 99, 500, 2001, 30_001, 150_001])  # the last two: log-space sums
@@ -16,7 +17,7 @@ def test_binomial_tail_is_scipys_exact_test(n: int) -> None:
     )  # p ~ 0.05 at -sqrt(n)
     for k in ks:
         want = binomtest(k, n, 0.5).pvalue
-        assert binomial_two_sided(k, n) == pytest.approx(want, rel=1e-9, abs=1e-300), (k, n)
+        assert binomial_two_sided(k, n) == pytest.approx(want, rel=SCORES.rtol, abs=1e-300), (k, n)
 
 
 def test_no_flips_is_p_one() -> None:
@@ -37,7 +38,7 @@ def test_paired_bootstrap_for_non_binary_metrics() -> None:
     mean = sum(d) / len(d)
     assert t.low < mean < t.high
     sd = (sum((x - mean) ** 2 for x in d) / (len(d) - 1)) ** 0.5
-    assert t.mde == pytest.approx(MDE_FACTOR * sd / len(d) ** 0.5, rel=1e-12)
+    assert t.mde == pytest.approx(MDE_FACTOR * sd / len(d) ** 0.5, rel=ARITHMETIC.rtol)
     assert t.p == pytest.approx(1 / (BOOT_ITERS + 1))  # mean 5, sd 2.9 on 40 docs: z about 11
     same = paired_test(a, a)
     assert same is not None and same.p == 1.0 and same.low == same.high == 0.0 and same.mde is None

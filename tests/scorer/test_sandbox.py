@@ -20,6 +20,7 @@ from lmeval.scorer import sandbox
 from lmeval.scorer.metrics import estimate_pass_at_k as pass_at_k
 from lmeval.scorer.sandbox import ExecResult, check_many, check_program, run_program
 from lmeval.scorer.sandbox import cgroup as sandbox_cgroup
+from tests.bounds import ARITHMETIC
 from tests.scorer.sandbox_env import machine_has_cgroups, weaker
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"))
@@ -533,7 +534,7 @@ def _pass_at_k_by_counting(n: int, c: int, k: int) -> float:
     ],
 )
 def test_pass_at_k(n: int, c: int, k: int, expected: float) -> None:
-    assert pass_at_k(n, c, k) == pytest.approx(expected, rel=1e-12)
+    assert pass_at_k(n, c, k) == pytest.approx(expected, rel=ARITHMETIC.rtol)
 
 
 def test_pass_at_k_rejects_bad_counts() -> None:

@@ -11,6 +11,7 @@ import pytest
 from lmeval import compiler, scorer
 from lmeval.plans import read_plan
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from tests.bounds import ARITHMETIC
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spec" / "tasks.jsonl"
 
@@ -67,8 +68,8 @@ def test_gold_answers_score_one_in_every_category(tmp_path: Path) -> None:
     assert set(spec["categories"]) == {"arithmetic", "mcq", "code_exec", "classification", "summary"}
     for cat, agg in spec["categories"].items():
         assert agg["n"] == 2, cat
-        assert agg["score"] == pytest.approx(1.0, abs=1e-12), cat
-    assert spec["overall"] == pytest.approx({"score": 1.0, "macro": 1.0, "n": 10}, abs=1e-12)
+        assert agg["score"] == pytest.approx(1.0, abs=ARITHMETIC.atol), cat
+    assert spec["overall"] == pytest.approx({"score": 1.0, "macro": 1.0, "n": 10}, abs=ARITHMETIC.atol)
 
 
 def test_one_wrong_answer_moves_only_its_category(tmp_path: Path) -> None:
@@ -77,5 +78,5 @@ def test_one_wrong_answer_moves_only_its_category(tmp_path: Path) -> None:
     res = json.loads((scorer.score(str(_results(tmp_path, answers)), console=False) / "results.json").read_text())
     cats = res["spec"]["jsonl"]["categories"]
     assert cats["code_exec"]["score"] == 0.5
-    assert all(v["score"] == pytest.approx(1.0, abs=1e-12) for c, v in cats.items() if c != "code_exec")
-    assert res["spec"]["jsonl"]["overall"]["score"] == pytest.approx(0.9, abs=1e-12)
+    assert all(v["score"] == pytest.approx(1.0, abs=ARITHMETIC.atol) for c, v in cats.items() if c != "code_exec")
+    assert res["spec"]["jsonl"]["overall"]["score"] == pytest.approx(0.9, abs=ARITHMETIC.atol)

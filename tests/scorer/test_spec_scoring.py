@@ -21,6 +21,7 @@ from lmeval.scorer.spec_scoring import (
     score_spec_rows,
     token_f1,
 )
+from tests.bounds import SCORES
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"))
 
@@ -135,16 +136,16 @@ def test_token_f1() -> None:
 
 def test_bleu_4_sentence_score() -> None:
     d = doc("bleu_4", "strip_whitespace", ["a completely different reference", REF], category="summary")
-    assert score_spec_doc(d, HYP)["bleu_4"] == pytest.approx(SENTENCE_BLEU, abs=1e-9)
+    assert score_spec_doc(d, HYP)["bleu_4"] == pytest.approx(SENTENCE_BLEU, abs=SCORES.atol)
     assert score_spec_doc(doc("bleu_4", "none", [REF]), REF)["bleu_4"] == pytest.approx(1.0)
 
 
 def test_corpus_bleu_pools_ngrams() -> None:
-    assert corpus_bleu([REF, HYP], [[REF], [REF]]) == pytest.approx(CORPUS_BLEU, abs=1e-9)
+    assert corpus_bleu([REF, HYP], [[REF], [REF]]) == pytest.approx(CORPUS_BLEU, abs=SCORES.atol)
     # not the mean of sentence scores
     assert abs(CORPUS_BLEU - (1 + SENTENCE_BLEU) / 2) > 0.005
     # records with different numbers of references
-    assert corpus_bleu([REF, HYP], [["zzz", REF], [REF]]) == pytest.approx(CORPUS_BLEU, abs=1e-9)
+    assert corpus_bleu([REF, HYP], [["zzz", REF], [REF]]) == pytest.approx(CORPUS_BLEU, abs=SCORES.atol)
 
 
 def test_rouge_l_best_over_targets() -> None:
@@ -219,7 +220,7 @@ def test_aggregate_per_category_and_overall() -> None:
         "n": 3,
         "metrics": {"exact_match": {"value": pytest.approx(2 / 3), "n": 3}},
     }
-    assert summary["metrics"]["bleu_4"] == {"value": pytest.approx(CORPUS_BLEU, abs=1e-9), "n": 2}
+    assert summary["metrics"]["bleu_4"] == {"value": pytest.approx(CORPUS_BLEU, abs=SCORES.atol), "n": 2}
     assert summary["metrics"]["rouge_l"] == {"value": pytest.approx(10 / 11), "n": 1}
     summary_score = (2 * CORPUS_BLEU + 10 / 11) / 3
     assert summary["score"] == pytest.approx(summary_score)

@@ -15,6 +15,7 @@ import pytest
 from lm_eval.api.metrics import aggregate_subtask_metrics, pooled_sample_stderr, unweighted_mean_stderr
 
 from lmeval.scorer.score import score_run
+from tests.bounds import ARITHMETIC
 from tests.scorer.golden_io import build
 
 MC_METRICS = [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in ("acc", "acc_norm", "acc_bytes")]
@@ -61,12 +62,14 @@ def test_group_weight_by_size_false_is_the_plain_mean_of_subtasks(tmp_path: Path
     accs, sizes = [0.9, 0.25], [10, 4]
     stderrs = [r["big"]["acc_stderr,none"], r["small"]["acc_stderr,none"]]
     # equal weights: (0.9 + 0.25) / 2 = 0.575; by size: (9 + 1) / 14 = 0.714...
-    assert math.isclose(r["g_equal"]["acc,none"], 0.575, rel_tol=1e-12)
-    assert math.isclose(r["g_equal"]["acc,none"], aggregate_subtask_metrics(accs, sizes, False), rel_tol=1e-12)
-    assert math.isclose(r["g_sized"]["acc,none"], 10 / 14, rel_tol=1e-12)
+    assert math.isclose(r["g_equal"]["acc,none"], 0.575, rel_tol=ARITHMETIC.rtol)
+    assert math.isclose(
+        r["g_equal"]["acc,none"], aggregate_subtask_metrics(accs, sizes, False), rel_tol=ARITHMETIC.rtol
+    )
+    assert math.isclose(r["g_sized"]["acc,none"], 10 / 14, rel_tol=ARITHMETIC.rtol)
     # the stderr follows the weighting (lm-eval's group.py: unweighted_mean_stderr without size weights)
-    assert math.isclose(r["g_equal"]["acc_stderr,none"], unweighted_mean_stderr(stderrs), rel_tol=1e-12)
-    assert math.isclose(r["g_sized"]["acc_stderr,none"], pooled_sample_stderr(stderrs, sizes), rel_tol=1e-12)
+    assert math.isclose(r["g_equal"]["acc_stderr,none"], unweighted_mean_stderr(stderrs), rel_tol=ARITHMETIC.rtol)
+    assert math.isclose(r["g_sized"]["acc_stderr,none"], pooled_sample_stderr(stderrs, sizes), rel_tol=ARITHMETIC.rtol)
     assert r["g_equal"]["acc_stderr,none"] != r["g_sized"]["acc_stderr,none"]
 
 
@@ -87,8 +90,8 @@ def test_group_clustered_stderr_follows_the_weighting(tmp_path: Path) -> None:
     m = 10 / 14
     sums = [9 - 10 * m, 1 - 4 * m]  # Σ (x_i - m) per subtask
     sized = math.sqrt(2 / 1 * sum(x * x for x in sums) / 14**2)
-    assert iv["g_equal"]["acc,none"]["stderr_clustered"] == pytest.approx(equal, rel=1e-12)
-    assert iv["g_sized"]["acc,none"]["stderr_clustered"] == pytest.approx(sized, rel=1e-12)
+    assert iv["g_equal"]["acc,none"]["stderr_clustered"] == pytest.approx(equal, rel=ARITHMETIC.rtol)
+    assert iv["g_sized"]["acc,none"]["stderr_clustered"] == pytest.approx(sized, rel=ARITHMETIC.rtol)
     assert iv["g_equal"]["acc,none"]["clusters"] == iv["g_sized"]["acc,none"]["clusters"] == 2
     assert res["intervals"]["cluster"] == {"g_equal": "subtask", "g_sized": "subtask", "big": "document",
                                            "small": "document"}  # fmt: skip
