@@ -1,5 +1,5 @@
 """Recorded conversations scored under SmolLM2 (#56, acceptance 3): each recorded assistant step's
-log-likelihood from a ``+task=trajectory`` run equals, within the suite's bound (``tests.support.LOGLIKELIHOOD``,
+log-likelihood from a ``+task=trajectory`` run equals, within the suite's bound (``tests.bounds.LOGLIKELIHOOD``,
 docs "What repeats exactly"), the log-likelihood of the same step asked as a plain loglikelihood Instance (a task
 of (context, reply) pairs whose contexts transformers' ``apply_chat_template`` rendered here, compiled without a
 chat template); both on the hf backend."""
@@ -10,13 +10,12 @@ import json
 import math
 from pathlib import Path
 
-import pytest
 import yaml
 
 from lmeval.plans import read_plan
 from lmeval.plans.results import read_results
 from lmeval.scorer.trajectories import step_scores, trajectory_scores
-from tests.support import LOGLIKELIHOOD
+from tests.bounds import ARITHMETIC, LOGLIKELIHOOD
 from tests.support import cli_in_process as cli
 
 TRAJECTORIES = [
@@ -85,9 +84,9 @@ def test_trajectory_steps_equal_plain_loglikelihood_instances(tmp_path: Path) ->
     # per trajectory: the sum of its steps, the mean per token, the share of greedy steps
     by = {t.trajectory: t for t in trajectory_scores(steps)}
     sums = [s for s in steps if s.trajectory == "sums"]
-    assert by["sums"].loglikelihood == pytest.approx(math.fsum(s.loglikelihood for s in sums), abs=1e-12)
-    assert by["sums"].loglikelihood_per_token == pytest.approx(
-        by["sums"].loglikelihood / sum(s.n_tokens for s in sums), abs=1e-12
+    assert ARITHMETIC.close(by["sums"].loglikelihood, math.fsum(s.loglikelihood for s in sums))
+    assert ARITHMETIC.close(
+        by["sums"].loglikelihood_per_token, by["sums"].loglikelihood / sum(s.n_tokens for s in sums)
     )
     assert by["capital"].greedy == float(steps[2].is_greedy)
     rc, out, err = cli("trajectories", str(traj), "--json")
