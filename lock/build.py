@@ -10,7 +10,6 @@ embedded ``arith`` task is compiled whole and its plan kept beside the lock (``r
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -65,27 +64,23 @@ def overrides_for(name: str, data_dir: Path, limit: int | None) -> list[str]:
     if name == REFERENCE_TASK:
         return [f"+task={name}"]
     ov = [f"+task={name}", f"run.data_dir={data_dir}"]
-    if _multi_turn(name) or needs_chat_template(name):  # chained turn 1 (plans/chain.py) or a conversation task
+    if needs_chat_template(name):
         ov.append("run.apply_chat_template=true")
     return ov + ([f"run.limit={limit}"] if limit else [])
 
 
-def _multi_turn(name: str) -> bool:
-    """Whether the shipped task config ``name`` is multi-turn (its YAML sets ``turns_field``)."""
+def needs_chat_template(name: str, conf_dir: Path = CONF_DIR / "task") -> bool:
+    """A task that compiles only through the model's chat template, so it is locked with
+    ``run.apply_chat_template=true``: a conversation task (``doc_to_messages``/``doc_to_tools``:
+    compiler/tasks/conversation.py) or a multi-turn one (``turns_field``: a chained plan's turn 1, plans/chain.py)."""
     import yaml
 
-    path = CONF_DIR / "task" / f"{name}.yaml"
+    path = conf_dir / f"{name.split('@')[0]}.yaml"
     if not path.is_file():
         return False
     cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return isinstance(cfg, dict) and bool(cfg.get("turns_field"))
-
-
-def needs_chat_template(name: str, conf_dir: Path = CONF_DIR / "task") -> bool:
-    """A conversation task (``doc_to_messages``/``doc_to_tools``: compiler/tasks/conversation.py) compiles only
-    through the model's chat template, so it is locked with ``run.apply_chat_template=true``."""
-    path = conf_dir / f"{name.split('@')[0]}.yaml"
-    return path.is_file() and re.search(r"^doc_to_(messages|tools):", path.read_text(), re.MULTILINE) is not None
+    keys = ("doc_to_messages", "doc_to_tools", "turns_field")
+    return isinstance(cfg, dict) and any(cfg.get(k) for k in keys)
 
 
 def build_lock(
