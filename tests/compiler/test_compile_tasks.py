@@ -53,7 +53,7 @@ def test_jsonl_spec_task_compiles() -> None:
 
 @pytest.mark.parametrize("task", [t for t in SHIPPED if t not in ("arith", "mmlu", "jsonl", "trajectory")])
 def test_shipped_task_compiles_on_shared_data(task: str, data: Path) -> None:
-    from lmeval.lock.build import needs_chat_template  # conversation (bfcl_*) and multi-turn (mt_bench) tasks need the chat template
+    from lmeval.lock.build import needs_chat_template  # conversation (bfcl_*) and multi-turn (mt_bench) tasks
 
     chat = ["run.apply_chat_template=true"] if needs_chat_template(task) else []
     header, records = compiler.compile_plan([f"+task={task}", f"run.data_dir={data}", "run.limit=3", *chat])
