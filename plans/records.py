@@ -334,35 +334,24 @@ def request_hash_of(
     Instance, so the usual case packs in one go: a map built in sorted key order from values that are already
     canonical (strings, None, lists of ints) packs to the canonical bytes. ``media``: the ordered sha256s of
     the images the request shows (``plans/media.py``), a seventh key only when there are images."""
-    if media:
-        return content_hash(
-            {
-                "request_type": request_type,
-                "context": context,
-                "continuation": continuation,
-                "generation_kwargs": generation_kwargs,
-                "context_ids": context_ids,
-                "continuation_ids": continuation_ids,
-                "media": list(media),
-            }
-        )
-    if not (
+    if media or not (
         type(request_type) is str
         and type(context) is str
         and (continuation is None or type(continuation) is str)
         and (context_ids is None or (type(context_ids) is list and set(map(type, context_ids)) <= _INT))
         and (continuation_ids is None or (type(continuation_ids) is list and set(map(type, continuation_ids)) <= _INT))
     ):
-        return content_hash(
-            {
-                "request_type": request_type,
-                "context": context,
-                "continuation": continuation,
-                "generation_kwargs": generation_kwargs,
-                "context_ids": context_ids,
-                "continuation_ids": continuation_ids,
-            }
-        )
+        fields: dict[str, Any] = {
+            "request_type": request_type,
+            "context": context,
+            "continuation": continuation,
+            "generation_kwargs": generation_kwargs,
+            "context_ids": context_ids,
+            "continuation_ids": continuation_ids,
+        }
+        if media:
+            fields["media"] = list(media)
+        return content_hash(fields)
     m = {
         "context": context,
         "context_ids": context_ids,

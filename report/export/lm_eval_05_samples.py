@@ -32,10 +32,10 @@ from lmeval.report.export.lm_eval_samples import (
     _filtered_generation,
     _metric_values,
     _resps,
-    date_id,
     doc_hash,
     dumps_line,
     sha256,
+    write_task_files,
 )
 
 EXPORT_NAME = "lm-eval-0.5-samples"  # the `lmeval export --format` that writes these
@@ -133,17 +133,5 @@ def _filtered(
 
 def write_lm_eval_05_samples(run: ExportRun, out_dir: Path, date: str | None = None) -> list[Path]:
     """One ``samples_<task>_<date>.jsonl`` per task with scored samples, written into ``out_dir``."""
-    stamp = date or date_id()
-    out_dir.mkdir(parents=True, exist_ok=True)
     reps = _repeats(run)
-    written = []
-    for ts in run.header.tasks:
-        lines = task_lines_05(run, ts, reps)
-        if not lines:
-            continue
-        path = out_dir / f"samples_{ts.name}_{stamp}.jsonl"
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(lines), encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
+    return write_task_files(out_dir, date, ((ts.name, task_lines_05(run, ts, reps)) for ts in run.header.tasks))

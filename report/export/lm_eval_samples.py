@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -210,14 +211,19 @@ def date_id(now: datetime | None = None) -> str:
 
 def write_lm_eval_samples(run: ExportRun, out_dir: Path, date: str | None = None) -> list[Path]:
     """One ``samples_<task>_<date>.jsonl`` per task with scored samples, written into ``out_dir``."""
+    return write_task_files(out_dir, date, ((ts.name, task_lines(run, ts)) for ts in run.header.tasks))
+
+
+def write_task_files(out_dir: Path, date: str | None, per_task: Iterable[tuple[str, list[str]]]) -> list[Path]:
+    """``samples_<task>_<date>.jsonl`` for each (task, lines) with lines, each written whole then renamed (one
+    task's lines in memory at a time)."""
     stamp = date or date_id()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for ts in run.header.tasks:
-        lines = task_lines(run, ts)
+    for name, lines in per_task:
         if not lines:
             continue
-        path = out_dir / f"samples_{ts.name}_{stamp}.jsonl"
+        path = out_dir / f"samples_{name}_{stamp}.jsonl"
         tmp = path.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(lines), encoding="utf-8")
         tmp.replace(path)
