@@ -2,7 +2,7 @@
 and the scorer (which scores those documents): field names, categories, metrics and post-process rules.
 
 The schema and the per-category tables are described in ``compiler/spec/__init__.py``; what each metric and
-rule computes is the scorer's (``scorer/spec_scoring.py``).
+rule computes is the scorer's (``scorer/metrics/spec_scoring.py``).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ METRIC_SPECS: dict[str, MetricSpec] = {
     "bypass": MetricSpec("bypass", True, _GEN),
     "rouge": MetricSpec("mean", True, _GEN),  # keys rouge1, rouge2, rougeL, rougeLsum
     "pass_at_k": MetricSpec("mean", True, _GEN, {"k": INTS, "timeout": NUMBER}, _GEN),  # keys pass@k (scorer.sandbox)
-    "jsonl_spec": MetricSpec("mean", True, _GEN),  # JSONL task specs (scorer.spec_scoring)
+    "jsonl_spec": MetricSpec("mean", True, _GEN),  # JSONL task specs (scorer.metrics.spec_scoring)
     "tool_call": MetricSpec("mean", True, _GEN),  # keys tool_call, tool_call_unparsed (scorer.toolmatch)
 }
 METRIC_ALIASES: dict[str, str] = {"pass@k": "pass_at_k"}

@@ -4,7 +4,7 @@ each format's requests as the plan renders them and, when the run has results, w
 which choice won under the format's comparison metric (``config["format"]["metric"]``).
 
 Data in, data out: the records below are what the Formats section (``report/formatsection.py``) renders.
-The winning choice follows the scorer's rule for each metric (``scorer/choice_scores.py``: ``np.argmax`` of
+The winning choice follows the scorer's rule for each metric (``scorer/metrics/choice_scores.py``: ``np.argmax`` of
 the log-likelihoods, per character for ``acc_norm``, per byte for ``acc_bytes``, per continuation token for
 ``acc_per_token``, minus the unconditional block for ``acc_pmi``/``acc_mutual_info``); whether the document
 counted as right is the scorer's own per-document value from samples.parquet.

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from lmeval.plans import GroupSummary
-from lmeval.scorer import aggregate as agg
 from lmeval.scorer import group_best, group_spread
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.metrics import aggregate as agg
 
 
 def _by_name(groups: list[GroupSummary]) -> dict[str, GroupSummary]:

@@ -35,13 +35,13 @@ from lmeval.plans import (
     write_repeats,
     write_scored,
 )
-from lmeval.scorer import aggregate as agg
 from lmeval.scorer import groups as grp
 from lmeval.scorer import intervals as ivl
 from lmeval.scorer import metrics as met
 from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
 from lmeval.scorer.filterscores import MISSING, FilterScores, without_docs
+from lmeval.scorer.metrics import aggregate as agg
 from lmeval.scorer.planload import PlanData, TaskDocs, load
 from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
@@ -385,7 +385,7 @@ def _aggregate_task(
 
 def _spec_breakdown(td: TaskDocs, rows: pl.DataFrame) -> dict[str, Any]:
     """A JSONL-spec task per category and overall (corpus BLEU for bleu_4, means otherwise)."""
-    from lmeval.scorer import spec_scoring
+    from lmeval.scorer.metrics import spec_scoring
 
     first = rows.filter(pl.col("idx") == 0)
     doc_ids = first["doc_id"].to_list()

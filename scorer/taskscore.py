@@ -13,13 +13,12 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans import OUTPUT_TYPES, DocRecord, Reasoning, TaskSummary, instance_id_for
-from lmeval.scorer import doc_metrics
-from lmeval.scorer.choice_scores import FAST_MC, score_mc_fast
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from lmeval.scorer.filterscores import MISSING, FilterScores, as_series_or_list, items_json
-from lmeval.scorer.generate_scores import score_generate_fast
-from lmeval.scorer.metrics import METRICS, TaskMetrics
+from lmeval.scorer.metrics import METRICS, TaskMetrics, doc_metrics
+from lmeval.scorer.metrics.choice_scores import fast_mc, score_mc_fast
+from lmeval.scorer.metrics.generate_scores import score_generate_fast
 from lmeval.scorer.planload import TaskDocs
 from lmeval.scorer.reasoning import generation_responses
 from lmeval.scorer.usercode import Trust
@@ -55,7 +54,7 @@ def score_task(
             out.append(fs)
         elif ot in OUTPUT_TYPES:  # the log-likelihood ones
             simple = [s.get("function") for s in pipe.steps] == ["take_first"]
-            if ot == "multiple_choice" and simple and tm.process_results is None and set(tm.names()) <= FAST_MC:
+            if ot == "multiple_choice" and simple and tm.process_results is None and fast_mc(tm.names()):
                 out.append(score_mc_fast(tm, td, docs, rows, pipe.name, multiple_target))
                 continue
             if ot == "loglikelihood_rolling":

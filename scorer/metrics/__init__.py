@@ -1,11 +1,19 @@
-"""Metrics: the typed registry (``METRICS``, ``register_metric``), the built-in metrics, and how a task's
-``metric_list`` resolves against them. A built-in metric is one module of this package that registers itself
-at import (``register_metric``, or ``registry.builtin`` for a metric of the contract's vocabulary) and one
-name in the import line of built-ins below."""
+"""Metrics and aggregations: the typed registries (``METRICS``/``register_metric``,
+``AGGREGATION_REGISTRY``/``register_aggregation``), the built-ins, and how a task's ``metric_list`` resolves
+against them. A built-in metric is one module of this package that registers itself at import
+(``register_metric``, or ``registry.builtin`` for a metric of the contract's vocabulary) and one name in the
+import line of built-ins below; a metric or aggregation registered from anywhere else (a test, a plugin) is
+scored exactly like them. Nothing else in the scorer or the exporters names a metric: they read its ``Metric``.
+
+The wing's scoring modules: ``doc_metrics`` (one document, lm-eval's process_results), ``choice_scores``
+(multiple_choice over arrays), ``generate_scores`` (generate_until vectorised), ``aggregate`` (aggregations
+and stderr), ``filterscores`` (per-document values kept), ``passk`` and ``spec_scoring``."""
 
 # the built-in metrics, each registering itself (a new metric: its module, and its name here)
 from lmeval.scorer.metrics import corpus, exact_match, jsonl_spec, loglikelihood, pass_at_k, rouge, tool_call
-from lmeval.scorer.metrics.registry import METRICS, Metric, register_metric
+from lmeval.scorer.metrics.aggregate import AGGREGATION_REGISTRY, Aggregation, register_aggregation
+from lmeval.scorer.metrics.evidence import ChoiceArrays, ChoiceDoc
+from lmeval.scorer.metrics.registry import METRICS, Metric, metrics_for, register_metric
 from lmeval.scorer.metrics.resolve import MetricEntry, TaskMetrics, resolve_metrics
 
 exact_match_np = exact_match.exact_match_np
@@ -14,6 +22,10 @@ estimate_pass_at_k = pass_at_k.estimate
 run_pass_at_k = pass_at_k.pass_at_k
 
 __all__ = [
+    "AGGREGATION_REGISTRY",
+    "Aggregation",
+    "ChoiceArrays",
+    "ChoiceDoc",
     "METRICS",
     "Metric",
     "MetricEntry",
@@ -25,7 +37,9 @@ __all__ = [
     "exact_match_vector",
     "jsonl_spec",
     "loglikelihood",
+    "metrics_for",
     "pass_at_k",
+    "register_aggregation",
     "register_metric",
     "resolve_metrics",
     "rouge",

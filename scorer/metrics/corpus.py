@@ -1,6 +1,6 @@
 """Corpus metrics (bleu, chrf, chrf++, ter) and bypass: per document only the (gold, prediction) pair.
 
-The corpus score is the aggregation's (``scorer.aggregate``), over every document's pair; bypass keeps no
+The corpus score is the aggregation's (``scorer.metrics.aggregate``), over every document's pair; bypass keeps no
 value (lm-eval's ``bypass`` metric, for tasks scored elsewhere)."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def _bypass(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any])
 
 
 CORPUS: tuple[Metric, ...] = tuple(
-    builtin(n, _pair, _pairs_vector, pairs=True) for n in ("bleu", "chrf", "chrf++", "ter")
+    builtin(n, generate=_pair, vector=_pairs_vector, pairs=True, bootstrap_cap=100)
+    for n in ("bleu", "chrf", "chrf++", "ter")
 )
-BYPASS = builtin("bypass", _bypass)
+BYPASS = builtin("bypass", generate=_bypass)

@@ -1,6 +1,7 @@
 """exact_match: HF evaluate's per-document function as lm-eval runs it, and its vectorised (polars) path.
 
-The fast path leaves rows it cannot do exactly (NUL characters) to the per-document function."""
+Registered with the multiple-choice metrics (``scorer.metrics.loglikelihood``: exact_match scores both
+output types). The fast path leaves rows it cannot do exactly (NUL characters) to the per-document function."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import numpy as np
 import polars as pl
 
 from lmeval.scorer import regex_ops
-from lmeval.scorer.metrics.registry import builtin
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"
 
@@ -111,8 +111,5 @@ def _normalise(s: pl.Series, kwargs: dict[str, Any]) -> pl.Series:
     return s
 
 
-def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]) -> Any:
+def generate_exact_match(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]) -> Any:
     return {"exact_match": exact_match_np(predictions=[result], references=[gold], **kwargs)}
-
-
-EXACT_MATCH = builtin("exact_match", _generate, exact_match_vector)

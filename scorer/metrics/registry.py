@@ -1,5 +1,11 @@
 """The metric registry: name -> ``Metric`` (lm-eval's METRIC_REGISTRY with its aggregation and direction, typed).
 
+A ``Metric`` carries everything the scorer and the exporters know about a metric: its per-document function
+for each output type it applies to (``generate`` for generate_until, ``choices`` for multiple_choice,
+``loglikelihood`` and ``rolling`` for the other log-likelihood types), their vectorised forms, its default
+aggregation and direction, and how it is presented (a proportion, bounds, an integer in lm-eval's samples).
+No module tests a metric's name: each reads these fields.
+
 Each built-in metric registers itself from its own module of this package (``register_metric`` at import);
 ``scorer.metrics`` imports those modules in its one list of built-ins. A metric registered from elsewhere (a
 test, a plugin) is scored by the same path as the built-ins.
@@ -11,27 +17,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from lmeval.plans import METRIC_SPECS
+from lmeval.scorer.metrics.evidence import ChoiceArrays, ChoiceDoc
 
 # generate_until: (gold, filtered response, metric options, document) -> value, or a dict of several keys
 GenerateFn = Callable[[Any, Any, dict[str, Any], dict[str, Any]], Any]
 # the fast path beside it: (predictions, golds, options, cache) -> one value per document (a Float64 Series,
 # or a list of Python values)
 VectorFn = Callable[[pl.Series, pl.Series, dict[str, Any], dict[Any, Any] | None], pl.Series | list[Any]]
+# multiple_choice: one document's log-likelihoods, choices and gold -> its value
+ChoiceFn = Callable[[ChoiceDoc], Any]
+# multiple_choice, vectorised: (documents x choices) arrays -> one value per document (floats, or a list of
+# items for a ``pairs`` metric); it must agree with ``choices`` on every document it is given
+ChoiceVectorFn = Callable[[ChoiceArrays], "np.ndarray | list[Any]"]
+# loglikelihood: (log-likelihood, is_greedy) -> value
+LoglikelihoodFn = Callable[[float, bool], Any]
+# loglikelihood_rolling: (log-likelihood, the target text) -> value
+RollingFn = Callable[[float, str], Any]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric: its name, default aggregation and direction, output types, per-doc function and fast path.
+    """One metric: its name, default aggregation and direction, output types, per-doc functions, fast paths and
+    presentation.
 
-    ``generate`` scores one generate_until document; metrics of the log-likelihood output types
-    (multiple_choice, loglikelihood, loglikelihood_rolling) are computed together from one document's
-    log-likelihoods by the scoring of that output type (``scorer.doc_metrics``), so they carry no function.
-    ``vector`` (optional) computes ``generate`` over all documents at once and must agree with it exactly;
-    ``pairs`` marks a corpus metric whose per-doc value is ``[gold, prediction]`` (the aggregation scores it);
-    ``runs_code``, a metric that executes the generated programs (in ``scorer.sandbox``).
+    ``generate`` scores one generate_until document and ``vector`` (optional) computes it over all documents
+    at once; ``choices`` scores one multiple_choice document from its log-likelihoods and ``choices_vector``
+    (optional) over (documents x choices) arrays; ``loglikelihood`` and ``rolling`` the other log-likelihood
+    output types. Each vectorised form must agree with its per-document function exactly. A metric
+    computes, in each output type's document scoring, in the order metrics were registered (lm-eval's
+    ``process_results`` order for the built-ins).
+    ``pairs`` marks a metric whose per-doc value is an item the aggregation scores (``[gold, prediction]``
+    of a corpus metric); ``runs_code``, a metric that executes the generated programs (in
+    ``scorer.sandbox``). Presentation: ``unit`` a proportion in [0, 1] (shown as a percentage, exported with
+    those bounds), ``bounds`` other fixed bounds of its value, ``int_in`` the output types whose per-document
+    value lm-eval logs as an integer; ``bootstrap_cap`` the most bootstrap iterations lm-eval spends on its
+    stderr (the sacrebleu metrics).
     """
 
     name: str
@@ -42,6 +66,23 @@ class Metric:
     vector: VectorFn | None = None
     pairs: bool = False
     runs_code: bool = False
+    choices: ChoiceFn | None = None
+    choices_vector: ChoiceVectorFn | None = None
+    loglikelihood: LoglikelihoodFn | None = None
+    rolling: RollingFn | None = None
+    unit: bool = False
+    bounds: tuple[float, float] | None = None
+    int_in: tuple[str, ...] = ()
+    bootstrap_cap: int | None = None
+
+    def per_doc(self, output_type: str) -> Callable[..., Any] | None:
+        """This metric's per-document function for ``output_type`` (None: it does not score that type)."""
+        return {
+            "generate_until": self.generate,
+            "multiple_choice": self.choices,
+            "loglikelihood": self.loglikelihood,
+            "loglikelihood_rolling": self.rolling,
+        }.get(output_type)
 
 
 METRICS: dict[str, Metric] = {}
@@ -55,16 +96,13 @@ def register_metric(metric: Metric) -> Metric:
     return metric
 
 
-def builtin(
-    name: str,
-    generate: GenerateFn | None = None,
-    vector: VectorFn | None = None,
-    pairs: bool = False,
-    runs_code: bool = False,
-) -> Metric:
+def metrics_for(output_type: str) -> list[Metric]:
+    """The registered metrics that score ``output_type`` documents, in registration order."""
+    return [m for m in METRICS.values() if m.per_doc(output_type) is not None]
+
+
+def builtin(name: str, **fields: Any) -> Metric:
     """A built-in metric with the contract's defaults (``plans.scoring.METRIC_SPECS``: the compiler checks tasks
-    against them), registered."""
+    against them) and ``fields`` (its functions and presentation), registered."""
     c = METRIC_SPECS[name]
-    return register_metric(
-        Metric(name, c.aggregation, c.higher_is_better, c.output_types, generate, vector, pairs, runs_code)
-    )
+    return register_metric(Metric(name, c.aggregation, c.higher_is_better, c.output_types, **fields))

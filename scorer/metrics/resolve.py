@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans import AGGREGATIONS, DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
+from lmeval.plans import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
 from lmeval.plans import METRIC_SPECS as VOCABULARY
 from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.metrics.aggregate import AGGREGATION_REGISTRY
 from lmeval.scorer.metrics.registry import METRICS
 
 
@@ -90,7 +91,7 @@ def resolve_metrics(
         if "aggregation" in mc:
             agg = mc["aggregation"]
             if isinstance(agg, str):
-                if agg not in AGGREGATIONS:
+                if agg not in AGGREGATION_REGISTRY:
                     raise ScoreError(f"task {task}: metric {name!r}: unknown aggregation {agg!r}")
                 aggs[name] = agg
             elif pyref.is_ref(agg):

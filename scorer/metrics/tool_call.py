@@ -25,4 +25,4 @@ def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any
     return toolmatch.score_reply(str(result), expected, doc.get(kwargs["tools"]), kwargs["parser"])
 
 
-TOOL_CALL = builtin("tool_call", _generate)
+TOOL_CALL = builtin("tool_call", generate=_generate)

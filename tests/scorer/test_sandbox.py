@@ -545,7 +545,7 @@ def test_pass_at_k_rejects_bad_counts() -> None:
 
 @pytest.mark.usefixtures("cgroups")
 def test_code_exec_target_forking_3_x_700_mb_fails_as_memory() -> None:
-    from lmeval.scorer.spec_scoring import score_spec_row
+    from lmeval.scorer.metrics.spec_scoring import score_spec_row
 
     target = (
         "import os, time\n"

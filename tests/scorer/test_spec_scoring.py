@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lmeval.plans import jsonl_spec
-from lmeval.scorer.spec_scoring import (
+from lmeval.scorer.metrics.spec_scoring import (
     _RULE_FUNCS,
     SpecScoringError,
     aggregate_spec,

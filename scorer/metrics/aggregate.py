@@ -15,24 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-BOOTSTRAP_ITERS = 100000
-CAPPED_METRICS = ("bleu", "chrf", "chrf++", "ter")
+from lmeval.scorer.metrics.registry import METRICS
 
-BOOTSTRAPPABLE = (
-    "median",
-    "matthews_corrcoef",
-    "f1",
-    "perplexity",
-    "bleu",
-    "chrf",
-    "chrf++",
-    "ter",
-    "nanmean",
-)
+BOOTSTRAP_ITERS = 100000
 
 
 _NUMPY_FROM = 10_000  # longer inputs: numpy sums (pairwise; differ from Python's left-to-right by ~1e-16)
@@ -120,30 +110,8 @@ def _nanmean(arr: Sequence[float]) -> float:
 
 
 def aggregate(name: str, items: Sequence[Any]) -> Any:
-    """lm-eval's aggregation ``name`` over per-document items."""
-    if name == "mean":
-        return py_mean(items)
-    if name == "median":
-        return sorted(items)[len(items) // 2]
-    if name == "nanmean":
-        return _nanmean(items)
-    if name == "perplexity":
-        return math.exp(-py_mean(items))
-    if name == "weighted_perplexity":
-        return math.exp(-_weighted_mean(items))
-    if name == "bits_per_byte":
-        return -_weighted_mean(items) / math.log(2)
-    if name == "f1":
-        return _f1(items)
-    if name == "matthews_corrcoef":
-        return _mcc(items)
-    if name in ("bleu", "chrf", "chrf++", "ter"):
-        return _sacre(name, items)
-    if name == "brier_score":
-        return _brier(items)
-    if name == "bypass":
-        return 999
-    raise KeyError(name)
+    """lm-eval's aggregation ``name`` over per-document items (KeyError: no such aggregation)."""
+    return AGGREGATION_REGISTRY[name].fn(items)
 
 
 def stderr(agg: str | Callable[..., Any], metric: str, items: Sequence[Any], iters: int = BOOTSTRAP_ITERS) -> Any:
@@ -158,11 +126,15 @@ def stderr_interval(
     replicates (None otherwise, and where the replicates have fewer than two finite values)."""
     if iters <= 0 or len(items) <= 1 or not isinstance(agg, str):
         return "N/A", None
-    if agg == "mean":
-        return mean_stderr(items), None
-    if agg in BOOTSTRAPPABLE:
-        n_iters = min(iters, 100) if metric in CAPPED_METRICS else iters
-        reps = bootstrap_replicates(agg, items, n_iters)
+    a = AGGREGATION_REGISTRY.get(agg)
+    if a is None:
+        return "N/A", None
+    if a.stderr is not None:
+        return a.stderr(items), None
+    if a.bootstrap:
+        m = METRICS.get(metric)
+        cap = m.bootstrap_cap if m is not None else None
+        reps = bootstrap_replicates(agg, items, iters if cap is None else min(iters, cap))
         return sample_stddev(reps), percentile_interval(reps)
     return "N/A", None
 
@@ -192,44 +164,58 @@ def _resample_blocks(n: int, iters: int, max_cells: int = 4_000_000) -> Any:
 
 
 def bootstrap_replicates(agg: str, items: Sequence[Any], iters: int) -> list[float]:
-    n = len(items)
-    out: list[float] = []
-    if agg in ("median", "perplexity", "nanmean"):
+    """The aggregation's value on each of lm-eval's ``iters`` bootstrap resamples of ``items``."""
+    a = AGGREGATION_REGISTRY[agg]
+    if a.replicates is not None:
+        return a.replicates(items, iters)
+    seq = list(items)
+    return [a.fn([seq[j] for j in row]) for idx in _resample_blocks(len(seq), iters) for row in idx]
+
+
+def _numeric_replicates(stat: Callable[[np.ndarray], list[float]]) -> Replicates:
+    def reps(items: Sequence[Any], iters: int) -> list[float]:
         x = np.asarray(items, dtype=np.float64)
-        for idx in _resample_blocks(n, iters):
-            s = x[idx]
-            if agg == "median":
-                out.extend(np.sort(s, axis=1)[:, n // 2].tolist())
-            elif agg == "perplexity":
-                # lm-eval: exp(-(sum in order)/n); cumulative sum keeps Python's left-to-right order
-                sums = np.cumsum(s, axis=1)[:, -1]
-                out.extend(np.exp(-(sums / n)).tolist())
-            else:
-                for row in s:
-                    out.append(_nanmean(row.tolist()))
+        out: list[float] = []
+        for idx in _resample_blocks(len(items), iters):
+            out.extend(stat(x[idx]))
         return out
-    if agg in ("f1", "matthews_corrcoef"):
+
+    return reps
+
+
+def _median_rows(s: np.ndarray) -> list[float]:
+    out: list[float] = np.sort(s, axis=1)[:, s.shape[1] // 2].tolist()
+    return out
+
+
+def _perplexity_rows(s: np.ndarray) -> list[float]:
+    # lm-eval: exp(-(sum in order)/n); cumulative sum keeps Python's left-to-right order
+    sums = np.cumsum(s, axis=1)[:, -1]
+    out: list[float] = np.exp(-(sums / s.shape[1])).tolist()
+    return out
+
+
+def _nanmean_rows(s: np.ndarray) -> list[float]:
+    return [_nanmean(row.tolist()) for row in s]
+
+
+def _confusion_replicates(from_cm: Callable[[np.ndarray, np.ndarray], list[float]]) -> Replicates:
+    def reps(items: Sequence[Any], iters: int) -> list[float]:
+        n = len(items)
         gold = np.asarray([i[0] for i in items])
         pred = np.asarray([i[1] for i in items])
         labels, codes = np.unique(np.concatenate([gold, pred]), return_inverse=True)
         g, p = codes[:n], codes[n:]
         k = len(labels)
+        out: list[float] = []
         for idx in _resample_blocks(n, iters):
             cm = np.zeros((idx.shape[0], k, k), dtype=np.int64)
             rows = np.repeat(np.arange(idx.shape[0]), n)
             np.add.at(cm, (rows, g[idx].ravel(), p[idx].ravel()), 1)
-            if agg == "f1":
-                out.extend(_f1_from_cm(cm, labels))
-            else:
-                out.extend(_mcc_from_cm(cm))
+            out.extend(from_cm(cm, labels))
         return out
-    if agg in ("bleu", "chrf", "chrf++", "ter"):
-        seq = list(items)
-        for idx in _resample_blocks(n, iters):
-            for row in idx:
-                out.append(_sacre(agg, [seq[j] for j in row]))
-        return out
-    raise KeyError(agg)
+
+    return reps
 
 
 def _f1_from_cm(cm: np.ndarray, labels: np.ndarray) -> list[float]:
@@ -278,3 +264,56 @@ def unweighted_mean_stderr(stderrs: Sequence[float]) -> float:
 def weighted_mean(values: Sequence[float], sizes: Sequence[int], weight_by_size: bool = True) -> float:
     w = list(sizes) if weight_by_size else [1] * len(sizes)
     return float(sum(v * s for v, s in zip(values, w, strict=True)) / sum(w))
+
+
+# an aggregation's bootstrap replicates computed at once: (items, iterations) -> one value per resample
+Replicates = Callable[[Sequence[Any], int], list[float]]
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """One aggregation: ``fn`` over per-document items, and its stderr rule: ``stderr`` a closed form
+    (mean's), or ``bootstrap`` lm-eval's bootstrap (``replicates`` computes the resamples' values at once;
+    without it ``fn`` runs on each resample), or neither ("N/A")."""
+
+    name: str
+    fn: Callable[[Sequence[Any]], Any]
+    stderr: Callable[[Sequence[Any]], float] | None = None
+    bootstrap: bool = False
+    replicates: Replicates | None = None
+
+
+AGGREGATION_REGISTRY: dict[str, Aggregation] = {}
+
+
+def register_aggregation(aggregation: Aggregation) -> Aggregation:
+    """Add ``aggregation`` to ``AGGREGATION_REGISTRY``; a name already registered is refused (ValueError)."""
+    if aggregation.name in AGGREGATION_REGISTRY:
+        raise ValueError(f"aggregation {aggregation.name!r} is registered twice")
+    AGGREGATION_REGISTRY[aggregation.name] = aggregation
+    return aggregation
+
+
+def _sacre_of(kind: str) -> Callable[[Sequence[Any]], float]:
+    return lambda items: _sacre(kind, items)
+
+
+# the built-ins: lm-eval 0.4.13's aggregations (plans.scoring.AGGREGATIONS, which the compiler checks)
+_BUILTINS = (
+    Aggregation("mean", py_mean, stderr=mean_stderr),
+    Aggregation("median", lambda items: sorted(items)[len(items) // 2], bootstrap=True,
+                replicates=_numeric_replicates(_median_rows)),
+    Aggregation("nanmean", _nanmean, bootstrap=True, replicates=_numeric_replicates(_nanmean_rows)),
+    Aggregation("perplexity", lambda items: math.exp(-py_mean(items)), bootstrap=True,
+                replicates=_numeric_replicates(_perplexity_rows)),
+    Aggregation("weighted_perplexity", lambda items: math.exp(-_weighted_mean(items))),
+    Aggregation("bits_per_byte", lambda items: -_weighted_mean(items) / math.log(2)),
+    Aggregation("f1", _f1, bootstrap=True, replicates=_confusion_replicates(_f1_from_cm)),
+    Aggregation("matthews_corrcoef", _mcc, bootstrap=True,
+                replicates=_confusion_replicates(lambda cm, labels: _mcc_from_cm(cm))),
+    *(Aggregation(k, _sacre_of(k), bootstrap=True) for k in ("bleu", "chrf", "chrf++", "ter")),
+    Aggregation("brier_score", _brier),
+    Aggregation("bypass", lambda items: 999),
+)  # fmt: skip
+for _a in _BUILTINS:
+    register_aggregation(_a)

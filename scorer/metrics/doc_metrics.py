@@ -8,15 +8,12 @@ targets, NaN log-likelihoods, user metrics,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from lmeval.plans import unconditional_metrics
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics import METRICS, TaskMetrics, exact_match_np
+from lmeval.scorer.metrics import METRICS, ChoiceDoc, TaskMetrics, exact_match_np, metrics_for
 
 
 def _call_gen_metric(
@@ -82,11 +79,6 @@ def generate_doc(
     return out
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - np.max(x))
-    return e / e.sum()
-
-
 def mc_gold(target: Any, choices: list[str]) -> tuple[Any, bool]:
     """The gold index (or list of them) as lm-eval's process_results sees it, and whether it was invalid."""
     gold = target
@@ -112,11 +104,10 @@ def mc_doc(
 ) -> dict[str, Any]:
     """lm-eval's process_results for multiple_choice: ``results`` are (loglikelihood, is_greedy) per request
     (the choices, then each unconditional block, plans/scoring.py); ``n_tokens`` each request's continuation
-    token count (acc_per_token)."""
+    token count (acc_per_token). Each listed metric's ``Metric.choices`` computes its value, in the
+    registry's order."""
     names = tm.names()
     lls, is_greedy = zip(*results, strict=True)
-    completion_len = np.array([float(len(c)) for c in choices])
-    byte_len = np.array([float(len(c.encode("utf-8"))) for c in choices])
     k = len(choices)
     blocks = unconditional_metrics(names)
     uncond: dict[str, Sequence[float]] = {}
@@ -128,81 +119,26 @@ def mc_doc(
             )
         uncond = {m: lls[j * k : (j + 1) * k] for j, m in enumerate(blocks, start=1)}
         lls, is_greedy = lls[:k], is_greedy[:k]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pred = np.argmax(lls)
-        pred_norm = np.argmax(lls / completion_len)
-        pred_byte = np.argmax(lls / byte_len)
     gold, _ = mc_gold(target, choices)
-    if multiple_target:
-        acc = 1.0 if pred in gold else 0.0
-        acc_norm = 1.0 if pred_norm in gold else 0.0
-        acc_bytes = 1.0 if pred_byte in gold else 0.0
-        exact = int(any(is_greedy[i] if i != -100 else 0 for i in gold))
-    else:
-        acc = 1.0 if pred == gold else 0.0
-        acc_norm = 1.0 if pred_norm == gold else 0.0
-        acc_bytes = 1.0 if pred_byte == gold else 0.0
-        exact = int(is_greedy[gold]) if gold != -100 else 0
-    out: dict[str, Any] = {}
-    if "acc" in names:
-        out["acc"] = acc
-    if "f1" in names:
-        out["f1"] = (gold, int(pred))
-    if "mcc" in names:
-        out["mcc"] = (gold, int(pred))
-    if "acc_norm" in names:
-        out["acc_norm"] = acc_norm
-    if "acc_bytes" in names:
-        out["acc_bytes"] = acc_bytes
-    if "exact_match" in names:
-        out["exact_match"] = exact
-    if "brier_score" in names:
-        out["brier_score"] = (gold, _softmax(np.array(lls, dtype=np.float64)))
-    if "likelihood" in names:
-        out["likelihood"] = (gold, lls)
-    for metric in blocks:
-        mi = [c - u for c, u in zip(lls, uncond[metric], strict=True)]
-        if metric == "acc_mutual_info":  # lm-eval compares with == even for several targets (never a hit)
-            out[metric] = 1.0 if np.argmax(mi) == gold else 0.0
-        else:
-            out[metric] = _hit(int(np.argmax(mi)), gold, multiple_target)
-    if "acc_per_token" in names:
-        counts = list(n_tokens or [])[:k]
-        if len(counts) != k or any(c is None for c in counts):
-            raise ScoreError("acc_per_token needs each request's continuation token count (n_continuation_tokens)")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pred_tok = int(np.argmax(np.array(lls, dtype=np.float64) / np.array(counts, dtype=np.float64)))
-        out["acc_per_token"] = _hit(pred_tok, gold, multiple_target)
-    return out
-
-
-def _hit(pred: int, gold: Any, multiple_target: bool) -> float:
-    return 1.0 if (pred in gold if multiple_target else pred == gold) else 0.0
+    doc = ChoiceDoc(tuple(lls), tuple(is_greedy), choices, gold, multiple_target, uncond, list(n_tokens or []))
+    return {m.name: m.choices(doc) for m in metrics_for("multiple_choice") if m.name in names and m.choices}
 
 
 def loglikelihood_doc(tm: TaskMetrics, results: Sequence[Any]) -> dict[str, Any]:
     ll, is_greedy = results[0]
     names = tm.names()
-    out: dict[str, Any] = {}
-    if "perplexity" in names:
-        out["perplexity"] = ll
-    if "acc" in names:
-        out["acc"] = int(is_greedy)
-    return out
+    return {
+        m.name: m.loglikelihood(ll, is_greedy)
+        for m in metrics_for("loglikelihood")
+        if m.name in names and m.loglikelihood
+    }
 
 
 def rolling_doc(tm: TaskMetrics, target: Any, results: Sequence[Any]) -> dict[str, Any]:
     (ll,) = results
     if isinstance(ll, (tuple, list)):
         ll = ll[0]
-    words = len(re.split(r"\s+", target))
-    nbytes = len(target.encode("utf-8"))
     names = tm.names()
-    out: dict[str, Any] = {}
-    if "word_perplexity" in names:
-        out["word_perplexity"] = (ll, words)
-    if "byte_perplexity" in names:
-        out["byte_perplexity"] = (ll, nbytes)
-    if "bits_per_byte" in names:
-        out["bits_per_byte"] = (ll, nbytes)
-    return out
+    return {
+        m.name: m.rolling(ll, target) for m in metrics_for("loglikelihood_rolling") if m.name in names and m.rolling
+    }

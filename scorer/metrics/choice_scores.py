@@ -1,6 +1,6 @@
 """multiple_choice scoring in numpy over (documents x choices) arrays, for the default take_first filter.
 
-Documents the arrays cannot score exactly go through lm-eval's process_results path (``scorer.doc_metrics``)."""
+Documents the arrays cannot score exactly go through lm-eval's process_results path (``scorer.metrics.doc_metrics``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ import numpy as np
 import polars as pl
 
 from lmeval.plans import unconditional_metrics
-from lmeval.scorer import doc_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filterscores import FilterScores, items_json
-from lmeval.scorer.metrics import TaskMetrics
+from lmeval.scorer.metrics import METRICS, ChoiceArrays, Metric, TaskMetrics, doc_metrics, metrics_for
 from lmeval.scorer.planload import TaskDocs
 
-FAST_MC = {"acc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "acc_per_token", "acc_pmi", "f1", "mcc"}
-_MC_KEYS = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "acc_mutual_info", "acc_per_token", "acc_pmi")
+
+def fast_mc(names: list[str]) -> bool:
+    """Whether every metric of ``names`` has a form over (documents x choices) arrays (``choices_vector``)."""
+    return all(n in METRICS and METRICS[n].choices_vector is not None for n in names)
 
 
 def score_mc_fast(
@@ -33,17 +34,17 @@ def score_mc_fast(
     """
     names = tm.names()
     blocks = unconditional_metrics(names)
-    keys = [k for k in _MC_KEYS if k in names]
+    metrics = [m for m in metrics_for("multiple_choice") if m.name in names]
     d = _mc_layout(docs, rows, len(blocks), multiple_target)
     frames = [
-        _mc_group_frame(rows, grp.sort("doc_id"), n, blocks, keys)
+        _mc_group_frame(rows, grp.sort("doc_id"), n, blocks, metrics)
         for (n,), grp in d.filter(pl.col("simple")).partition_by("n", as_dict=True).items()
     ]
     slow_ids = d.filter(~pl.col("simple"))["doc_id"].to_list()
     if slow_ids:
-        frames.append(_mc_slow_frame(tm, td, rows, slow_ids, keys, multiple_target))
+        frames.append(_mc_slow_frame(tm, td, rows, slow_ids, metrics, multiple_target))
     allf = pl.concat(frames, how="diagonal_relaxed").sort("doc_id")
-    return FilterScores(filt, allf["doc_id"], _mc_values(allf, keys))
+    return FilterScores(filt, allf["doc_id"], _mc_values(allf, metrics))
 
 
 def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, n_blocks: int, multiple_target: bool) -> pl.DataFrame:
@@ -87,8 +88,11 @@ def _mc_layout(docs: pl.DataFrame, rows: pl.DataFrame, n_blocks: int, multiple_t
     )
 
 
-def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, blocks: list[str], keys: list[str]) -> pl.DataFrame:
-    """The documents of ``grp`` (all with ``n`` requests) scored at once on (documents x choices) arrays."""
+def _mc_group_frame(
+    rows: pl.DataFrame, grp: pl.DataFrame, n: int, blocks: list[str], metrics: list[Metric]
+) -> pl.DataFrame:
+    """The documents of ``grp`` (all with ``n`` requests) scored at once on (documents x choices) arrays, each
+    metric by its ``choices_vector``; a metric whose values are items keeps them as JSON (``_item_NAME``)."""
     if grp.height * n == rows.height:  # every document is in this group: rows are already in order
         sub = rows
     else:
@@ -96,31 +100,23 @@ def _mc_group_frame(rows: pl.DataFrame, grp: pl.DataFrame, n: int, blocks: list[
     m = grp.height
     k = n // (1 + len(blocks))
     ll = sub["loglikelihood"].to_numpy().reshape(m, n).astype(np.float64)
-    greedy = sub["is_greedy"].fill_null(False).to_numpy().reshape(m, n)
-    ch = grp.select(pl.col("choices").explode())["choices"]
-    clen = ch.str.len_chars().cast(pl.Float64).to_numpy().reshape(m, k)
-    blen = ch.str.len_bytes().cast(pl.Float64).to_numpy().reshape(m, k)
-    cond = ll[:, :k]
-    gold = grp["gold"].to_numpy()
-    cols: dict[str, Any] = {"doc_id": grp["doc_id"], "_gold": gold}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pred = np.argmax(cond, axis=1)
-        cols["_pred"] = pred
-        preds = {
-            "acc": pred,
-            "acc_norm": np.argmax(cond / clen, axis=1),
-            "acc_bytes": np.argmax(cond / blen, axis=1),
-        }
-        for j, metric in enumerate(blocks, start=1):  # log P(choice | prompt) - log P(choice | that context)
-            preds[metric] = np.argmax(cond - ll[:, j * k : (j + 1) * k], axis=1)
-        if "acc_per_token" in keys:
-            preds["acc_per_token"] = np.argmax(cond / _token_counts(sub, m, n)[:, :k], axis=1)
-    for key, pr in preds.items():
-        if key in keys:
-            cols[key] = (pr == gold).astype(np.float64)
-    if "exact_match" in keys:
-        safe = np.where(gold == -100, 0, gold)
-        cols["exact_match"] = np.where(gold == -100, 0, greedy[np.arange(m), safe].astype(np.int64)).astype(np.float64)
+    arrays = ChoiceArrays(
+        cond=ll[:, :k],
+        greedy=sub["is_greedy"].fill_null(False).to_numpy().reshape(m, n)[:, :k],
+        choices=grp.select(pl.col("choices").explode())["choices"],
+        gold=grp["gold"].to_numpy(),
+        # log P(choice | prompt) - log P(choice | that context): each unconditional block after the choices
+        uncond={metric: ll[:, j * k : (j + 1) * k] for j, metric in enumerate(blocks, start=1)},
+        tokens=lambda: _token_counts(sub, m, n)[:, :k],
+    )
+    cols: dict[str, Any] = {"doc_id": grp["doc_id"]}
+    for metric in metrics:
+        assert metric.choices_vector is not None
+        v = metric.choices_vector(arrays)
+        if isinstance(v, list):
+            cols["_item_" + metric.name] = [items_json(x) for x in v]
+        else:
+            cols[metric.name] = np.asarray(v, dtype=np.float64)
     return pl.DataFrame(cols)
 
 
@@ -133,7 +129,12 @@ def _token_counts(sub: pl.DataFrame, m: int, n: int) -> Any:
 
 
 def _mc_slow_frame(
-    tm: TaskMetrics, td: TaskDocs, rows: pl.DataFrame, slow_ids: list[int], keys: list[str], multiple_target: bool
+    tm: TaskMetrics,
+    td: TaskDocs,
+    rows: pl.DataFrame,
+    slow_ids: list[int],
+    metrics: list[Metric],
+    multiple_target: bool,
 ) -> pl.DataFrame:
     """The documents numpy cannot score exactly, through lm-eval's process_results path (``doc_metrics``)."""
     sub = rows.filter(pl.col("doc_id").is_in(slow_ids))
@@ -157,31 +158,22 @@ def _mc_slow_frame(
         except (TypeError, ValueError, IndexError, KeyError) as e:
             raise ScoreError(f"task {rec.task} doc {rec.doc_id}: cannot score ({type(e).__name__}: {e})") from None
         row: dict[str, Any] = {"doc_id": rec.doc_id}
-        for key in keys:
-            v = out[key]
-            if key in ("f1", "mcc"):
-                row["_item_" + key] = items_json(v)
+        for metric in metrics:
+            v = out[metric.name]
+            if metric.pairs:
+                row["_item_" + metric.name] = items_json(v)
             else:
-                row[key] = float(v)
+                row[metric.name] = float(v)
         slow_rows.append(row)
     return pl.DataFrame(slow_rows)
 
 
-def _mc_values(allf: pl.DataFrame, keys: list[str]) -> dict[str, Any]:
-    """Metric key -> per-document values (Float64; (gold, pred) pairs for the corpus metrics f1, mcc)."""
+def _mc_values(allf: pl.DataFrame, metrics: list[Metric]) -> dict[str, Any]:
+    """Metric name -> per-document values (Float64; the items, e.g. (gold, pred) pairs of f1 and mcc)."""
     values: dict[str, Any] = {}
-    for key in keys:
-        if key in ("f1", "mcc"):
-            items: list[Any] = []
-            fast_pairs: list[Any] = (
-                list(zip(allf["_gold"].to_list(), allf["_pred"].to_list(), strict=True))
-                if "_gold" in allf.columns
-                else [None] * allf.height
-            )
-            slow_items = allf["_item_" + key].to_list() if "_item_" + key in allf.columns else [None] * allf.height
-            for fp, si in zip(fast_pairs, slow_items, strict=True):
-                items.append(tuple(json.loads(si)) if si is not None else (int(fp[0]), int(fp[1])))
-            values[key] = items
+    for metric in metrics:
+        if metric.pairs:
+            values[metric.name] = [tuple(json.loads(v)) for v in allf["_item_" + metric.name].to_list()]
         else:
-            values[key] = allf[key].cast(pl.Float64)
+            values[metric.name] = allf[metric.name].cast(pl.Float64)
     return values
