@@ -4,10 +4,10 @@ each format's requests as the plan renders them and, when the run has results, w
 which choice won under the format's comparison metric (``config["format"]["metric"]``).
 
 Data in, data out: the records below are what the Formats section (``report/formatsection.py``) renders.
-The winning choice follows the scorer's rule for each metric (``scorer/metrics/choice_scores.py``: ``np.argmax`` of
-the log-likelihoods, per character for ``acc_norm``, per byte for ``acc_bytes``, per continuation token for
-``acc_per_token``, minus the unconditional block for ``acc_pmi``/``acc_mutual_info``); whether the document
-counted as right is the scorer's own per-document value from samples.parquet.
+The winning choice follows the scorer's rule for each metric (its ``Metric.compared`` in the scorer's registry:
+``np.argmax`` of the log-likelihoods, per character for ``acc_norm``, per byte for ``acc_bytes``, per
+continuation token for ``acc_per_token``, minus the unconditional block for ``acc_pmi``/``acc_mutual_info``);
+whether the document counted as right is the scorer's own per-document value from samples.parquet.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import polars as pl
 
 from lmeval.plans import PROMPT_FORMATS, split_name, unconditional_metrics
 from lmeval.report.inputs import DocView, PlanView, Run
+from lmeval.scorer import METRICS
 
 CHOICE, UNCONDITIONAL, GENERATION, OTHER = "choice", "unconditional", "generation", "other"
 _ORDER = (None, *PROMPT_FORMATS)  # the task as written first, then cf, mcf, gen
@@ -243,18 +244,8 @@ def _compared(reqs: list[FormatRequest], metric: str, choices: list[str]) -> lis
 
 
 def _value(metric: str, ll: float, choice: str, uncond: float | None, r: FormatRequest) -> float | None:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if metric == "acc":
-            return ll
-        if metric == "acc_norm":
-            return float(np.float64(ll) / np.float64(len(choice)))
-        if metric == "acc_bytes":
-            return float(np.float64(ll) / np.float64(len(choice.encode("utf-8"))))
-        if metric in ("acc_pmi", "acc_mutual_info"):
-            return None if uncond is None else ll - uncond
-        if metric == "acc_per_token":
-            return None if not r.n_tokens else float(np.float64(ll) / np.float64(r.n_tokens))
-    return None
+    m = METRICS.get(metric)  # the scorer's registry: each argmax metric's value per choice
+    return None if m is None or m.compared is None else m.compared(ll, choice, uncond, r.n_tokens)
 
 
 def _argmax(reqs: list[FormatRequest]) -> int | None:

@@ -2,12 +2,25 @@
 
 Its face: ``score`` (and ``ScoreError``, its one error), ``check_user_code`` (the consent to run a task's code)
 and the paired statistics other tools build on (``paired_test``, ``mde``, ``Z_ALPHA``; ``lmeval.diff.runs``
-compares two scored runs with them)."""
+compares two scored runs with them); the metric and aggregation registries (``register_metric``,
+``register_aggregation``: a new metric or aggregation is one registration)."""
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.metrics import (
+    AGGREGATION_REGISTRY,
+    METRICS,
+    Aggregation,
+    ChoiceArrays,
+    ChoiceDoc,
+    Metric,
+    metric_of_key,
+    metrics_for,
+    register_aggregation,
+    register_metric,
+)
 from lmeval.scorer.power import Z_ALPHA, mde, paired_test
 from lmeval.scorer.score import ScoreOutcome, score, score_run
 from lmeval.scorer.usercode import check_user_code
@@ -20,6 +33,16 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "AGGREGATION_REGISTRY",
+    "METRICS",
+    "Aggregation",
+    "ChoiceArrays",
+    "ChoiceDoc",
+    "Metric",
+    "metric_of_key",
+    "metrics_for",
+    "register_aggregation",
+    "register_metric",
     "judge_grades",
     "leaf_tasks",
     "plan_power",

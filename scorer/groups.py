@@ -7,8 +7,8 @@ from typing import Any
 
 from lmeval.plans import GroupSummary
 from lmeval.scorer import group_best, group_spread
+from lmeval.scorer import metrics as agg
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics import aggregate as agg
 
 
 def _by_name(groups: list[GroupSummary]) -> dict[str, GroupSummary]:

@@ -37,11 +37,11 @@ from lmeval.plans import (
 )
 from lmeval.scorer import groups as grp
 from lmeval.scorer import intervals as ivl
+from lmeval.scorer import metrics as agg
 from lmeval.scorer import metrics as met
 from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
 from lmeval.scorer.filterscores import MISSING, FilterScores, without_docs
-from lmeval.scorer.metrics import aggregate as agg
 from lmeval.scorer.planload import PlanData, TaskDocs, load
 from lmeval.scorer.reasoning import cut_note, plan_reasoning
 from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
@@ -385,10 +385,10 @@ def _aggregate_task(
 
 def _spec_breakdown(td: TaskDocs, rows: pl.DataFrame) -> dict[str, Any]:
     """A JSONL-spec task per category and overall (corpus BLEU for bleu_4, means otherwise)."""
-    from lmeval.scorer.metrics import spec_scoring
+    from lmeval.scorer.metrics import aggregate_spec, score_spec_rows
 
     first = rows.filter(pl.col("idx") == 0)
     doc_ids = first["doc_id"].to_list()
     recs = {r.doc_id: r for r in td.records(doc_ids)}
     pairs = [(recs[d].doc, resp or "") for d, resp in zip(doc_ids, first["response"].to_list(), strict=True)]
-    return spec_scoring.aggregate_spec(spec_scoring.score_spec_rows(pairs))
+    return aggregate_spec(score_spec_rows(pairs))

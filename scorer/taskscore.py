@@ -16,9 +16,17 @@ from lmeval.plans import OUTPUT_TYPES, DocRecord, Reasoning, TaskSummary, instan
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput, Pipeline, apply_pipeline
 from lmeval.scorer.filterscores import MISSING, FilterScores, as_series_or_list, items_json
-from lmeval.scorer.metrics import METRICS, TaskMetrics, doc_metrics
-from lmeval.scorer.metrics.choice_scores import fast_mc, score_mc_fast
-from lmeval.scorer.metrics.generate_scores import score_generate_fast
+from lmeval.scorer.metrics import (
+    METRICS,
+    TaskMetrics,
+    fast_mc,
+    generate_doc,
+    loglikelihood_doc,
+    mc_doc,
+    rolling_doc,
+    score_generate_fast,
+    score_mc_fast,
+)
 from lmeval.scorer.planload import TaskDocs
 from lmeval.scorer.reasoning import generation_responses
 from lmeval.scorer.usercode import Trust
@@ -128,12 +136,12 @@ def _doc_metrics(
         if ot == "multiple_choice":
             if d.choices is None:
                 raise ScoreError(f"{where}: multiple_choice document has no choices in the plan")
-            return doc_metrics.mc_doc(tm, d.target, d.choices, results, multiple_target)
+            return mc_doc(tm, d.target, d.choices, results, multiple_target)
         if ot == "loglikelihood":
-            return doc_metrics.loglikelihood_doc(tm, results)
+            return loglikelihood_doc(tm, results)
         if ot == "loglikelihood_rolling":
-            return doc_metrics.rolling_doc(tm, d.target, results)
-        return doc_metrics.generate_doc(tm, d.doc, d.target, d.choices, results[0], multiple_target)
+            return rolling_doc(tm, d.target, results)
+        return generate_doc(tm, d.doc, d.target, d.choices, results[0], multiple_target)
     except ScoreError as e:
         if str(e).startswith("task "):
             raise

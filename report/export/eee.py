@@ -31,21 +31,11 @@ from lmeval.plans import TaskSummary
 from lmeval.report.export.hf_eval_results import hub_dataset
 from lmeval.report.export.inputs import ExportRun
 from lmeval.report.export.lm_eval_samples import lm_eval_target, sha256
+from lmeval.scorer import metric_of_key
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "eee_schemas"
 COLLECTION = "lmeval"
-UNIT_METRICS = {
-    "acc",
-    "acc_norm",
-    "acc_bytes",
-    "acc_mutual_info",
-    "acc_per_token",
-    "acc_pmi",
-    "exact_match",
-    "f1",
-}  # proportions
-BOUNDS: dict[str, tuple[float, float]] = {"mcc": (-1.0, 1.0)}
 _SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 
 
@@ -102,10 +92,11 @@ def _metric_config(metric: str, higher: Any) -> dict[str, Any]:
     where lmeval does not know it."""
     lo: float | str = "-Infinity"
     hi: float | str = "Infinity"
-    if metric in UNIT_METRICS or metric.startswith(("pass@", "rouge")):
+    m = metric_of_key(metric)  # the scorer's registry: proportions and other known bounds
+    if m is not None and m.unit:
         lo, hi = 0.0, 1.0
-    elif metric in BOUNDS:
-        lo, hi = BOUNDS[metric]
+    elif m is not None and m.bounds is not None:
+        lo, hi = m.bounds
     return {"metric_id": metric, "metric_name": metric, "lower_is_better": higher is False,
             "score_type": "continuous", "min_score": lo, "max_score": hi}  # fmt: skip
 

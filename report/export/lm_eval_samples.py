@@ -35,15 +35,10 @@ from lmeval.common import json_text
 from lmeval.plans import DocRecord, InstanceRecord, TaskSummary
 from lmeval.report.errors import ReportError
 from lmeval.report.export.inputs import ExportRun
+from lmeval.scorer import METRICS, metrics_for
 
-# the order lm-eval's Task.process_results builds its dict in, per output type
-BUILTIN_ORDER: dict[str, tuple[str, ...]] = {
-    "multiple_choice": ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "brier_score", "likelihood",
-                        "acc_mutual_info", "acc_per_token", "acc_pmi"),
-    "loglikelihood": ("perplexity", "acc"),
-    "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
-}  # fmt: skip
-INT_METRICS = {("multiple_choice", "exact_match"), ("loglikelihood", "acc")}
+# the output types whose process_results builds its dict in one fixed order (the scorer registry's, lm-eval's)
+FIXED_ORDER = ("multiple_choice", "loglikelihood", "loglikelihood_rolling")
 _SAMPLE_COLUMNS = ("task", "doc_id", "filter", "target", "filtered", "items", "reasoning", "reasoning_chars", "answer")
 
 
@@ -141,12 +136,14 @@ def _metric_values(ts: TaskSummary, row: dict[str, Any], metric_cols: list[str])
     vals: dict[str, Any] = {k: row[k] for k in metric_cols if row.get(k) is not None}
     if row.get("items"):
         vals.update(json.loads(row["items"]))
-    order = [] if ts.config.get("process_results") else list(BUILTIN_ORDER.get(ts.output_type, ()))
+    fixed = ts.output_type in FIXED_ORDER and not ts.config.get("process_results")
+    order = [m.name for m in metrics_for(ts.output_type)] if fixed else []
     order += [str(m.get("metric")) for m in ts.metric_list or [] if isinstance(m, dict)]
     ordered = {k: vals[k] for k in order if k in vals}
     ordered.update((k, v) for k, v in vals.items() if k not in ordered)
     for k, v in ordered.items():
-        if (ts.output_type, k) in INT_METRICS and isinstance(v, float) and v.is_integer():
+        m = METRICS.get(k)
+        if m is not None and ts.output_type in m.int_in and isinstance(v, float) and v.is_integer():
             ordered[k] = int(v)
         elif (ts.output_type, k) == ("multiple_choice", "brier_score") and isinstance(v, list) and len(v) == 2:
             ordered[k] = [v[0], _ndarray_str(v[1])]

@@ -13,7 +13,10 @@ import polars as pl
 from lmeval.plans import unconditional_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filterscores import FilterScores, items_json
-from lmeval.scorer.metrics import METRICS, ChoiceArrays, Metric, TaskMetrics, doc_metrics, metrics_for
+from lmeval.scorer.metrics import doc_metrics
+from lmeval.scorer.metrics.evidence import ChoiceArrays
+from lmeval.scorer.metrics.registry import METRICS, Metric, metrics_for
+from lmeval.scorer.metrics.resolve import TaskMetrics
 from lmeval.scorer.planload import TaskDocs
 
 

@@ -1,6 +1,6 @@
 """Corpus metrics (bleu, chrf, chrf++, ter) and bypass: per document only the (gold, prediction) pair.
 
-The corpus score is the aggregation's (``scorer.metrics.aggregate``), over every document's pair; bypass keeps no
+The corpus score is the aggregation's (``scorer.metrics.aggregations``), over every document's pair; bypass keeps no
 value (lm-eval's ``bypass`` metric, for tasks scored elsewhere)."""
 
 from __future__ import annotations

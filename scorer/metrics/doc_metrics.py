@@ -13,7 +13,10 @@ from typing import Any
 
 from lmeval.plans import unconditional_metrics
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics import METRICS, ChoiceDoc, TaskMetrics, exact_match_np, metrics_for
+from lmeval.scorer.metrics.evidence import ChoiceDoc
+from lmeval.scorer.metrics.exact_match import exact_match_np
+from lmeval.scorer.metrics.registry import METRICS, metrics_for
+from lmeval.scorer.metrics.resolve import TaskMetrics
 
 
 def _call_gen_metric(

@@ -11,7 +11,8 @@ from lmeval.plans import TaskSummary
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters import FilterOutput
 from lmeval.scorer.filterscores import FilterScores
-from lmeval.scorer.metrics import METRICS, TaskMetrics
+from lmeval.scorer.metrics.registry import METRICS
+from lmeval.scorer.metrics.resolve import TaskMetrics
 
 
 def score_generate_fast(

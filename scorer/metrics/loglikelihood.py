@@ -55,7 +55,10 @@ def _unconditional(name: str, same_for_several: bool = False) -> dict[str, Any]:
     def many(a: ChoiceArrays) -> np.ndarray:
         return a.hits(np.argmax(a.cond - a.uncond[name], axis=1))
 
-    return {"choices": one, "choices_vector": many, "unit": True}
+    def compared(ll: float, choice: str, uncond: float | None, n_tokens: int | None) -> float | None:
+        return None if uncond is None else ll - uncond
+
+    return {"choices": one, "choices_vector": many, "compared": compared, "unit": True}
 
 
 def _per_token(d: ChoiceDoc) -> float:
@@ -68,6 +71,11 @@ def _per_token(d: ChoiceDoc) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         pred = np.argmax(np.array(d.lls, dtype=np.float64) / np.array(counts, dtype=np.float64))
     return d.hit(int(pred))
+
+
+def _ratio(ll: float, by: float) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(ll) / np.float64(by))
 
 
 def _rolling_words(ll: float, target: str) -> Any:
@@ -85,6 +93,7 @@ LOGLIKELIHOOD: tuple[Metric, ...] = (
         choices=lambda d: d.hit(np.argmax(d.lls)),
         choices_vector=lambda a: a.hits(a.pred),
         loglikelihood=lambda ll, greedy: int(greedy),
+        compared=lambda ll, choice, uncond, n_tokens: ll,
         unit=True,
         int_in=("loglikelihood",),
     ),
@@ -94,12 +103,14 @@ LOGLIKELIHOOD: tuple[Metric, ...] = (
         "acc_norm",
         choices=lambda d: d.hit(d.argmax_over([float(len(c)) for c in d.choices])),
         choices_vector=lambda a: a.hits(a.argmax_over(a.char_lengths())),
+        compared=lambda ll, choice, uncond, n_tokens: _ratio(ll, len(choice)),
         unit=True,
     ),
     builtin(
         "acc_bytes",
         choices=lambda d: d.hit(d.argmax_over([float(len(c.encode("utf-8"))) for c in d.choices])),
         choices_vector=lambda a: a.hits(a.argmax_over(a.byte_lengths())),
+        compared=lambda ll, choice, uncond, n_tokens: _ratio(ll, len(choice.encode("utf-8"))),
         unit=True,
     ),
     builtin(
@@ -118,6 +129,7 @@ LOGLIKELIHOOD: tuple[Metric, ...] = (
         "acc_per_token",
         choices=_per_token,
         choices_vector=lambda a: a.hits(a.argmax_over(a.tokens())),
+        compared=lambda ll, choice, uncond, n_tokens: _ratio(ll, n_tokens) if n_tokens else None,
         unit=True,
     ),
     builtin("acc_pmi", **_unconditional("acc_pmi")),

@@ -15,4 +15,4 @@ def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any
     return pass_at_k([gold], [result], **kwargs)
 
 
-PASS_AT_K = builtin("pass_at_k", generate=_generate, runs_code=True)
+PASS_AT_K = builtin("pass_at_k", generate=_generate, runs_code=True, unit=True, key_prefix="pass@")

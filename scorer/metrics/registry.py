@@ -33,6 +33,9 @@ ChoiceFn = Callable[[ChoiceDoc], Any]
 # multiple_choice, vectorised: (documents x choices) arrays -> one value per document (floats, or a list of
 # items for a ``pairs`` metric); it must agree with ``choices`` on every document it is given
 ChoiceVectorFn = Callable[[ChoiceArrays], "np.ndarray | list[Any]"]
+# an argmax metric's value per choice, as the report shows it: (log-likelihood, choice text, the choice's
+# unconditional log-likelihood or None, its continuation token count or None) -> the compared value or None
+ComparedFn = Callable[[float, str, "float | None", "int | None"], "float | None"]
 # loglikelihood: (log-likelihood, is_greedy) -> value
 LoglikelihoodFn = Callable[[float, bool], Any]
 # loglikelihood_rolling: (log-likelihood, the target text) -> value
@@ -54,7 +57,9 @@ class Metric:
     of a corpus metric); ``runs_code``, a metric that executes the generated programs (in
     ``scorer.sandbox``). Presentation: ``unit`` a proportion in [0, 1] (shown as a percentage, exported with
     those bounds), ``bounds`` other fixed bounds of its value, ``int_in`` the output types whose per-document
-    value lm-eval logs as an integer; ``bootstrap_cap`` the most bootstrap iterations lm-eval spends on its
+    value lm-eval logs as an integer, ``key_prefix`` what the result keys of a metric of several keys start
+    with (``pass@`` of pass_at_k's ``pass@1``), ``compared`` the value per choice whose argmax an argmax metric
+    takes (the report's Formats section shows it); ``bootstrap_cap`` the most bootstrap iterations lm-eval spends on its
     stderr (the sacrebleu metrics).
     """
 
@@ -74,6 +79,8 @@ class Metric:
     bounds: tuple[float, float] | None = None
     int_in: tuple[str, ...] = ()
     bootstrap_cap: int | None = None
+    key_prefix: str | None = None
+    compared: ComparedFn | None = None
 
     def per_doc(self, output_type: str) -> Callable[..., Any] | None:
         """This metric's per-document function for ``output_type`` (None: it does not score that type)."""
@@ -99,6 +106,14 @@ def register_metric(metric: Metric) -> Metric:
 def metrics_for(output_type: str) -> list[Metric]:
     """The registered metrics that score ``output_type`` documents, in registration order."""
     return [m for m in METRICS.values() if m.per_doc(output_type) is not None]
+
+
+def metric_of_key(key: str) -> Metric | None:
+    """The metric a result key (``acc``, ``pass@1``, ``rouge2``) comes from; None for one of user code."""
+    found = METRICS.get(key)
+    if found is not None:
+        return found
+    return next((m for m in METRICS.values() if m.key_prefix and key.startswith(m.key_prefix)), None)
 
 
 def builtin(name: str, **fields: Any) -> Metric:

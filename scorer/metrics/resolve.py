@@ -14,7 +14,7 @@ from lmeval.plans import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
 from lmeval.plans import METRIC_SPECS as VOCABULARY
 from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics.aggregate import AGGREGATION_REGISTRY
+from lmeval.scorer.metrics.aggregations import AGGREGATION_REGISTRY
 from lmeval.scorer.metrics.registry import METRICS
 
 

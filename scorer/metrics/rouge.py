@@ -24,4 +24,4 @@ def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any
     return rouge([gold], [result])
 
 
-ROUGE = builtin("rouge", generate=_generate)
+ROUGE = builtin("rouge", generate=_generate, unit=True, key_prefix="rouge")

@@ -227,7 +227,7 @@ MUTATIONS = [
     ),
     Mutation(
         "group: weighted_mean ignores its weight_by_size flag",
-        "scorer/metrics/aggregate.py",
+        "scorer/metrics/aggregations.py",
         "    w = list(sizes) if weight_by_size else [1] * len(sizes)\n",
         "    w = list(sizes)\n",
         (f"{UB}::test_group_weight_by_size_false_is_the_plain_mean_of_subtasks",),

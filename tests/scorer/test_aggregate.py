@@ -7,7 +7,7 @@ import random
 import lm_eval.api.metrics as lm_metrics  # noqa: E402
 import pytest
 
-from lmeval.scorer.metrics import aggregate as agg
+from lmeval.scorer.metrics import aggregations as agg
 from tests.bounds import ARITHMETIC, SCORES
 
 

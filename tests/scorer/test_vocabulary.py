@@ -11,7 +11,8 @@ import pytest
 from lmeval.plans import scoring
 from lmeval.scorer import filters, metrics
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics import aggregate, doc_metrics
+from lmeval.scorer.metrics import aggregations as aggregate
+from lmeval.scorer.metrics import doc_metrics
 
 
 def test_the_scorer_resolves_every_metric_of_the_contract_with_its_defaults() -> None:
