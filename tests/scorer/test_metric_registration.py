@@ -35,6 +35,7 @@ from lmeval.scorer import (
     register_aggregation,
     register_metric,
 )
+from tests.bounds import SCORES
 from tests.support import cli_in_process as cli
 from tests.support import data_dir
 
@@ -158,10 +159,10 @@ def test_a_new_mc_metric_is_one_registration(
     assert 0 < sum(hits) < len(hits) and hits != plain  # the data tells hits from misses, and from acc
     assert _samples(rdir)["acc_utf8_bytes"].to_list() == hits
     res = json.loads((rdir / "results.json").read_text())
-    assert res["results"][TASK]["acc_utf8_bytes,none"] == pytest.approx(sum(hits) / len(hits), abs=1e-15)
+    assert res["results"][TASK]["acc_utf8_bytes,none"] == sum(hits) / len(hits)
     mean = sum(hits) / len(hits)
     se = math.sqrt(sum((h - mean) ** 2 for h in hits) / (len(hits) - 1) / len(hits))
-    assert res["results"][TASK]["acc_utf8_bytes_stderr,none"] == pytest.approx(se, rel=1e-12)
+    assert SCORES.same(res["results"][TASK]["acc_utf8_bytes_stderr,none"], se)
     assert res["higher_is_better"][TASK]["acc_utf8_bytes"] is True
 
 
@@ -183,14 +184,14 @@ def test_a_new_aggregation_is_one_registration(
     rc, err, rdir = _score(arc_easy_run, tmp_path, [{"metric": "gold_margin"}])  # aggregated by trimmed_mean
     assert rc == 0, err
     margins = [lls[gold] - max(x for i, x in enumerate(lls) if i != gold) for gold, lls, _ in _by_hand(arc_easy_run)]
-    assert _samples(rdir)["gold_margin"].to_list() == pytest.approx(margins, abs=0)
+    assert _samples(rdir)["gold_margin"].to_list() == margins
     xs = sorted(margins)
     cut = len(xs) // 10
     trimmed = sum(xs[cut : len(xs) - cut]) / (len(xs) - 2 * cut)
-    assert trimmed != pytest.approx(sum(margins) / len(margins))  # the trimming changes the value here
+    assert not SCORES.same(trimmed, sum(margins) / len(margins))  # the trimming changes the value here
     res = json.loads((rdir / "results.json").read_text())["results"][TASK]
-    assert res["gold_margin,none"] == pytest.approx(trimmed, rel=1e-12)
-    assert res["gold_margin_stderr,none"] == pytest.approx(_lm_eval_bootstrap(_trimmed_mean, margins, ITERS), rel=1e-9)
+    assert SCORES.same(res["gold_margin,none"], trimmed)
+    assert SCORES.same(res["gold_margin_stderr,none"], _lm_eval_bootstrap(_trimmed_mean, margins, ITERS))
 
 
 @pytest.mark.parametrize(
