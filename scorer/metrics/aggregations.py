@@ -62,17 +62,16 @@ def _sacreformat(refs: Sequence[Any], preds: Sequence[Any]) -> tuple[list[Any], 
     return [list(r) for r in refs_t], preds
 
 
-def _sacre(kind: str, items: Sequence[Any]) -> float:
-    import sacrebleu
+def _corpus(score: str, **options: Any) -> Callable[[Sequence[Any]], float]:
+    """A sacrebleu corpus score (``sacrebleu.SCORE``) over (reference, prediction) items, as lm-eval's."""
 
-    refs, preds = _sacreformat([i[0] for i in items], [i[1] for i in items])
-    if kind == "bleu":
-        return float(sacrebleu.corpus_bleu(preds, refs).score)
-    if kind == "chrf":
-        return float(sacrebleu.corpus_chrf(preds, refs).score)
-    if kind == "chrf++":
-        return float(sacrebleu.corpus_chrf(preds, refs, word_order=2).score)
-    return float(sacrebleu.corpus_ter(preds, refs).score)
+    def agg(items: Sequence[Any]) -> float:
+        import sacrebleu
+
+        refs, preds = _sacreformat([i[0] for i in items], [i[1] for i in items])
+        return float(getattr(sacrebleu, score)(preds, refs, **options).score)
+
+    return agg
 
 
 def _confusion(items: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -294,10 +293,6 @@ def register_aggregation(aggregation: Aggregation) -> Aggregation:
     return aggregation
 
 
-def _sacre_of(kind: str) -> Callable[[Sequence[Any]], float]:
-    return lambda items: _sacre(kind, items)
-
-
 # the built-ins: lm-eval 0.4.13's aggregations (plans.scoring.AGGREGATIONS, which the compiler checks)
 _BUILTINS = (
     Aggregation("mean", py_mean, stderr=mean_stderr),
@@ -311,7 +306,10 @@ _BUILTINS = (
     Aggregation("f1", _f1, bootstrap=True, replicates=_confusion_replicates(_f1_from_cm)),
     Aggregation("matthews_corrcoef", _mcc, bootstrap=True,
                 replicates=_confusion_replicates(lambda cm, labels: _mcc_from_cm(cm))),
-    *(Aggregation(k, _sacre_of(k), bootstrap=True) for k in ("bleu", "chrf", "chrf++", "ter")),
+    Aggregation("bleu", _corpus("corpus_bleu"), bootstrap=True),
+    Aggregation("chrf", _corpus("corpus_chrf"), bootstrap=True),
+    Aggregation("chrf++", _corpus("corpus_chrf", word_order=2), bootstrap=True),
+    Aggregation("ter", _corpus("corpus_ter"), bootstrap=True),
     Aggregation("brier_score", _brier),
     Aggregation("bypass", lambda items: 999),
 )  # fmt: skip

@@ -28,4 +28,4 @@ CORPUS: tuple[Metric, ...] = tuple(
     builtin(n, generate=_pair, vector=_pairs_vector, pairs=True, bootstrap_cap=100)
     for n in ("bleu", "chrf", "chrf++", "ter")
 )
-BYPASS = builtin("bypass", generate=_bypass)
+BYPASS = builtin("bypass", generate=_bypass, raw_gold=True)

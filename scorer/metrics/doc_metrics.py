@@ -14,7 +14,6 @@ from typing import Any
 from lmeval.plans import unconditional_metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics.evidence import ChoiceDoc
-from lmeval.scorer.metrics.exact_match import exact_match_np
 from lmeval.scorer.metrics.registry import METRICS, metrics_for
 from lmeval.scorer.metrics.resolve import TaskMetrics
 
@@ -35,6 +34,11 @@ def _call_gen_metric(
     raise ScoreError("metric has no implementation")
 
 
+def _raw_gold(tm: TaskMetrics) -> bool:
+    """Whether a metric of the task keeps the gold's own type (lm-eval's bypass)."""
+    return any(m.name in METRICS and METRICS[m.name].raw_gold for m in tm.metrics)
+
+
 def generate_doc(
     tm: TaskMetrics,
     doc: dict[str, Any],
@@ -45,21 +49,20 @@ def generate_doc(
 ) -> dict[str, Any]:
     """lm-eval's process_results for generate_until, on one document's (first instance's) filtered response."""
     gold = target
-    names = tm.names()
     if choices is not None:
         gold = choices[gold]
     elif multiple_target:
         gold = list(gold)
-    elif type(gold) is not type(result) and not ("bypass" in names or isinstance(result, list)):
+    elif type(gold) is not type(result) and not (_raw_gold(tm) or isinstance(result, list)):
         gold = type(result)(gold)
     out: dict[str, Any] = {}
     for entry in tm.metrics:
         if multiple_target:
             if not isinstance(gold, list):
                 gold = [gold]
-            if entry.builtin == "exact_match":
-                s = exact_match_np(predictions=[result for _ in range(len(gold))], references=gold, **entry.kwargs)
-                score: Any = 1.0 if s > 0.0 else 0.0
+            several = METRICS[entry.builtin].generate_several if entry.builtin is not None else None
+            if several is not None:
+                score: Any = several(gold, result, entry.kwargs)
             else:
                 scores = []
                 for g in gold:

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from lmeval.plans import METRIC_SPECS as VOCABULARY
 from lmeval.scorer import regex_ops
+from lmeval.scorer.errors import ScoreError
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"
 
@@ -113,3 +115,23 @@ def _normalise(s: pl.Series, kwargs: dict[str, Any]) -> pl.Series:
 
 def generate_exact_match(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any]) -> Any:
     return {"exact_match": exact_match_np(predictions=[result], references=[gold], **kwargs)}
+
+
+def check_exact_match_options(task: str, kwargs: dict[str, Any]) -> None:
+    """exact_match's options: the contract's (``plans.scoring``), regexes that compile."""
+    known = set(VOCABULARY["exact_match"].options)
+    extra = sorted(set(kwargs) - known)
+    if extra:
+        raise ScoreError(f"task {task}: metric exact_match: unknown options {extra} (known: {sorted(known)})")
+    rx = kwargs.get("regexes_to_ignore")
+    if rx is None:
+        return
+    if not isinstance(rx, list):
+        raise ScoreError(f"task {task}: metric exact_match: regexes_to_ignore must be a list, got {rx!r}")
+    for p in rx:
+        try:
+            re.compile(p)
+        except (re.error, TypeError) as e:
+            raise ScoreError(
+                f"task {task}: metric exact_match: invalid regex in regexes_to_ignore {p!r}: {e}"
+            ) from None

@@ -27,13 +27,12 @@ def score_generate_fast(
 ) -> FilterScores | None:
     """The vectorised path (each metric's ``Metric.vector``), or None where it does not apply exactly (the
     caller scores those documents one by one)."""
-    names = tm.names()
     fast_ok = (
         fo.kind == "scalar"
         and tm.process_results is None
         and not multiple_target
         and all(s.builtin is not None and METRICS[s.builtin].vector is not None for s in tm.metrics)
-        and "bypass" not in names
+        and not any(METRICS[s.builtin].raw_gold for s in tm.metrics if s.builtin is not None)
     )
     if not fast_ok:
         return None

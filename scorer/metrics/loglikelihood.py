@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 
 from lmeval.scorer.metrics.evidence import ChoiceArrays, ChoiceDoc
-from lmeval.scorer.metrics.exact_match import exact_match_vector, generate_exact_match
+from lmeval.scorer.metrics.exact_match import (
+    check_exact_match_options,
+    exact_match_np,
+    exact_match_vector,
+    generate_exact_match,
+)
 from lmeval.scorer.metrics.registry import Metric, builtin
 
 
@@ -117,6 +122,10 @@ LOGLIKELIHOOD: tuple[Metric, ...] = (
         "exact_match",
         generate=generate_exact_match,
         vector=exact_match_vector,
+        generate_several=lambda golds, result, kwargs: (
+            1.0 if exact_match_np(predictions=[result] * len(golds), references=golds, **kwargs) > 0.0 else 0.0
+        ),
+        check_options=check_exact_match_options,
         choices=_exact,
         choices_vector=_exact_vector,
         unit=True,

@@ -36,6 +36,12 @@ ChoiceVectorFn = Callable[[ChoiceArrays], "np.ndarray | list[Any]"]
 # an argmax metric's value per choice, as the report shows it: (log-likelihood, choice text, the choice's
 # unconditional log-likelihood or None, its continuation token count or None) -> the compared value or None
 ComparedFn = Callable[[float, str, "float | None", "int | None"], "float | None"]
+# generate_until with several targets, lm-eval's one call on all of them: (golds, response, options) -> value
+SeveralFn = Callable[[list[Any], Any, dict[str, Any]], Any]
+# a metric's options checked when the task resolves: (task, options) -> None, or raises ScoreError
+CheckFn = Callable[[str, dict[str, Any]], None]
+# options a metric takes from its task's config: config -> options added to the metric_list entry's
+TaskOptionsFn = Callable[[dict[str, Any]], dict[str, Any]]
 # loglikelihood: (log-likelihood, is_greedy) -> value
 LoglikelihoodFn = Callable[[float, bool], Any]
 # loglikelihood_rolling: (log-likelihood, the target text) -> value
@@ -60,7 +66,11 @@ class Metric:
     value lm-eval logs as an integer, ``key_prefix`` what the result keys of a metric of several keys start
     with (``pass@`` of pass_at_k's ``pass@1``), ``compared`` the value per choice whose argmax an argmax metric
     takes (the report's Formats section shows it); ``bootstrap_cap`` the most bootstrap iterations lm-eval spends on its
-    stderr (the sacrebleu metrics).
+    stderr (the sacrebleu metrics). lm-eval's generate_until rules: ``generate_several`` scores a document
+    of several targets in one call (without it each target is scored and any hit counts), ``raw_gold`` keeps
+    the gold's own type (lm-eval casts it to the response's otherwise). Resolving a task: ``check_options``
+    checks the metric_list entry's options, ``task_options`` adds options from the task's config, and
+    ``extra_keys`` names other result keys the metric returns with their (aggregation, higher_is_better).
     """
 
     name: str
@@ -81,6 +91,11 @@ class Metric:
     bootstrap_cap: int | None = None
     key_prefix: str | None = None
     compared: ComparedFn | None = None
+    generate_several: SeveralFn | None = None
+    raw_gold: bool = False
+    check_options: CheckFn | None = None
+    task_options: TaskOptionsFn | None = None
+    extra_keys: tuple[tuple[str, str, bool], ...] = ()
 
     def per_doc(self, output_type: str) -> Callable[..., Any] | None:
         """This metric's per-document function for ``output_type`` (None: it does not score that type)."""

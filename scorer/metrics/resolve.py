@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans import DEFAULT_METRICS, METRIC_ALIASES, METRIC_KEYS
-from lmeval.plans import METRIC_SPECS as VOCABULARY
 from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics.aggregations import AGGREGATION_REGISTRY
@@ -82,11 +81,13 @@ def resolve_metrics(
             raise ScoreError(f"task {task}: metric_list[{i}].metric must be a name, got {raw!r}")
         if process_results is not None:
             builtin, fn = None, None
-        if builtin == "exact_match":
-            _check_exact_match(task, kwargs)
-        if builtin == "tool_call":  # its options are the task's (compiler/tasks/conversation.py)
-            kwargs = {**kwargs, "parser": config.get("tool_parser"), "tools": config.get("doc_to_tools")}
-            aggs["tool_call_unparsed"], hib["tool_call_unparsed"] = "mean", False
+        metric = METRICS[builtin] if builtin is not None else None
+        if metric is not None and metric.check_options is not None:
+            metric.check_options(task, kwargs)
+        if metric is not None and metric.task_options is not None:  # e.g. tool_call's parser and tools
+            kwargs = {**kwargs, **metric.task_options(config)}
+        for key, key_agg, key_hib in metric.extra_keys if metric is not None else ():
+            aggs[key], hib[key] = key_agg, key_hib
         entries.append(MetricEntry(name, builtin, fn, kwargs))
         if "aggregation" in mc:
             agg = mc["aggregation"]
@@ -109,24 +110,3 @@ def resolve_metrics(
             b = METRICS.get(METRIC_ALIASES.get(name, name))
             hib[name] = b.higher_is_better if b else None
     return TaskMetrics(entries, aggs, hib, process_results)
-
-
-def _check_exact_match(task: str, kwargs: dict[str, Any]) -> None:
-    import re
-
-    known = set(VOCABULARY["exact_match"].options)
-    extra = sorted(set(kwargs) - known)
-    if extra:
-        raise ScoreError(f"task {task}: metric exact_match: unknown options {extra} (known: {sorted(known)})")
-    rx = kwargs.get("regexes_to_ignore")
-    if rx is None:
-        return
-    if not isinstance(rx, list):
-        raise ScoreError(f"task {task}: metric exact_match: regexes_to_ignore must be a list, got {rx!r}")
-    for p in rx:
-        try:
-            re.compile(p)
-        except (re.error, TypeError) as e:
-            raise ScoreError(
-                f"task {task}: metric exact_match: invalid regex in regexes_to_ignore {p!r}: {e}"
-            ) from None

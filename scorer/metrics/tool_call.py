@@ -25,4 +25,9 @@ def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any
     return toolmatch.score_reply(str(result), expected, doc.get(kwargs["tools"]), kwargs["parser"])
 
 
-TOOL_CALL = builtin("tool_call", generate=_generate)
+TOOL_CALL = builtin(
+    "tool_call",
+    generate=_generate,
+    task_options=lambda config: {"parser": config.get("tool_parser"), "tools": config.get("doc_to_tools")},
+    extra_keys=((UNPARSED, "mean", False),),
+)
