@@ -165,7 +165,7 @@ MUTATIONS = [
     ),
     Mutation(
         "pass@k: estimator off by one",
-        "scorer/metrics/pass_at_k.py",
+        "scorer/passk.py",
         "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))\n",
         "    return float(1.0 - np.prod(1.0 - k / np.arange(n - c, n + 1)))\n",
         (
@@ -223,6 +223,22 @@ MUTATIONS = [
         "agg.unweighted_mean_stderr(stderrs)\n",
         "                            agg.pooled_sample_stderr(stderrs, sizes)\n",
         (f"{UB}::test_group_weight_by_size_false_is_the_plain_mean_of_subtasks",),
+        area="score (2)",
+    ),
+    Mutation(
+        "aggregation registry: every aggregation by name is the mean",
+        "scorer/metrics/aggregations.py",
+        "    return AGGREGATION_REGISTRY[name].fn(items)\n",
+        "    return py_mean(items)\n",
+        ("tests/scorer/test_metric_registration.py::test_a_new_aggregation_is_one_registration",),
+        area="score (2)",
+    ),
+    Mutation(
+        "aggregation registry: a bootstrapped aggregation without array replicates gets no stderr",
+        "scorer/metrics/aggregations.py",
+        "    if a.bootstrap:\n",
+        "    if a.bootstrap and a.replicates is not None:\n",
+        ("tests/scorer/test_metric_registration.py::test_a_new_aggregation_is_one_registration",),
         area="score (2)",
     ),
     Mutation(
