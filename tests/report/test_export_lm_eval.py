@@ -171,7 +171,7 @@ def test_cli_writes_the_files_and_refuses_bad_input(tmp_path: Path) -> None:
     assert [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()][0]["doc_id"] == 0
     for bad, msg in (
         ([str(tmp_path / "nope")], "no such results directory"),
-        ([str(tmp_path)], "manifest.json: cannot open manifest"),
+        ([str(tmp_path)], "not a results directory (no manifest.json)"),
         ([str(rdir), "--plan", str(tmp_path / "x.msgpack")], "x.msgpack is not there"),
     ):
         r = _cli(*bad, "--format", "lm-eval-samples")
