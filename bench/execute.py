@@ -364,7 +364,7 @@ def executor_scores(res: Path, plan: Path) -> dict[str, float]:
     """The executor's answers scored (so the bench shows it measured real work, not noise)."""
     from lmeval.scorer import score
 
-    score(str(res), plan_path=str(plan), console=False)
+    score(str(res), plan_path=str(plan))
     return _pick(json.loads((res / "results.json").read_text())["results"])
 
 

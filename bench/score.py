@@ -348,11 +348,11 @@ def main() -> int:
             rdir = write_task(out, f"bench_{kind}", kind, args.rows)
             setup = time.perf_counter() - t0
             t0 = time.perf_counter()
-            score_run(str(rdir), console=False)
+            score_run(str(rdir))
             cold = time.perf_counter() - t0  # reads the plan, writes the scoring index
             load0 = os.getloadavg()[0]
             t0, c0 = time.perf_counter(), time.process_time()
-            res = score_run(str(rdir), console=False)
+            res = score_run(str(rdir))
             ours, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
             n_docs = res.results["n-samples"][f"bench_{kind}"]["effective"]
             per_doc = 1 if kind == "gen" else 4

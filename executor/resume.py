@@ -21,11 +21,9 @@ from lmeval.plans import (
     PlanHeader,
     RunManifest,
     check_rows,
-    part_files,
+    open_run,
     plan_keys,
-    plan_of,
-    read_manifest,
-    read_results,
+    plan_named,
     read_row_keys,
 )
 
@@ -58,9 +56,7 @@ def _check_plan_path(existing: RunManifest, out_dir: Path) -> None:
 
     if not existing.plan_path:
         return
-    p = Path(existing.plan_path)
-    if not p.is_absolute() and not p.exists() and (out_dir / p).exists():
-        p = out_dir / p
+    p = Path(plan_named(out_dir, existing.plan_path))
     if not os.path.lexists(p):
         return
     try:
@@ -78,9 +74,10 @@ def reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
     """The old run's rows by request hash, after checking that its model is this run's and that every row
     answers the Instance of its own plan."""
     try:
-        manifest = read_manifest(reuse)
+        run = open_run(reuse, scored=False)  # results of another run, scored or not
     except PlanError as e:
         raise ExecuteError(f"--reuse {reuse}: {e}") from None
+    manifest = run.manifest
     old = manifest.model or {}
     diff = [k for k in REUSE_KEYS if old.get(k) != ident.get(k)]
     if diff:
@@ -89,13 +86,13 @@ def reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
             f"--reuse {reuse}: its results come from model {k}={old.get(k)!r}, this run has {ident.get(k)!r}"
         )
     try:
-        old_plan = plan_of(reuse, manifest)
+        old_plan = run.plan_file()
         old_header, old_instances = load_instances(old_plan, parse_shard(manifest.shard))
         if old_header.plan_hash != manifest.plan_hash:
             raise PlanError(f"{old_plan} is not the plan its results came from ({manifest.plan_hash[:12]})")
-        parts = part_files(reuse)
+        parts = run.parts()
         check_rows(read_row_keys(parts), plan_keys(old_instances), old_plan, parts)
-        df = read_results(reuse)
+        df = run.rows()
     except PlanError as e:
         raise ExecuteError(f"--reuse {reuse}: {e}") from None
     return df.unique(subset=["request_hash"], keep="first", maintain_order=True)

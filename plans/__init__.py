@@ -28,7 +28,7 @@ from lmeval.plans.records import (
     instance_id_for,
 )
 from lmeval.plans.results import MANIFEST, read_results
-from lmeval.plans.resultsdir import PlanTask, read_manifest_bounded, read_plan_by_task, resolve_plan
+from lmeval.plans.resultsdir import PlanTask, read_plan_by_task
 from lmeval.plans.scored import RESULTS_JSON, ScoredRun, read_scored
 from lmeval.plans.scoredclean import side_by_side
 from lmeval.plans.verified import show_check_cost
@@ -445,9 +445,7 @@ __all__ = [
     "write_scored",
     "write_sealed",
     "write_tasks",
-    "read_manifest_bounded",
     "read_plan_by_task",
-    "resolve_plan",
     "DocRecord",
     "FORMAT",
     "GroupSummary",
@@ -730,6 +728,16 @@ __all__ += [  # images in a plan (plans/media.py)
     "write_media",
 ]
 _LAZY.update(dict.fromkeys(__all__[-15:], "lmeval.plans.media"))
+
+
+# --- open a results directory (issue #52, helper openrun): one reader of a run (plans/openrun.py), one manifest
+# reader and one plan-name rule under it (plans/results.py)
+if TYPE_CHECKING:
+    from lmeval.plans.openrun import OpenRun, open_run
+    from lmeval.plans.results import plan_named, read_manifest_fields, require_plan
+__all__ += ["OpenRun", "open_run", "plan_named", "read_manifest_fields", "require_plan"]
+_LAZY.update(dict.fromkeys(["OpenRun", "open_run"], "lmeval.plans.openrun"))
+_LAZY.update(dict.fromkeys(["plan_named", "read_manifest_fields", "require_plan"], "lmeval.plans.results"))
 
 
 def __getattr__(name: str) -> Any:

@@ -136,16 +136,12 @@ def write_grades(results_dir: str, judge_plan_hash: str, entry: dict[str, Any]) 
 
 def add_metrics(results_dir: str, metrics: dict[str, dict[str, Any]], higher: dict[str, bool]) -> None:
     """The judged run's results.json with ``metrics`` (task -> ``"metric,judge"`` -> value) merged into its tasks'
-    metric maps and ``higher_is_better``; written atomically as ``plans.scored.write_scored`` writes it."""
-    from pathlib import Path
-
-    from lmeval.common import json_text, write_atomic
-    from lmeval.plans.scored import RESULTS_JSON, jsonable, read_scored
+    metric maps and ``higher_is_better``; written by results.json's one writer, ``plans.scored.write_results``."""
+    from lmeval.plans.scored import read_scored, write_results
 
     run = read_scored(results_dir, samples=False).results
     for task, values in metrics.items():
         run.results.setdefault(task, {}).update(values)
         hib = run.higher_is_better.setdefault(task, {})
         hib.update({k.split(",")[0]: v for k, v in higher.items()})
-    text = json_text(jsonable(run.to_dict()), indent=2, sort_keys=True) + "\n"
-    write_atomic(Path(results_dir) / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))
+    write_results(results_dir, run)

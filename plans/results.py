@@ -169,21 +169,37 @@ class RunManifest:
         return cls(**kept)
 
 
+def plan_named(results_dir: str | os.PathLike[str], name: str, override: str | None = None) -> str:
+    """The plan file a run names (the one rule every reader of a results directory uses): ``override``
+    (``--plan``) as given; else ``name`` as the run records it, absolute as is, relative as given (from the
+    working directory) when it is there, else beside the run; "" when neither names one."""
+    if override:
+        return override
+    if not name:
+        return ""
+    p = Path(name)
+    if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
+        p = Path(results_dir) / p
+    return os.fspath(p)
+
+
+def require_plan(results_dir: str | os.PathLike[str], path: str) -> str:
+    """``path`` (``plan_named``'s answer) when it is a plan file; PlanError when no plan is named or the file is
+    not there."""
+    if not path:
+        raise PlanError(f"{results_dir}: manifest names no plan; pass --plan PLAN")
+    if not Path(path).is_file():
+        raise PlanError(
+            f"{results_dir}: plan {Path(path)} not found; pass --plan PLAN (results are checked against their plan)"
+        )
+    return os.fspath(Path(path))
+
+
 def plan_of(results_dir: str | os.PathLike[str], manifest: RunManifest, override: str | None = None) -> str:
     """The plan a results directory's rows are checked against: ``override`` (``--plan``), else the
-    manifest's ``plan_path`` (absolute, or relative to the directory). Raises PlanError when it is not
-    there; the caller checks its ``plan_hash`` against the manifest's."""
-    if override:
-        p = Path(override)
-    else:
-        if not manifest.plan_path:
-            raise PlanError(f"{results_dir}: manifest names no plan; pass --plan PLAN")
-        p = Path(manifest.plan_path)
-        if not p.is_absolute() and not p.exists() and (Path(results_dir) / p).exists():
-            p = Path(results_dir) / p
-    if not p.is_file():
-        raise PlanError(f"{results_dir}: plan {p} not found; pass --plan PLAN (results are checked against their plan)")
-    return os.fspath(p)
+    manifest's ``plan_path`` (``plan_named``). Raises PlanError when it is not there; the caller checks its
+    ``plan_hash`` against the manifest's."""
+    return require_plan(results_dir, plan_named(results_dir, manifest.plan_path, override))
 
 
 def _json_type(v: Any) -> str:
@@ -233,9 +249,15 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
 
 
 def read_manifest(results_dir: str | os.PathLike[str]) -> RunManifest:
-    """The manifest of ``results_dir``; ``PlanError`` (one line naming the file and field) for anything
-    that is not a manifest: missing, not a regular file, over the size limit, not UTF-8 JSON within
-    ``plans.limits``, not an object, or a field of the wrong type."""
+    """The manifest of ``results_dir`` (``read_manifest_fields``, typed)."""
+    return read_manifest_fields(results_dir)[0]
+
+
+def read_manifest_fields(results_dir: str | os.PathLike[str]) -> tuple[RunManifest, dict[str, Any]]:
+    """The one reader of a run's manifest: the typed manifest of ``results_dir`` and the JSON object as the file
+    holds it (every field, those of later versions too, for displays that show them all); ``PlanError`` (one line
+    naming the file and field) for anything that is not a manifest: missing, not a regular file, over the size
+    limit, not UTF-8 JSON within ``plans.limits``, not an object, or a field of the wrong type."""
     p = Path(results_dir) / MANIFEST
     if not os.path.lexists(p):
         raise PlanError(f"{results_dir}: not a results directory (no {MANIFEST})")
@@ -247,7 +269,8 @@ def read_manifest(results_dir: str | os.PathLike[str]) -> RunManifest:
     except OSError as e:
         raise PlanError(f"{p}: cannot read the manifest: {e.strerror or e}") from None
     try:
-        return RunManifest.from_dict(loads_json(data))
+        doc = loads_json(data)
+        return RunManifest.from_dict(doc), doc
     except (ValueError, TypeError) as e:
         raise PlanError(f"{p}: malformed manifest: {e}") from None
 

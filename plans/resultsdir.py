@@ -1,20 +1,14 @@
-"""The one reader of a results directory's plan side: its manifest (bounded), the plan file it names, and that
-plan read by task with its hash checked (refused when it is another plan than the run's). report/ and
-report/export/ both read runs through it.
+"""A results directory's plan read by task, its hash checked (refused when it is another plan than the run's).
+report/ and report/export/ both read plans through it; the run itself is opened by ``plans.openrun.open_run``.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from lmeval.plans.errors import PlanError
 from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
-from lmeval.plans.scored import ScoredRun
 
 
 @dataclass
@@ -23,31 +17,6 @@ class PlanTask:
 
     docs: dict[int, DocRecord] = field(default_factory=dict)
     instances: dict[int, list[InstanceRecord]] = field(default_factory=dict)
-
-
-def read_manifest_bounded(path: Path) -> dict[str, Any]:
-    """A run's manifest.json, size-bounded; ``PlanError`` naming the file when it is missing or malformed."""
-    try:
-        with open_regular(path, max_bytes=MAX_MANIFEST_BYTES, what="manifest") as f:
-            data = loads_json(f.read())
-    except InputError as e:
-        raise PlanError(f"{e}; not a results directory?") from None
-    except ValueError as e:
-        raise PlanError(f"{path}: malformed manifest: {e}") from None
-    if not isinstance(data, dict):
-        raise PlanError(f"{path}: malformed manifest (not a JSON object)")
-    return data
-
-
-def resolve_plan(results_dir: Path, manifest: dict[str, Any], results: ScoredRun) -> str:
-    """The plan file a run names (results.json, else the manifest), relative names tried beside the run."""
-    name = str(results.plan_path or manifest.get("plan_path") or "")
-    if not name:
-        return ""
-    p = Path(name)
-    if not p.is_absolute() and not p.exists() and (results_dir / p).exists():
-        p = results_dir / p
-    return os.fspath(p)
 
 
 def read_plan_by_task(path: str, expected_hash: str) -> tuple[PlanHeader, dict[str, PlanTask]]:

@@ -235,8 +235,14 @@ def write_scored(results_dir: str | os.PathLike[str], run: ScoredRun, samples: p
         out / SAMPLES_PARQUET,
         lambda f: samples.write_parquet(f, compression="lz4", statistics=False, metadata=meta),
     )
+    write_results(out, run)
+
+
+def write_results(results_dir: str | os.PathLike[str], run: ScoredRun) -> None:
+    """results.json alone, atomically: the one writer of the file (``write_scored`` writes it last; the judge's
+    grades are merged into it through here, ``plans.judging.add_metrics``)."""
     text = json_text(run.to_dict(), indent=2, sort_keys=True) + "\n"
-    write_atomic(out / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))
+    write_atomic(Path(results_dir) / RESULTS_JSON, lambda f: f.write(text.encode("utf-8")))
 
 
 def empty_samples() -> pl.DataFrame:

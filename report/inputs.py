@@ -15,17 +15,12 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans import (
-    MANIFEST,
-    RESULTS_JSON,
     InstanceRecord,
     PlanHeader,
     ScoredRun,
-    read_manifest_bounded,
+    open_run,
     read_plan_by_task,
-    read_results,
-    read_scored,
     reraised_as,
-    resolve_plan,
 )
 from lmeval.report.errors import ReportError
 
@@ -89,21 +84,15 @@ def load_run(index: int, path: str, plans: dict[str, PlanView | None]) -> Run:
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
     with reraised_as(ReportError):
-        manifest = read_manifest_bounded(d / MANIFEST)
-        scored = read_scored(d)
-    results, samples = scored.results, scored.samples
-    mh, rh = manifest.get("plan_hash"), results.plan_hash
-    if mh and rh and mh != rh:
-        raise ReportError(
-            f"{d / RESULTS_JSON}: scored from plan {str(rh)[:12]} but the manifest says {str(mh)[:12]}; "
-            f"rescore with `lmeval score {path}`"
-        )
+        opened = open_run(path)  # manifest, results.json (its plan checked against the manifest's), samples
+    assert opened.scored is not None
+    results, samples = opened.scored.results, opened.scored.samples
     try:
         with reraised_as(ReportError):
-            rows = read_results(d)
+            rows = opened.rows()
     except (OSError, pl.exceptions.PolarsError) as e:
         raise ReportError(f"{path}: unreadable result parts ({type(e).__name__})") from None
-    run = Run(index, path, "", manifest, results, samples, rows, resolve_plan(d, manifest, results), None)
+    run = Run(index, path, "", opened.fields, results, samples, rows, opened.plan_path, None)
     ph = run.plan_hash
     if ph in plans:
         run.plan = plans[ph]

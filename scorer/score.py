@@ -27,9 +27,8 @@ from lmeval.plans import (
     TaskSummary,
     check_rows,
     instance_id_for,
-    plan_of,
+    open_run,
     polars_schema,
-    read_manifest,
     reraised_as,
     shard_keys,
     write_repeats,
@@ -83,7 +82,6 @@ class ScoreOutcome:
 def score(
     results_dir: str,
     plan_path: str | None = None,
-    console: bool = True,
     *,
     trust_code: bool | None = None,
     include_path: str | Path | Sequence[str | Path] | None = None,
@@ -93,7 +91,6 @@ def score(
     return score_run(
         results_dir,
         plan_path,
-        console,
         trust_code=trust_code,
         include_path=include_path,
         bootstrap_iters=bootstrap_iters,
@@ -103,7 +100,6 @@ def score(
 def score_run(
     results_dir: str,
     plan_path: str | None = None,
-    console: bool = True,
     *,
     trust_code: bool | None = None,
     include_path: str | Path | Sequence[str | Path] | None = None,
@@ -113,14 +109,12 @@ def score_run(
     """``include_path``: folders holding the task folders of user scoring code (``--include-path``); the
     plan records that code by content only (``plans.funcref``). ``exclude``: a contamination report folder
     (``lmeval contamination``); its contaminated documents are left out of the score (``run.excluded``).
-    Nothing is printed but warnings (stderr): the CLI prints the tables from the outcome (``console`` is kept
-    for callers that pass it and has no effect)."""
+    Nothing is printed but warnings (stderr): the CLI prints the tables from the outcome."""
     # only the caller's explicit --trust-code grants trust (never the environment)
     trust = Trust.of(include_path) if trust_code else None
     with reraised_as(ScoreError):
-        manifest = read_manifest(results_dir)
-    with reraised_as(ScoreError):
-        ppath = plan_of(results_dir, manifest, plan_path)
+        run = open_run(results_dir, plan=plan_path, scored=False)  # rescoring: results.json is rewritten, not read
+        manifest, ppath = run.manifest, run.plan_file()
     plan = load(ppath, index_dir=results_dir)
     if manifest.plan_hash != plan.header.plan_hash:
         raise ScoreError(

@@ -19,10 +19,8 @@ from lmeval.plans import (
     TaskSummary,
     content_hash,
     instance_id_for,
-    plan_of,
-    read_manifest,
+    open_run,
     read_plan,
-    read_scored,
     seal,
     split_locations,
 )
@@ -59,8 +57,9 @@ class JudgeCompiled:
 
 def read_judged(results_dir: str, plan: str | None, tasks: list[str] | None, limit: int | None) -> Judged:
     """The scored run's answers to its generate_until tasks (``tasks``: only these; ``limit``: first N docs)."""
-    scored = read_scored(results_dir)
-    plan_path = plan_of(results_dir, read_manifest(results_dir), plan)
+    run = open_run(results_dir, plan=plan)  # manifest, results.json, samples.parquet
+    assert run.scored is not None
+    scored, plan_path = run.scored, run.plan_file()
     p = read_plan(plan_path)
     if p.header.plan_hash != scored.results.plan_hash:
         raise CompileError(f"{plan_path}: plan {p.header.plan_hash[:12]} is not the plan {results_dir} was scored "

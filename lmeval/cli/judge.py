@@ -5,9 +5,12 @@ as metrics (``judge_score``, ``judge_unparsed``) and ``judge.json`` (compiler/ju
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmeval.plans import UserError
+
+if TYPE_CHECKING:
+    from lmeval.plans import OpenRun
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -57,16 +60,14 @@ def run_judge_score(args: argparse.Namespace) -> int:
         PARSE_SECONDS,
         add_metrics,
         judge_section,
-        plan_of,
+        open_run,
         read_header,
-        read_manifest,
-        read_scored,
         write_grades,
     )
     from lmeval.scorer import judge_grades
 
-    manifest = read_manifest(args.judge_results)
-    plan_path = plan_of(args.judge_results, manifest, args.plan)
+    run = open_run(args.judge_results, plan=args.plan, scored=False)  # an executed judge plan: not scored
+    manifest, plan_path = run.manifest, run.plan_file()
     header = read_header(plan_path)
     section = judge_section(header.config)
     if section is None:
@@ -74,13 +75,15 @@ def run_judge_score(args: argparse.Namespace) -> int:
     if manifest.plan_hash != header.plan_hash:
         raise UserError(f"{plan_path}: plan {header.plan_hash[:12]} is not the plan {args.judge_results} ran "
                         f"({manifest.plan_hash[:12]}); pass --plan")  # fmt: skip
-    target = read_scored(args.into, samples=False).results
+    into = open_run(args.into, samples=False)  # its manifest and results.json
+    assert into.scored is not None
+    target = into.scored.results
     judged = section.get("judged") or {}
     if judged.get("plan_hash") != target.plan_hash:
         raise UserError(f"{args.into}: scored from plan {target.plan_hash[:12]}, but the judge plan judged "
                         f"{str(judged.get('plan_hash'))[:12]}")  # fmt: skip
     _check_judged_answers(args, section, judged)
-    rows = _judge_rows(args.judge_results, plan_path, manifest.finished, manifest.n_instances)
+    rows = _judge_rows(run, plan_path)
     try:
         graded = judge_grades(header, rows)
     except ValueError as e:
@@ -121,15 +124,15 @@ def _check_judged_answers(args: argparse.Namespace, section: dict[str, Any], jud
         )
 
 
-def _judge_rows(results: str, plan_path: str, finished: str | None, n_instances: int) -> list[dict[str, Any]]:
+def _judge_rows(run: OpenRun, plan_path: str) -> list[dict[str, Any]]:
     """The judge run's rows, each one checked against the judge plan's Instances (a row for a document the judge
     plan does not hold is refused, as resume refuses it); an unfinished judge run is refused, not graded."""
-    from lmeval.plans import check_rows, part_files, plan_keys, read_plan, read_results, read_row_keys
+    from lmeval.plans import check_rows, plan_keys, read_plan, read_row_keys
 
-    parts = part_files(results)
+    parts, results, n_instances = run.parts(), run.where, run.manifest.n_instances
     check_rows(read_row_keys(parts), plan_keys(read_plan(plan_path).instances), plan_path, parts)
-    df = read_results(results)
-    if not finished or df.height != n_instances:
+    df = run.rows()
+    if not run.manifest.finished or df.height != n_instances:
         raise UserError(
             f"{results}: the judge run is unfinished ({df.height} of {n_instances} Instances answered); finish it "
             f"with `lmeval execute {plan_path} --out {results}` (it resumes), then judge-score"

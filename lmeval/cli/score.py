@@ -80,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
     out = score_run(
         args.results,
         args.plan,
-        console=not args.quiet,
         trust_code=trust,
         include_path=args.include_path,
         bootstrap_iters=args.bootstrap_iters,

@@ -11,16 +11,12 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans import (
-    MANIFEST,
     PlanError,
     PlanHeader,
     PlanTask,
-    read_manifest_bounded,
+    open_run,
     read_plan_by_task,
-    read_results,
-    read_scored,
     reraised_as,
-    resolve_plan,
 )
 from lmeval.report.errors import ReportError
 
@@ -54,16 +50,15 @@ def load_export_run(path: str, plan: str | None = None) -> ExportRun:
     if not d.is_dir():
         raise ReportError(f"{path}: no such results directory")
     with reraised_as(ReportError):
-        manifest = read_manifest_bounded(d / MANIFEST)
-        scored = read_scored(d)
-    results, samples = scored.results.to_dict(), scored.samples
-    plan_path = plan or resolve_plan(d, manifest, scored.results)
+        opened = open_run(path, plan=plan)  # manifest, results.json (its plan checked against the manifest's), samples
+    assert opened.scored is not None
+    results, samples, manifest = opened.scored.results.to_dict(), opened.scored.samples, opened.fields
+    plan_path = opened.plan_path
     if not plan_path or not Path(plan_path).is_file():
         raise ReportError(f"{path}: its plan {plan_path or '(not named)'} is not there (give it with --plan)")
-    ph = str(results.get("plan_hash") or manifest.get("plan_hash") or "")
-    header, tasks = read_plan_tasks(plan_path, ph)
+    header, tasks = read_plan_tasks(plan_path, opened.plan_hash)
     try:
-        df = read_results(d)
+        df = opened.rows()
     except PlanError as e:
         raise ReportError(str(e)) from None
     except (OSError, pl.exceptions.PolarsError) as e:

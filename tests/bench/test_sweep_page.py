@@ -33,7 +33,7 @@ def test_the_page_shows_each_variant_and_the_spread(tmp_path: Path) -> None:
                                      "run.num_fewshot=1"], out=str(tmp_path / "p.msgpack"))  # fmt: skip
     out = tmp_path / "run"
     execute(str(plan), out=str(out), overrides=["model.backend=fake"], progress=False)
-    score(str(out), console=False)
+    score(str(out))
     doc = json.loads((out / "results.json").read_text())
     b = _bench()
     rows = b.variants(doc, "arc_easy@sweep")  # type: ignore[attr-defined]

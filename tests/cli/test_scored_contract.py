@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     golden = load_golden("fake")
     _, rdir = build(golden, tmp_path_factory.mktemp("scored"))
-    score_run(str(rdir), console=False, bootstrap_iters=100)
+    score_run(str(rdir), bootstrap_iters=100)
     return rdir
 
 

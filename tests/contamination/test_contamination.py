@@ -150,19 +150,19 @@ def test_clean_subset_score_equals_a_plan_without_those_docs(setup: dict[str, An
         assert main(["contamination", str(setup["plan"]), "--corpus", str(setup["corpus"]), "--text-field",
                      "content", "-o", str(report)]) == 0  # fmt: skip
     drop = {"arc_challenge": {3, 7, 16, 21, 35}, "gsm8k": {5}}
-    clean = score_run(str(setup["results"]), console=False, bootstrap_iters=100, exclude=report).run
+    clean = score_run(str(setup["results"]), bootstrap_iters=100, exclude=report).run
     golden = copy.deepcopy(setup["golden"])
     for name, ids in drop.items():
         t = golden["tasks"][name]
         t["docs"] = [d for d in t["docs"] if d["doc_id"] not in ids]
         t["instances"] = [i for i in t["instances"] if i["doc_id"] not in ids]
     _, rdir = build(golden, setup["base"] / "without", tasks=TASKS)
-    ref = score_run(str(rdir), console=False, bootstrap_iters=100).run
+    ref = score_run(str(rdir), bootstrap_iters=100).run
     for name in TASKS:
         assert clean.results[name] == ref.results[name], name
         assert clean.n_samples[name]["effective"] == 40 - len(drop[name])
     assert clean.run["excluded"] == {"arc_challenge": [3, 7, 16, 21, 35], "gsm8k": [5]}
-    full = score_run(str(setup["results"]), console=False, bootstrap_iters=100).run
+    full = score_run(str(setup["results"]), bootstrap_iters=100).run
     assert full.n_samples["arc_challenge"]["effective"] == 40 and "excluded" not in full.run
 
 
@@ -183,7 +183,7 @@ def test_exclude_runs_filters_and_metrics_once_per_task(setup: dict[str, Any], m
     if not (report / "summary.json").exists():
         assert main(["contamination", str(setup["plan"]), "--corpus", str(setup["corpus"]), "--text-field",
                      "content", "-o", str(report)]) == 0  # fmt: skip
-    run = score_run(str(setup["results"]), console=False, bootstrap_iters=100, exclude=report).run
+    run = score_run(str(setup["results"]), bootstrap_iters=100, exclude=report).run
     assert sorted(calls) == sorted(TASKS)
     assert run.contamination is not None and set(run.contamination.all) >= set(TASKS)
 

@@ -83,7 +83,7 @@ def _run(plan: Path, out: Path, backend: str, url: str) -> Path:
     overrides = ["model=smollm2", f"model.backend={backend}", f"model.engine.base_url={url}",
                  "model.engine.model=smollm2", "model.engine.concurrency=1", "model.engine.timeout_s=300"]  # fmt: skip
     execute(str(plan), out=str(out), overrides=overrides, progress=False)
-    score(str(out), console=False)
+    score(str(out))
     return out
 
 

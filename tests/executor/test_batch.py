@@ -58,7 +58,7 @@ def _import(plan: Path, output: Path, out: Path) -> tuple[int, str]:
 
 
 def _scores(d: Path) -> dict[str, Any]:
-    score(str(d), console=False)
+    score(str(d))
     return dict(json.loads((d / "results.json").read_text())["results"]["gsm8k"])
 
 

@@ -55,7 +55,7 @@ def _run(plan: Path, out: Path, overrides: list[str]) -> pl.DataFrame:
 
 
 def _exact_match(results_dir: Path) -> dict[str, Any]:
-    score(str(results_dir), console=False)
+    score(str(results_dir))
     res = json.loads((results_dir / "results.json").read_text())["results"]["gsm8k"]
     return {k: v for k, v in res.items() if k.startswith("exact_match")}
 
@@ -211,12 +211,12 @@ def test_multiple_choice_by_generation_is_a_task_of_its_own_and_both_score(stub:
 
     stub.answer = lambda prompt: " B. because\n\nQuestion: next"  # always the second choice
     _run(gen, tmp_path / "gen", _overrides(stub))
-    score(str(tmp_path / "gen"), console=False)
+    score(str(tmp_path / "gen"))
     res = json.loads((tmp_path / "gen" / "results.json").read_text())["results"]["arc_easy@gen"]
     docs = read_plan(gen).docs
     assert res["exact_match,letter"] == sum(1 for d in docs if d.target == 1) / len(docs) == 2 / 6
     _run(ll, tmp_path / "ll", ["model.backend=fake"])
-    score(str(tmp_path / "ll"), console=False)
+    score(str(tmp_path / "ll"))
     assert "acc,none" in json.loads((tmp_path / "ll" / "results.json").read_text())["results"]["arc_easy"]
 
 

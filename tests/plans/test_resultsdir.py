@@ -1,4 +1,4 @@
-"""plans.resultsdir: the one reader of a run's plan side (manifest, plan file, plan by task, hash checked)."""
+"""plans.resultsdir: a run's plan read by task, hash checked (manifest and plan file: tests/plans/test_openrun.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans import PlanError, read_header, read_manifest_bounded, read_plan, read_plan_by_task
+from lmeval.plans import PlanError, read_header, read_plan, read_plan_by_task
 
 ARITH = Path(__file__).resolve().parents[2] / "lock" / "reference" / "arith.msgpack"
 
@@ -23,11 +23,3 @@ def test_the_plan_is_read_by_task_with_every_record() -> None:
 def test_another_plans_results_are_refused() -> None:
     with pytest.raises(PlanError, match=r"is plan [0-9a-f]{12}, but the results came from plan 000000000000"):
         read_plan_by_task(str(ARITH), "0" * 64)
-
-
-def test_a_folder_without_a_manifest_is_not_a_results_directory(tmp_path: Path) -> None:
-    with pytest.raises(PlanError, match="not a results directory"):
-        read_manifest_bounded(tmp_path / "manifest.json")
-    (tmp_path / "manifest.json").write_text("[1]", encoding="utf-8")
-    with pytest.raises(PlanError, match="not a JSON object"):
-        read_manifest_bounded(tmp_path / "manifest.json")

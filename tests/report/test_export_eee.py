@@ -42,7 +42,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         rdir = pipeline(base, "run", "+task=[arc_easy,arith]", "run.limit=20", "run.num_fewshot=0")
     else:
         _, rdir = build(load_golden(request.param), base / "golden")
-        assert not score_run(str(rdir), console=False, bootstrap_iters=10).partial
+        assert not score_run(str(rdir), bootstrap_iters=10).partial
     files = export(str(rdir), "eee", str(base / "eee"))
     results = json.loads((rdir / "results.json").read_text(encoding="utf-8"))
     return {"rdir": rdir, "out": base / "eee", "files": files, "results": results, "name": request.param}
@@ -128,7 +128,7 @@ def test_cli_eee(tmp_path: Path) -> None:
     import sys
 
     _, rdir = build(load_golden("fake"), tmp_path / "golden", tasks=["gsm8k"])
-    assert not score_run(str(rdir), console=False, bootstrap_iters=10).partial
+    assert not score_run(str(rdir), bootstrap_iters=10).partial
     r = subprocess.run([sys.executable, "-m", "lmeval", "export", str(rdir), "--format", "eee", "-o",
                         str(tmp_path / "out")], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -35,7 +35,7 @@ def test_hub_eval_results_read_back(tmp_path: Path) -> None:
 
 def test_no_hub_dataset_is_one_line(tmp_path: Path) -> None:
     _, rdir = build(load_golden("fake"), tmp_path / "golden", tasks=["asdiv"])
-    assert not score_run(str(rdir), console=False, bootstrap_iters=10).partial
+    assert not score_run(str(rdir), bootstrap_iters=10).partial
     r = subprocess.run([sys.executable, "-m", "lmeval", "export", str(rdir), "--format", "hf-eval-results", "-o",
                         str(tmp_path / "out")], capture_output=True, text=True)  # fmt: skip
     assert r.returncode == 2 and "no task has a Hub dataset" in r.stderr and len(r.stderr.splitlines()) == 1

@@ -52,7 +52,7 @@ def _hooks_runs(tmp: Path) -> list[Path]:
         rdir = results_for_plan(dict(golden, tasks={name: golden["tasks"][name]}), Path(plan), tmp / name)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("lmeval.scorer.usercode.hooks.TIMEOUT_S", 30.0)  # a loaded machine; no completion loops
-            res = score_run(str(rdir), console=False, trust_code=True, include_path=[GOLDEN_TASKS], bootstrap_iters=10)
+            res = score_run(str(rdir), trust_code=True, include_path=[GOLDEN_TASKS], bootstrap_iters=10)
         assert not res.partial
         out.append(rdir)
     return out
@@ -64,7 +64,7 @@ def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     if request.param == "hooks":
         return "hooks", [f for rdir in _hooks_runs(tmp) for f in export(str(rdir), "lm-eval-samples", str(tmp / "out"))]
     _, rdir = build(load_golden(request.param), tmp / "run")
-    assert not score_run(str(rdir), console=False, bootstrap_iters=10).partial
+    assert not score_run(str(rdir), bootstrap_iters=10).partial
     return request.param, export(str(rdir), "lm-eval-samples", str(tmp / "out"))
 
 
@@ -163,7 +163,7 @@ def test_cli_writes_the_files_and_refuses_bad_input(tmp_path: Path) -> None:
     r = _cli(str(rdir), "--format", "lm-eval-samples", "-o", str(tmp_path / "out"))
     assert r.returncode == 2 and "not a scored run" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
-    assert not score_run(str(rdir), console=False, bootstrap_iters=10).partial
+    assert not score_run(str(rdir), bootstrap_iters=10).partial
     r = _cli(str(rdir), "--format", "lm-eval-samples", "-o", str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr
     (path,) = (tmp_path / "out").iterdir()
@@ -171,7 +171,7 @@ def test_cli_writes_the_files_and_refuses_bad_input(tmp_path: Path) -> None:
     assert [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()][0]["doc_id"] == 0
     for bad, msg in (
         ([str(tmp_path / "nope")], "no such results directory"),
-        ([str(tmp_path)], "manifest.json: cannot open manifest"),
+        ([str(tmp_path)], "not a results directory (no manifest.json)"),
         ([str(rdir), "--plan", str(tmp_path / "x.msgpack")], "x.msgpack is not there"),
     ):
         r = _cli(*bad, "--format", "lm-eval-samples")

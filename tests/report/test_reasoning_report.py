@@ -19,7 +19,7 @@ def test_sample_browser_shows_reasoning_and_answer(browser: Any, tmp_path: Path)
     plain = _results(_compile(tmp_path, "plain"), tmp_path / "plain", thinking)
     think = _results(_compile(tmp_path, "think", THINK), tmp_path / "think", thinking)
     for d in (plain, think):
-        score_run(str(d), console=False)
+        score_run(str(d))
     html = write_report([str(plain), str(think)], tmp_path / "report.html")
     browser.get(html.resolve().as_uri())
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -63,7 +63,7 @@ def test_humaneval_canonical_pass_and_a_broken_one_fails(name: str, limit: int |
     broken = "HumanEval/0"
     rdir = _results(plan, tmp_path / "r", lambda d: "    return None\n" if d["task_id"] == broken
                     else d["canonical_solution"])  # fmt: skip
-    out = score_run(str(rdir), console=False)  # built-in hooks: no --trust-code needed
+    out = score_run(str(rdir))  # built-in hooks: no --trust-code needed
     n = limit or 164
     assert len(read_plan(plan).docs) == n
     res = out.results["results"]["humaneval"]
@@ -78,7 +78,7 @@ def test_mbpp_reference_code_passes_and_wrong_code_fails(tmp_path: Path) -> None
         return "def f():\n    pass\n" if d["task_id"] in bad else d["code"]
 
     rdir = _results(plan, tmp_path / "r", answer)
-    res = score_run(str(rdir), console=False).results["results"]["mbpp"]
+    res = score_run(str(rdir)).results["results"]["mbpp"]
     n_bad = sum(1 for d in read_plan(plan).docs if d.doc["task_id"] in bad)
     assert n_bad == 2
     assert res["pass_at_1,none"] == pytest.approx(10 / 12, abs=ARITHMETIC.atol)

@@ -114,11 +114,11 @@ def test_trusted_code_checked_against_sha256(golden: dict, tmp_path: Path) -> No
     _, rdir = build(
         golden, tmp_path / "t", ["gsm8k"], patch={"gsm8k": {"config": {"process_results": ref}, "metric_list": ml}}
     )
-    res = score_run(str(rdir), console=False, trust_code=True, include_path=[tmp_path]).results
+    res = score_run(str(rdir), trust_code=True, include_path=[tmp_path]).results
     assert res["results"]["gsm8k"]["nchars,strict-match"] > 0
     src.write_text(src.read_text() + "# changed\n")
     with pytest.raises(Exception, match="changed since the plan was compiled"):
-        score_run(str(rdir), console=False, trust_code=True, include_path=[tmp_path])
+        score_run(str(rdir), trust_code=True, include_path=[tmp_path])
 
 
 def test_not_a_results_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -125,8 +125,8 @@ def test_user_custom_filter_runs_with_consent_only(tmp_path: Path) -> None:
     custom = {"name": "custom-strict", "filter": [{"function": "custom", "filter_fn": ref}, *strict["filter"]]}
     _, rdir = build(golden, tmp_path / "run", ["gsm8k"], patch={"gsm8k": {"filter_list": [strict, custom]}})
     with pytest.raises(ScoreError, match="--trust-code"):
-        score_run(str(rdir), console=False)
-    score_run(str(rdir), console=False, trust_code=True, include_path=[tmp_path])
+        score_run(str(rdir))
+    score_run(str(rdir), trust_code=True, include_path=[tmp_path])
     samples = pl.read_parquet(rdir / "samples.parquet").sort("doc_id")
     plain = samples.filter(pl.col("filter") == "strict-match")["filtered"].to_list()
     got = samples.filter(pl.col("filter") == "custom-strict")["filtered"].to_list()

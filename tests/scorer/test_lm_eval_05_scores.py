@@ -64,7 +64,7 @@ def test_scores_are_lm_eval_05s(case: str, tmp_path: Path) -> None:
     )
     t = g["tasks"][theirs]
     rdir = results_for_plan({"tasks": {ours: {"instances": t["instances"]}}}, Path(plan), tmp_path / "run")
-    out = score_run(str(rdir), console=False, bootstrap_iters=0)
+    out = score_run(str(rdir), bootstrap_iters=0)
     res, ref = out.results["results"][ours], g["results"]["results"][theirs]
     keys = [k for k in ref if "," in k and "_stderr" not in k]
     name = {k: _ours(k) for k in keys}

@@ -52,7 +52,7 @@ def test_a_metric_registered_here_is_scored_like_a_built_in(first_char_match: Me
     task = "golden_mc_gen"
     patch = {task: {"metric_list": [{"metric": "first_char_match"}], "filter_list": []}}
     _, rdir = build(golden, tmp_path, tasks=[task], patch=patch)
-    out = score_run(str(rdir), console=False, bootstrap_iters=0)
+    out = score_run(str(rdir), bootstrap_iters=0)
     # by hand, from lm-eval's raw responses: take_first (the default filter) keeps each document's response
     t = golden["tasks"][task]
     resp = {i["doc_id"]: i["resps"][0] for i in t["instances"] if i["idx"] == 0}

@@ -66,7 +66,7 @@ def test_loglikelihood_rolling(tmp_path: Path) -> None:
     lls = [-r.random() * 100 for _ in texts]
     rows = [{"doc_id": i, "idx": 0, "loglikelihood": ll} for i, ll in enumerate(lls)]
     rdir = _write(tmp_path, _ts("wt", "loglikelihood_rolling", 25, 25, []), docs, rows, "loglikelihood_rolling")
-    res = score_run(str(rdir), console=False).results["results"]["wt"]
+    res = score_run(str(rdir)).results["results"]["wt"]
     fake = SimpleNamespace(
         OUTPUT_TYPE="loglikelihood_rolling",
         config=SimpleNamespace(process_results=None),
@@ -96,7 +96,7 @@ def test_loglikelihood_perplexity_bootstrap(tmp_path: Path) -> None:
     docs = [DocRecord("lb", i, {}, "word") for i in range(30)]
     rows = [{"doc_id": i, "idx": 0, "loglikelihood": -r.random() * 5, "is_greedy": r.random() < 0.4} for i in range(30)]
     rdir = _write(tmp_path, _ts("lb", "loglikelihood", 30, 30, []), docs, rows, "loglikelihood")
-    res = score_run(str(rdir), console=False, bootstrap_iters=2000).results["results"]["lb"]
+    res = score_run(str(rdir), bootstrap_iters=2000).results["results"]["lb"]
     ll = [x["loglikelihood"] for x in rows]
     acc = [int(x["is_greedy"]) for x in rows]
     assert math.isclose(res["perplexity,none"], lm_metrics.perplexity(ll), rel_tol=ARITHMETIC.rtol)
@@ -117,7 +117,7 @@ def test_generate_bleu_and_majority_vote(tmp_path: Path) -> None:
     fl = [{"name": "maj", "filter": [{"function": "majority_vote"}, {"function": "take_first"}]}]
     ml: list[dict[str, Any]] = [{"metric": "bleu"}, {"metric": "exact_match", "ignore_case": True}]
     rdir = _write(tmp_path, _ts("tr", "generate_until", 12, 12, ml, fl), docs, rows, "generate_until")
-    res = score_run(str(rdir), console=False).results["results"]["tr"]
+    res = score_run(str(rdir)).results["results"]["tr"]
     items = [[d.target, row["responses"][1]] for d, row in zip(docs, rows, strict=True)]
     assert math.isclose(res["bleu,maj"], lm_metrics.bleu(items), rel_tol=ARITHMETIC.rtol)
     assert math.isclose(

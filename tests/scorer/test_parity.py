@@ -30,7 +30,7 @@ from tests.scorer.golden_io import aggregate_diffs, build, load_golden, sample_d
 def scored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, Path]:
     golden = load_golden(request.param)
     _, rdir = build(golden, tmp_path_factory.mktemp(request.param))
-    out = score_run(str(rdir), console=False, bootstrap_iters=golden.get("bootstrap_iters", 100000))
+    out = score_run(str(rdir), bootstrap_iters=golden.get("bootstrap_iters", 100000))
     assert not out.partial
     return golden, out.results, rdir
 
@@ -185,7 +185,7 @@ def test_samples_equal_with_numpy_at_avx2(tmp_path: Path) -> None:
         "from tests.scorer.golden_io import build, load_golden, sample_diffs\n"
         "g = load_golden('metrics')\n"
         "_, rdir = build(g, __import__('pathlib').Path(sys.argv[1]))\n"
-        "score_run(str(rdir), console=False, bootstrap_iters=g.get('bootstrap_iters', 100000))\n"
+        "score_run(str(rdir), bootstrap_iters=g.get('bootstrap_iters', 100000))\n"
         "diffs, n = sample_diffs(g, pl.read_parquet(rdir / 'samples.parquet'))\n"
         "print(n, diffs[:5])\n"
     )

@@ -59,7 +59,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> list[Scored]:
             # code_eval's 3 s per program flakes on a loaded 2-core CI machine; no fake completion loops, so
             # the verdicts do not depend on it
             mp.setattr("lmeval.scorer.usercode.hooks.TIMEOUT_S", 30.0)
-            res = score_run(str(rdir), console=False, trust_code=True, include_path=[GOLDEN_TASKS],
+            res = score_run(str(rdir), trust_code=True, include_path=[GOLDEN_TASKS],
                             bootstrap_iters=golden["bootstrap_iters"])  # fmt: skip
         assert not res.partial
         exp = {k: {n: v for n, v in golden["lm_eval_results"][k].items() if n == name} for k in KEYS}

@@ -54,7 +54,7 @@ def _results(plan: Path, rdir: Path, response: Callable[[str], str]) -> Path:
 
 
 def _scores(rdir: Path) -> dict[str, float]:
-    score_run(str(rdir), console=False)
+    score_run(str(rdir))
     res = json.loads((rdir / "results.json").read_text())["results"]["gsm8k"]
     return {k: res[f"exact_match,{k}"] for k in ("strict-match", "flexible-extract")}
 
@@ -221,7 +221,7 @@ def test_an_earlier_run_is_rescored_under_the_setting_without_executing(plans: d
     old_rows = pl.read_parquet(tmp_path / "old" / "part-*.parquet").sort("doc_id")
     new_rows = pl.read_parquet(tmp_path / "new" / "part-*.parquet").sort("doc_id")
     assert new_rows["response"].equals(old_rows["response"])
-    score_run(str(tmp_path / "new"), console=False)
+    score_run(str(tmp_path / "new"))
     assert "reasoning" in read_scored(tmp_path / "new").samples.columns
 
 
@@ -233,7 +233,7 @@ def test_compare_shows_reasoning_and_answer_of_flipped_docs(
     a = _results(plans["plain"], tmp_path / "a", thinking)
     b = _results(plans["think"], tmp_path / "b", thinking)
     for d in (a, b):
-        score_run(str(d), console=False)
+        score_run(str(d))
     flips = [f for f in compare(str(a), str(b)).flips if f.filter == "strict-match"]
     assert [(f.doc_id, f.a, f.b) for f in flips] == [(d, 0.0, 1.0) for d in range(N)]
     chars = len("<think>Let me see. #### 1 is wrong, so 2 and 3...")
@@ -288,7 +288,7 @@ def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path
         finish_reason=pl.Series(["length", "length", "length", "stop", "stop"]),
     )  # fmt: skip
     rows.write_parquet(parts[0])
-    out = score_run(str(rdir), console=False)
+    out = score_run(str(rdir))
     assert out.warnings == [
         "task gsm8k: 3 of 5 responses hit max_gen_toks, 2 inside the reasoning block (run.reasoning.unclosed=empty) "
         "and 1 in the answer; run.thinking_budget=N gives thinking N tokens of its own and the answer max_gen_toks"

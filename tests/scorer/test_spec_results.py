@@ -63,7 +63,7 @@ def _gold() -> dict[str, str]:
 
 
 def test_gold_answers_score_one_in_every_category(tmp_path: Path) -> None:
-    res = json.loads((scorer.score(str(_results(tmp_path, _gold())), console=False) / "results.json").read_text())
+    res = json.loads((scorer.score(str(_results(tmp_path, _gold()))) / "results.json").read_text())
     spec = res["spec"]["jsonl"]
     assert set(spec["categories"]) == {"arithmetic", "mcq", "code_exec", "classification", "summary"}
     for cat, agg in spec["categories"].items():
@@ -75,7 +75,7 @@ def test_gold_answers_score_one_in_every_category(tmp_path: Path) -> None:
 def test_one_wrong_answer_moves_only_its_category(tmp_path: Path) -> None:
     answers = _gold()
     answers["code-002"] = "def is_even(n):\n    return n % 2 == 1"
-    res = json.loads((scorer.score(str(_results(tmp_path, answers)), console=False) / "results.json").read_text())
+    res = json.loads((scorer.score(str(_results(tmp_path, answers))) / "results.json").read_text())
     cats = res["spec"]["jsonl"]["categories"]
     assert cats["code_exec"]["score"] == 0.5
     assert all(v["score"] == pytest.approx(1.0, abs=ARITHMETIC.atol) for c, v in cats.items() if c != "code_exec")

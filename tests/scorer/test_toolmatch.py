@@ -96,7 +96,7 @@ def test_fixed_replies_score_the_hand_computed_result(tmp_path: Path) -> None:
     pl.DataFrame(rows, schema=polars_schema()).write_parquet(rdir / "part-00000.parquet")
     write_manifest(rdir, RunManifest(plan_hash=p.header.plan_hash, plan_path=str(plan), model={"name": "fake"},
                                      backend="fake"))  # fmt: skip
-    score_run(str(rdir), console=False)
+    score_run(str(rdir))
     res = json.loads((rdir / "results.json").read_text())["results"]["calls"]
     # hand-computed: right on docs 0 and 5 of 6; unparsed: doc 4 of 6
     assert ARITHMETIC.close(res["tool_call,none"], 2 / 6)

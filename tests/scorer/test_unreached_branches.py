@@ -36,7 +36,7 @@ def _task(docs: list[tuple[list[str], Any, list[float]]], metrics: list[dict[str
 def _score(tmp_path: Path, tasks: dict[str, Any], groups: list[dict[str, Any]]) -> tuple[dict[str, Any], pl.DataFrame]:
     golden = {"source": "hand", "tasks": tasks, "groups": groups}
     _, rdir = build(golden, tmp_path)
-    out = score_run(str(rdir), console=False, bootstrap_iters=100)
+    out = score_run(str(rdir), bootstrap_iters=100)
     assert not out.partial
     return out.results, pl.read_parquet(rdir / "samples.parquet")
 

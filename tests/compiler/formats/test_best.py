@@ -67,7 +67,7 @@ def test_best_end_to_end_on_the_tiny_model(tmp_path: Path, data: Path) -> None:
     out = tmp_path / "run"
     execute(str(plan), out=str(out), overrides=["model.backend=hf", f"model.path={ensure_tiny_model()}"],
             progress=False)  # fmt: skip
-    score(str(out), console=False)
+    score(str(out))
     doc = json.loads((out / "results.json").read_text())
     res, cf, mcf = (doc["results"][n] for n in ("arc_easy@best", "arc_easy@cf", "arc_easy@mcf"))
     expect = max((cf["acc_norm,none"], "cf"), (mcf["acc,none"], "mcf"), key=lambda x: x[0])

@@ -145,7 +145,7 @@ def test_sweep_end_to_end_on_the_tiny_model(tmp_path: Path, data: Path) -> None:
     out = tmp_path / "run"
     execute(str(plan), out=str(out), overrides=["model.backend=hf", f"model.path={ensure_tiny_model()}"],
             progress=False)  # fmt: skip
-    score(str(out), console=False)
+    score(str(out))
     doc = json.loads((out / "results.json").read_text())
     members = doc["group_subtasks"]["arc_easy@sweep"]
     assert members == ["arc_easy@cf", "arc_easy@cf+seed7", "arc_easy@mcf", "arc_easy@mcf+seed7",

@@ -134,7 +134,7 @@ def test_overlapping_groups_two_tasks_where_they_differ_one_where_the_same(data:
     )
     out = tmp_path / "run"
     execute(str(plan), out=str(out), overrides=["model.backend=fake"], progress=False)
-    score(str(out), console=False)
+    score(str(out))
     res = json.loads((out / "results.json").read_text())["results"]
     a, b, p = (res[t]["acc,none"] for t in ("overlap_a::arc_easy", "overlap_b::arc_easy", "piqa"))
     assert res["overlap_a"]["acc,none"] == pytest.approx((8 * a + 8 * p) / 16)
