@@ -731,6 +731,18 @@ __all__ += [  # images in a plan (plans/media.py)
 ]
 _LAZY.update(dict.fromkeys(__all__[-15:], "lmeval.plans.media"))
 
+# the backend table (plans/backends.py): eager, it imports nothing
+from lmeval.plans.backends import (  # noqa: E402
+    DEFAULT_BACKEND,
+    BackendEntry,
+    backend_names,
+    find_backend,
+    register_backend,
+    unknown_backend,
+)
+
+__all__ += ["DEFAULT_BACKEND", "BackendEntry", "backend_names", "find_backend", "register_backend", "unknown_backend"]
+
 
 def __getattr__(name: str) -> Any:
     """A re-exported name, imported from its module on first use (PEP 562)."""
