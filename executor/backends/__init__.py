@@ -1,6 +1,7 @@
 """Execution backends, one module each, all with the interface of ``executor.backends.base.Backend``.
 
-Modules are imported only when their backend is chosen, so ``import executor`` stays light.
+The backend table (``plans/backends.py``) names each backend's module and class and its capability flags;
+``load_backend`` imports the module only when its backend is chosen, so ``import executor`` stays light.
 """
 
 from __future__ import annotations

@@ -65,6 +65,22 @@ def test_the_table_answers_what_names_used_to() -> None:
     assert find_backend("nope") is None and find_backend(None) is None
 
 
+def test_every_built_in_entry_names_code_that_exists() -> None:
+    """Without importing it (vLLM, torch): the module file defines the class and the plan check it names."""
+    for name in backend_names():
+        entry = find_backend(name)
+        assert entry is not None
+        named = [(entry.module, entry.cls)]
+        if entry.plan_check is not None:
+            module, _, attr = entry.plan_check.partition(":")
+            named.append((module, attr))
+        for module, attr in named:
+            path = ROOT.joinpath(*module.split(".")[1:]).with_suffix(".py")
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+            assert attr in defined, f"{name}: {module} has no {attr}"
+
+
 def test_an_unknown_backend_is_one_line(with_toy: None) -> None:
     with pytest.raises(ExecuteError) as e:
         model_spec({"name": "m", "backend": "nope"})
