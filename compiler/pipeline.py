@@ -20,8 +20,8 @@ from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.tasks import forget_loaded, select_tasks
 from lmeval.plans import (
     DEFAULT_CODEC,
-    GENERATION_ONLY_BACKENDS,
     PlanHeader,
+    find_backend,
     format_of,
     header_hash_bytes,
     plan_digest,
@@ -117,12 +117,13 @@ def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOpt
 
 
 def _by_generation(cfg: dict[str, Any], run: RunConfig) -> str | None:
-    """A plan for a backend without log-probabilities (``GENERATION_ONLY_BACKENDS``: a chat endpoint) takes
+    """A plan for a backend without log-probabilities (a generation-only one: a chat endpoint) takes
     multiple-choice tasks by generation, as ``NAME@gen`` (compiler/formats), unless ``run.format`` chooses:
     the switch is in the plan (other task names and identities), and this note says why."""
     model = cfg.get("model")
     backend = model.get("backend") if isinstance(model, dict) else None
-    if run.format is not None or backend not in GENERATION_ONLY_BACKENDS:
+    entry = find_backend(backend)
+    if run.format is not None or entry is None or not entry.generation_only:
         return None
     run.format = "gen"
     return (

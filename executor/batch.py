@@ -43,17 +43,10 @@ from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances
 from lmeval.executor.jobloop import group, instance_where, result_row
-from lmeval.executor.modelconf import (
-    ModelSpec,
-    check_token_rule,
-    check_tokenizer,
-    model_identity,
-    model_spec,
-    resolve_model_config,
-    resolve_model_ref,
-)
+from lmeval.executor.modelconf import ModelSpec, model_identity
 from lmeval.executor.requests import GenJob, GenOutput, Tokenizer, gen_job, gen_result, token_rule
 from lmeval.executor.resume import check_resume
+from lmeval.executor.runmodel import resolve_run_model
 from lmeval.executor.store import ResultsDir
 from lmeval.plans import InstanceRecord, PlanError, PlanHeader, RunManifest, loads_json, plan_keys, read_lines
 
@@ -93,11 +86,8 @@ def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider
     if endpoint not in ENDPOINTS:
         raise ExecuteError(f"--endpoint {endpoint}: expected one of {', '.join(ENDPOINTS)}")
     header, instances = load_instances(plan_path, None)
-    spec = model_spec(resolve_model_config(header, overrides))
-    ref = resolve_model_ref(replace(spec, backend="openai"), header)  # a model known by name is fine
-    model_dir = ref.dir if ref is not None else None
-    tok_hash = check_tokenizer(header, model_dir, plan_path)
-    spec = check_token_rule(header, spec, plan_path)
+    rm = resolve_run_model(plan_path, header, overrides, instances, remote=True)  # a model known by name is fine
+    spec, ref, model_dir = rm.spec, rm.ref, rm.model_dir
     refusal = chat_refusal(header, instances, plan_path) if endpoint == "chat" else None
     for inst in instances:
         if refusal is None and inst.request_type != "generate_until":
@@ -121,7 +111,7 @@ def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider
         job = gen_job(first, tok, rule, max_length, spec.max_gen_toks, instance_where(plan_path, first), spec.reasoning)
         cid = custom_id_of(header.plan_hash, first)
         requests[cid] = BatchRequest(cid, job, members)
-    ident = model_identity(replace(spec, backend=f"batch:{provider}"), model_dir, tok_hash, ref)
+    ident = model_identity(replace(spec, backend=f"batch:{provider}"), model_dir, rm.tok_hash, ref)
     model = str(spec.engine.get("model") or spec.name)
     return BatchPlan(plan_path, header, instances, spec, ident, tok, model, endpoint, requests)
 
@@ -295,7 +285,7 @@ def _manifest(
             "model": bp.model,
             "outputs": [*outputs, os.path.basename(output)],
         },
-        versions=versions("openai"),
+        versions=versions(None),
         n_instances=len(bp.instances),
         started=existing.started if existing is not None and existing.started else _now(),
         finished=None,

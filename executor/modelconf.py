@@ -26,18 +26,19 @@ from lmeval.common import ModelRef, conf_dir, config_hash, model_name, parse_hub
 from lmeval.executor.engineconf import CODE_LOADING_ARGS
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans import (
+    DEFAULT_BACKEND,
     PlanHeader,
     Reasoning,
     TokenRule,
     UserError,
+    find_backend,
     override_problem,
     parse_reasoning,
     secret_problem,
+    unknown_backend,
     without_secrets,
 )
 
-BACKENDS = ("vllm", "hf", "openai", "openai-chat", "fake")
-HTTP_BACKENDS = ("openai", "openai-chat")  # a model reached over HTTP: known by name, no local directory needed
 MODEL_CONF_DIR = conf_dir("model")
 
 
@@ -160,9 +161,9 @@ def without_code_loading(model_cfg: dict[str, Any]) -> dict[str, Any]:
 
 def model_spec(cfg: dict[str, Any]) -> ModelSpec:
     """Validate a resolved model config and turn it into a ``ModelSpec``."""
-    backend = str(cfg.get("backend") or "vllm")
-    if backend not in BACKENDS:
-        raise ExecuteError(f"model.backend={backend}: unknown backend (one of {', '.join(BACKENDS)})")
+    backend = str(cfg.get("backend") or DEFAULT_BACKEND)
+    if find_backend(backend) is None:
+        raise ExecuteError(unknown_backend(backend))
     engine = cfg.get("engine") or {}
     if not isinstance(engine, dict):
         raise ExecuteError("model.engine: must be a mapping of engine arguments")
@@ -200,14 +201,19 @@ def model_spec(cfg: dict[str, Any]) -> ModelSpec:
         raise ExecuteError(f"model config: bad value ({e})") from None
 
 
-def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> ModelRef | None:
+def resolve_model_ref(
+    spec: ModelSpec, header: PlanHeader | None = None, by_name: bool | None = None
+) -> ModelRef | None:
     """The model ``model.path`` names (a directory, a Hub id resolved through the Hugging Face cache, or
     the built-in tiny model when it is null). A Hub model runs at the revision the plan was compiled
-    against unless the user names another. ``None`` for an openai model whose path is not a local
-    directory (a remote model known by name)."""
+    against unless the user names another. ``None`` for a model known by name (an HTTP backend's, or any
+    when ``by_name``) whose path is not a local directory (a remote model)."""
+    if by_name is None:
+        entry = find_backend(spec.backend)
+        by_name = entry is not None and entry.http
     package, gguf_file = spec.raw.get("package"), spec.raw.get("gguf_file")
     from_gguf = header is not None and (header.model.tokenizer or "").startswith("gguf-sha256:")
-    if spec.path is None and not package and spec.name != "tiny" and spec.backend not in HTTP_BACKENDS:
+    if spec.path is None and not package and spec.name != "tiny" and not by_name:
         where = "model.path=FILE.gguf (or model=NAME)" if from_gguf else "model.path=DIR"
         raise ExecuteError(
             f"model {spec.name}: the plan does not say where the model lives (plans hold no machine paths); "
@@ -222,7 +228,7 @@ def resolve_model_ref(spec: ModelSpec, header: PlanHeader | None = None) -> Mode
     if revision is None and header is not None and header.model.revision and spec.path:
         if spec.path == header.model.path:  # the Hub id the plan was compiled for, with no revision named
             revision = header.model.revision
-    if spec.backend in HTTP_BACKENDS and spec.path is not None and not Path(os.path.expanduser(spec.path)).is_dir():
+    if by_name and spec.path is not None and not Path(os.path.expanduser(spec.path)).is_dir():
         return None
     try:
         return resolve_model(spec.path, revision, gguf_file=gguf_file, package=package)

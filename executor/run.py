@@ -20,31 +20,20 @@ from typing import Any
 
 from lmeval.common import term_safe
 from lmeval.executor import faults, hardware
-from lmeval.executor.backends import Backend, start_backend
+from lmeval.executor.backends import Backend, plan_refusal, start_backend
 from lmeval.executor.efficiency import efficiency
-from lmeval.executor.engineconf import model_facts
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
-from lmeval.executor.media import check_plan_media
-from lmeval.executor.modelconf import (
-    HTTP_BACKENDS,
-    ModelSpec,
-    check_token_rule,
-    check_tokenizer,
-    model_identity,
-    model_spec,
-    resolve_model_config,
-    resolve_model_ref,
-    uses_plan_base_url,
-)
+from lmeval.executor.modelconf import ModelSpec, model_identity
 from lmeval.executor.options import RunOptions
 from lmeval.executor.preflight import preflight
 from lmeval.executor.progress import Progress
 from lmeval.executor.quiet import ENGINE_LOG, engine_output
 from lmeval.executor.requests import is_sampled
 from lmeval.executor.resume import check_resume, reuse_rows, reuse_table
+from lmeval.executor.runmodel import resolve_run_model
 from lmeval.executor.store import PartWriter, ResultsDir
 from lmeval.executor.vocab import check_token_ids, vocab_size
 from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys, without_secrets
@@ -90,30 +79,21 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
         raise ExecuteError(f"--part-size {opts.part_size}: must be at least 1")
 
     header, instances = load_instances(plan_path, shard_t)
-    model_cfg = resolve_model_config(header, opts.overrides)
-    spec = replace(model_spec(model_cfg), plan_base_url=uses_plan_base_url(opts.overrides, model_cfg))
-    ref = resolve_model_ref(spec, header)
-    model_dir = ref.dir if ref is not None else None
-    check_plan_media(plan_path, instances, spec.backend, model_dir, header.model.processor_hash)  # images: all there
-    spec = with_context_length(spec, model_dir)
-    tok_hash = check_tokenizer(header, model_dir, plan_path)
-    spec = check_token_rule(header, spec, plan_path)
-    vocab = vocab_size(model_dir) if model_dir is not None and spec.backend in ("vllm", "hf") else None
+    rm = resolve_run_model(plan_path, header, opts.overrides, instances)
+    spec, ref, model_dir = rm.spec, rm.ref, rm.model_dir
+    vocab = vocab_size(model_dir) if model_dir is not None and rm.entry.needs_weights else None
     if vocab is not None:
         check_token_ids(instances, vocab, plan_path)  # a forged id never reaches the engine
-    if spec.backend == "openai-chat":
-        from lmeval.executor.backends import chat_refusal
-
-        refusal = chat_refusal(header, instances, plan_path)
-        if refusal:
-            raise ExecuteError(refusal)
-    if spec.backend in HTTP_BACKENDS:
+    refusal = plan_refusal(spec, header, instances, plan_path)
+    if refusal:
+        raise ExecuteError(refusal)
+    if rm.entry.http:
         from lmeval.executor.backends import destination_notice
 
         notice = destination_notice(spec.engine, spec.plan_base_url)
         if notice:  # the host is the plan's text: escaped like any other
             print(term_safe(notice, one_line=True), file=sys.stderr)
-    ident = model_identity(spec, model_dir, tok_hash, ref)
+    ident = model_identity(spec, model_dir, rm.tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
     table = reuse_table(opts.reuse, ident) if opts.reuse else None
     store = ResultsDir(out_dir)
@@ -281,16 +261,6 @@ class _Run:
         if platform is not None:
             manifest.platform = platform.as_dict()
         return backend
-
-
-def with_context_length(spec: ModelSpec, model_dir: Path | None) -> ModelSpec:
-    """``spec`` with ``max_model_len`` derived from the model's config when the user did not set it (vllm
-    and hf backends), so pre-flight, the engine and the manifest all use the same length."""
-    if spec.max_model_len is not None or model_dir is None or spec.backend not in ("vllm", "hf"):
-        return spec
-    if spec.engine.get("max_model_len") is not None:  # set as model.engine.max_model_len
-        return replace(spec, max_model_len=int(spec.engine["max_model_len"]))
-    return replace(spec, max_model_len=model_facts(model_dir).max_model_len)
 
 
 def _load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:

@@ -729,6 +729,18 @@ __all__ += [  # images in a plan (plans/media.py)
 ]
 _LAZY.update(dict.fromkeys(__all__[-15:], "lmeval.plans.media"))
 
+# the backend table (plans/backends.py): eager, it imports nothing
+from lmeval.plans.backends import (  # noqa: E402
+    DEFAULT_BACKEND,
+    BackendEntry,
+    backend_names,
+    find_backend,
+    register_backend,
+    unknown_backend,
+)
+
+__all__ += ["DEFAULT_BACKEND", "BackendEntry", "backend_names", "find_backend", "register_backend", "unknown_backend"]
+
 
 # --- open a results directory (issue #52, helper openrun): one reader of a run (plans/openrun.py), one manifest
 # reader and one plan-name rule under it (plans/results.py)

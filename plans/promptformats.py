@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from lmeval.common import quoted
+from lmeval.plans.backends import GENERATION_ONLY_BACKENDS  # noqa: F401 (deprecated here: plans/backends.py)
 
 PROMPT_FORMATS = ("cf", "mcf", "gen")  # cloze, multiple-choice letters, generated letter (OLMES CF, MCF; generation)
 SEPARATOR = "@"
@@ -27,10 +28,6 @@ BEST_OF = ("cf", "mcf")
 # spread of their scores (scorer/group_spread.py)
 SWEEP = "sweep"
 SPREAD = "spread"
-# backends that return no log-probabilities of given text (a chat endpoint): a plan compiled for one takes
-# multiple-choice tasks by generation (``NAME@gen``) unless run.format says otherwise; the executor refuses
-# log-likelihood requests there
-GENERATION_ONLY_BACKENDS = ("openai-chat",)
 VARIANT_SEPARATOR = "+"
 SEED_PREFIX = "seed"
 DEFAULT_LABEL_STYLE = "letters"

@@ -168,6 +168,7 @@ def override_reference(conf_dir: Path | None = None) -> str:
     from lmeval.common.conf import conf_dir as default_conf
     from lmeval.compiler.config import OPTIONAL_RUN_KEYS, RUN_KEYS, RunConfig
     from lmeval.executor.modelconf import ModelSpec
+    from lmeval.plans import backend_names
 
     conf = conf_dir or default_conf()
     run_yaml, model_yaml = conf / "run" / "default.yaml", conf / "model" / "tiny.yaml"
@@ -182,7 +183,8 @@ def override_reference(conf_dir: Path | None = None) -> str:
     }
     model_hints = typing.get_type_hints(ModelSpec)
     model_types = {k: _type_name(v) for k, v in model_hints.items()}
-    model_types["backend"] = "vllm, hf, openai or fake"
+    *names, last = backend_names()
+    model_types["backend"] = f"{', '.join(names)} or {last}"
     model_types["engine"] = "mapping (any vLLM EngineArgs field: model.engine.KEY=VALUE)"
     model_types["batch_size"] = "auto or int"
     model_keys = [k for k in model_defaults if k != "defaults"]

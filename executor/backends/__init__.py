@@ -1,18 +1,21 @@
 """Execution backends, one module each, all with the interface of ``executor.backends.base.Backend``.
 
-Modules are imported only when their backend is chosen, so ``import executor`` stays light.
+The backend table (``plans/backends.py``) names each backend's module and class and its capability flags;
+``load_backend`` imports the module only when its backend is chosen, so ``import executor`` stays light.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lmeval.common import gc_paused
 from lmeval.executor.backends.base import Backend
+from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import ModelSpec
+from lmeval.plans import BackendEntry, InstanceRecord, PlanHeader, find_backend, unknown_backend
 
 if TYPE_CHECKING:
     from lmeval.executor.backends.base import load_hf_tokenizer
@@ -22,32 +25,33 @@ if TYPE_CHECKING:
     from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
 
 
+def backend_entry(spec: ModelSpec) -> BackendEntry:
+    """The table's entry of ``spec.backend`` (``model_spec`` refused unknown names)."""
+    entry = find_backend(spec.backend)
+    if entry is None:
+        raise ExecuteError(unknown_backend(spec.backend))
+    return entry
+
+
 def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
-    if spec.backend == "fake":
-        from lmeval.executor.backends.fake import FakeBackend
+    """Start the backend the table names for ``spec.backend`` (its module is imported now, not before)."""
+    entry = backend_entry(spec)
+    if entry.needs_weights and model_dir is None:
+        raise ExecuteError(f"model.backend={entry.name}: needs a local model directory (model.path=DIR)")
+    factory: Callable[[ModelSpec, Path | None], Backend] = getattr(import_module(entry.module), entry.cls)
+    return factory(spec, model_dir)
 
-        return FakeBackend(spec, model_dir)
-    if spec.backend == "openai":
-        from lmeval.executor.backends.openai_api import OpenAIBackend
 
-        return OpenAIBackend(spec, model_dir)
-    if spec.backend == "openai-chat":
-        from lmeval.executor.backends.openai_chat import OpenAIChatBackend
-
-        return OpenAIChatBackend(spec, model_dir)
-    assert model_dir is not None
-    if spec.backend == "hf":
-        from lmeval.executor.backends.hf_vision import HFVisionBackend
-        from lmeval.executor.backends.hf_vision import is_vision_model as _vision
-
-        if _vision(model_dir):
-            return HFVisionBackend(spec, model_dir)
-        from lmeval.executor.backends.hf import HFBackend
-
-        return HFBackend(spec, model_dir)
-    from lmeval.executor.backends.vllm_engine import VLLMBackend
-
-    return VLLMBackend(spec, model_dir)
+def plan_refusal(
+    spec: ModelSpec, header: PlanHeader, instances: Sequence[InstanceRecord], plan_path: str
+) -> str | None:
+    """Why the backend cannot run these Instances (its entry's ``plan_check``: one line), or None."""
+    entry = backend_entry(spec)
+    if entry.plan_check is None:
+        return None
+    module, _, name = entry.plan_check.partition(":")
+    check: Callable[[PlanHeader, Sequence[InstanceRecord], str], str | None] = getattr(import_module(module), name)
+    return check(header, instances, plan_path)
 
 
 def start_backend(
@@ -83,7 +87,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Backend",
     "RequestFailed",
+    "backend_entry",
+    "load_backend",
+    "plan_refusal",
+    "start_backend",
     "chat_body",
     "chat_output",
     "chat_refusal",

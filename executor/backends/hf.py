@@ -271,3 +271,12 @@ class HFBackend:
 
     def close(self) -> None:
         self.model = None
+
+
+def hf_backend(spec: ModelSpec, model_dir: Path) -> HFBackend | Any:
+    """The hf backend for ``model_dir``: ``HFVisionBackend`` for a vision-language model, else ``HFBackend``."""
+    from lmeval.executor.backends.hf_vision import HFVisionBackend, is_vision_model
+
+    if is_vision_model(model_dir):
+        return HFVisionBackend(spec, model_dir)
+    return HFBackend(spec, model_dir)

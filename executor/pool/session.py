@@ -28,7 +28,7 @@ from typing import Any
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError, first_line
 from lmeval.executor.jobloop import RunStats
-from lmeval.executor.modelconf import HTTP_BACKENDS, ModelSpec
+from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.options import PoolOptions
 from lmeval.executor.pool.chunks import Chunk, default_chunk_size, make_chunks
 from lmeval.executor.pool.chunkstore import check_chunk_parts, check_complete
@@ -36,7 +36,7 @@ from lmeval.executor.pool.dispatch import MAX_RESTARTS, DispatchJob, Worker, dri
 from lmeval.executor.pool.guard import Guard, start_guard
 from lmeval.executor.pool.worker import EngineWorker, parallel_size
 from lmeval.executor.progress import Progress
-from lmeval.plans import InstanceRecord, RunManifest
+from lmeval.plans import InstanceRecord, RunManifest, find_backend
 
 
 def _import_ray() -> Any:
@@ -83,7 +83,8 @@ def plan_resources(spec: ModelSpec, opts: PoolOptions, cluster: dict[str, float]
     cpus = float(cluster.get("CPU", 0.0))
     g = opts.gpus_per_worker
     if g is None:
-        g = float(parallel_size(spec)) if gpus > 0 and spec.backend not in HTTP_BACKENDS else 0.0
+        entry = find_backend(spec.backend)
+        g = float(parallel_size(spec)) if gpus > 0 and not (entry is not None and entry.http) else 0.0
     if g < 0:
         raise ExecuteError(f"--gpus-per-worker {g}: must not be negative")
     n = opts.workers

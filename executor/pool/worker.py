@@ -83,11 +83,12 @@ class EngineWorker:
             self.start_error = f"{type(e).__name__}: {first_line(e)}"
 
     def _start(self) -> None:
-        from lmeval.executor.backends import start_backend
+        from lmeval.executor.backends import backend_entry, start_backend
         from lmeval.executor.modelconf import resolve_model_dir
 
         spec = self.spec
-        if spec.backend == "vllm" and parallel_size(spec) > 1 and "distributed_executor_backend" not in spec.engine:
+        parallel = backend_entry(spec).parallel and parallel_size(spec) > 1
+        if parallel and "distributed_executor_backend" not in spec.engine:
             # inside an actor, vLLM would otherwise plan its own Ray placement for the GPUs this actor holds
             self.spec = spec = replace(spec, engine={**spec.engine, "distributed_executor_backend": "mp"})
         self.versions = versions(spec.backend)

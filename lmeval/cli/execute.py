@@ -7,6 +7,8 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
+    from lmeval.plans import backend_names
+
     p = subparsers.add_parser(
         "execute",
         help="run a compiled plan on a model, writing one Parquet row per Instance",
@@ -18,7 +20,7 @@ def register(subparsers: Any) -> None:
         "overrides",
         nargs="*",
         metavar="OVERRIDE",
-        help="model=NAME, model.path=DIR, model.backend=vllm|hf|openai|openai-chat|fake, model.engine.KEY=VALUE",
+        help=f"model=NAME, model.path=DIR, model.backend={'|'.join(backend_names())}, model.engine.KEY=VALUE",
     )
     p.add_argument("--out", help="results directory (default: results/<plan_hash12>-<model>/)")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (by instance id)")
