@@ -86,20 +86,19 @@ _GENERATE = replace(
     target_delimiter="\n",
     scorer="first_token",
 )
+_COT = replace(
+    _GENERATE,
+    name="cot",
+    instruction="Given the following problem, reason step by step to find the final answer.\n",
+    question_prefix="Problem: ",
+    choice_labels=None,
+    answer_prompt='Your response should end with "The final answer is [answer]" where [answer] is the response '
+    "to the problem.",
+    gen_prefix=None,
+)
+# lm-eval 0.5.0.dev1's four, each registered by its name in the one lookup (registry: ``format_adapter``)
 REGISTRY: dict[str, Format05] = {
-    "mcqa": _MCQA,
-    "cloze": replace(_MCQA, name="cloze", choice_labels=None),
-    "generate": _GENERATE,
-    "cot": replace(
-        _GENERATE,
-        name="cot",
-        instruction="Given the following problem, reason step by step to find the final answer.\n",
-        question_prefix="Problem: ",
-        choice_labels=None,
-        answer_prompt='Your response should end with "The final answer is [answer]" where [answer] is the response '
-        "to the problem.",
-        gen_prefix=None,
-    ),
+    f.name: f for f in (_MCQA, replace(_MCQA, name="cloze", choice_labels=None), _GENERATE, _COT)
 }
 for _f in REGISTRY.values():  # the one lookup (registry): ``NAME@mcqa`` and the others, ``run.format``
     register_format(_f)
