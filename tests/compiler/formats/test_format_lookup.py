@@ -38,8 +38,10 @@ from tests.support import jsonl_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("common", "plans", "compiler", "executor", "scorer", "diff", "contamination", "lock", "report", "lmeval")
-# where a format's name may be spelt: the lookup (contract) and the adapters (compiler side)
-ALLOWED = ("plans/promptformats.py", "compiler/formats/")
+# where a format's name may be spelt: the lookup (the contract's module, wherever plans/ keeps it) and the
+# adapters (compiler/formats/)
+ADAPTERS_DIR = "compiler/formats/"
+LOOKUP_MODULE = "promptformats.py"
 NAMES = frozenset((*format_names(), BEST, SWEEP))
 
 
@@ -83,7 +85,7 @@ def test_no_module_outside_the_lookup_tests_a_formats_name() -> None:
     found = {
         rel: hits
         for rel, source in _product_sources()
-        if not rel.startswith(ALLOWED) and (hits := name_branches(source))
+        if not (rel.startswith(ADAPTERS_DIR) or rel.endswith("/" + LOOKUP_MODULE)) and (hits := name_branches(source))
     }
     assert found == {}, f"read the format's record (plans.prompt_format / compiler.formats adapters): {found}"
 
@@ -179,3 +181,20 @@ def test_a_format_registered_here_compiles_a_real_task(toy: OlmesFormat, data: P
 def test_an_unregistered_format_is_refused(data: Path) -> None:
     with pytest.raises(CompileError, match="unknown prompt format 'toy'"):
         _compile(data, "run.tasks=[arc_easy@toy]")
+
+
+def test_an_lm_eval_05_format_registered_here_is_selected_by_name(data: Path) -> None:
+    """lm-eval 0.5's vocabulary the same way: ``mcqa`` with another answer prompt, one registration; its
+    requests are ``@mcqa``'s but for the prompt's last words."""
+    mcqa = lm_eval_05_format("mcqa")
+    assert mcqa is not None
+    register_format(replace(mcqa, name="mcqa_fr", answer_prompt="Réponse :"))
+    try:
+        _, _, theirs = _compile(data, "run.tasks=[arc_easy@mcqa_fr]")
+    finally:
+        unregister_format("mcqa_fr")
+    _, _, ours = _compile(data, "run.tasks=[arc_easy@mcqa]")
+    assert [i.task for i in theirs] == ["arc_easy@mcqa_fr"] * len(ours)
+    assert all(i.context.endswith("\nRéponse :") for i in theirs)
+    assert [i.context.removesuffix("Réponse :") for i in theirs] == [i.context.removesuffix("Answer:") for i in ours]
+    assert [i.continuation for i in theirs] == [i.continuation for i in ours]
