@@ -28,6 +28,7 @@ from lmeval.plans import (
     SWEEP,
     DocRecord,
     InstanceRecord,
+    PlanHeader,
     PromptFormat,
     VariantError,
     format_names,
@@ -144,7 +145,7 @@ def toy() -> Iterator[OlmesFormat]:
     assert prompt_format("toy") is None and format_adapter("toy") is None
 
 
-def _compile(data: Path, *overrides: str) -> tuple[object, list[DocRecord], list[InstanceRecord]]:
+def _compile(data: Path, *overrides: str) -> tuple[PlanHeader, list[DocRecord], list[InstanceRecord]]:
     header, records = compiler.compile_plan([f"run.data_dir={data}", "run.limit=3", *overrides])
     return (
         header,
@@ -158,7 +159,7 @@ def test_a_format_registered_here_compiles_a_real_task(toy: OlmesFormat, data: P
     prompt ending in ``A:``, each choice continued after a newline; the record names the format and the scorer
     side knows it."""
     header, docs, insts = _compile(data, "run.tasks=[arc_easy@toy]")
-    (task,) = header.tasks  # type: ignore[attr-defined]
+    (task,) = header.tasks
     assert task.name == "arc_easy@toy" and task.config["format"]["name"] == "toy"
     assert task.config["format"]["metric"] == "acc_norm,none"  # arc_easy's cloze normalisation (OLMES)
     rows = jsonl_rows("arc_easy", "test", limit=3)
@@ -173,9 +174,9 @@ def test_a_format_registered_here_compiles_a_real_task(toy: OlmesFormat, data: P
         parse_variant("toy+parens")
     # run.format and a sweep take it too, as they take the shipped formats
     header2, _, _ = _compile(data, "run.tasks=[arc_easy,gsm8k]", "run.format=toy")
-    assert [t.name for t in header2.tasks] == ["arc_easy@toy", "gsm8k"]  # type: ignore[attr-defined]
+    assert [t.name for t in header2.tasks] == ["arc_easy@toy", "gsm8k"]
     header3, _, _ = _compile(data, "run.tasks=[arc_easy@sweep]", "run.sweep={formats: [toy, mcf], seeds: [1]}")
-    assert [t.name for t in header3.tasks] == ["arc_easy@mcf+seed1", "arc_easy@toy+seed1"]  # type: ignore[attr-defined]
+    assert [t.name for t in header3.tasks] == ["arc_easy@mcf+seed1", "arc_easy@toy+seed1"]
 
 
 def test_an_unregistered_format_is_refused(data: Path) -> None:
