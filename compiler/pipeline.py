@@ -15,6 +15,7 @@ from lmeval.compiler.cache import BuildCache, CacheStats, TaskPart, default_dir,
 from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
 from lmeval.compiler.encode import Record, load_model_info, plan_header, plan_path
 from lmeval.compiler.errors import CompileError, fail
+from lmeval.compiler.formats import fallback_format
 from lmeval.compiler.parallel import BuildSettings, build_parts, lm_eval_order_parts
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.tasks import forget_loaded, select_tasks
@@ -125,7 +126,7 @@ def _by_generation(cfg: dict[str, Any], run: RunConfig) -> str | None:
     entry = find_backend(backend)
     if run.format is not None or entry is None or not entry.generation_only:
         return None
-    run.format = "gen"
+    run.format = fallback_format()
     return (
         f"model.backend={backend} returns no log-probabilities: multiple-choice tasks compiled by generation "
         "(NAME@gen; set run.format to choose another format)"
@@ -157,7 +158,7 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
         if nulls:
             raise CompileError(nulls[0].message(strict=True))
     notes = [n for p in parts for n in p.notes]
-    if by_generation and any(format_of(s.name) == "gen" for s in sel.tasks):
+    if by_generation and any(format_of(s.name) == run.format for s in sel.tasks):
         notes.insert(0, by_generation)
     header = plan_header(portable, model, sel, [p.summary for p in parts], notes)
     try:

@@ -56,12 +56,12 @@ def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[in
 
 def format_option(raw: dict[str, Any]) -> str | None:
     """``run.format`` (compiler/formats): one of the prompt formats, OLMES' or lm-eval 0.5's, or None."""
-    from lmeval.plans import LM_EVAL_FORMATS, PROMPT_FORMATS
+    from lmeval.plans import LM_EVAL_05, OLMES, format_names, prompt_format
 
     fmt = raw.get("format")
-    if fmt is not None and fmt not in PROMPT_FORMATS + LM_EVAL_FORMATS:
-        raise bad("format", f"one of {', '.join(PROMPT_FORMATS)} (OLMES) or {', '.join(LM_EVAL_FORMATS)} (lm-eval 0.5)",
-                  fmt)  # fmt: skip
+    if fmt is not None and (not isinstance(fmt, str) or prompt_format(fmt) is None):
+        olmes, lm_eval = ", ".join(format_names(OLMES)), ", ".join(format_names(LM_EVAL_05))
+        raise bad("format", f"one of {olmes} (OLMES) or {lm_eval} (lm-eval 0.5)", fmt)
     return fmt if isinstance(fmt, str) else None
 
 

@@ -1,19 +1,14 @@
 """The score a member of a ``NAME@best`` or ``NAME@sweep`` group is judged by: its ``format.metric``
 (compiler/formats: OLMES' normalisation for cf, the label's accuracy for mcf, the extracted label's exact match
-for gen); a member group by its first leaf task's. Without a record (hand-made results): cf's ``acc_norm``
-when present else ``acc``, ``acc`` for mcf, ``exact_match,letter`` for gen."""
+for gen); a member group by its first leaf task's. Without a record (hand-made results): its format's
+``judged_by`` (plans/promptformats.py: cf's ``acc_norm`` when present else ``acc``, ``acc`` for mcf,
+``exact_match,letter`` for gen), else ``acc``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lmeval.plans import GroupSummary, format_of
-
-_DEFAULT_KEYS = {
-    "cf": ["acc_norm,none", "acc,none"],
-    "mcf": ["acc,none"],
-    "gen": ["exact_match,letter"],
-}
+from lmeval.plans import GroupSummary, format_of, prompt_format
 
 
 def is_number(v: Any) -> bool:
@@ -22,7 +17,8 @@ def is_number(v: Any) -> bool:
 
 def member_metric(member: str, result: dict[str, Any], compared: str | None = None) -> str | None:
     """The ``metric,filter`` key ``member`` is judged by, or None when its results have no such score."""
-    keys = [compared] if compared is not None else _DEFAULT_KEYS.get(format_of(member) or "", ["acc,none"])
+    f = prompt_format(format_of(member))
+    keys = [compared] if compared is not None else list(f.judged_by if f is not None and f.judged_by else ["acc,none"])
     return next((k for k in keys if is_number(result.get(k))), None)
 
 

@@ -32,11 +32,12 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from lmeval.compiler.errors import fail
+from lmeval.compiler.formats.registry import format_adapter, register_format
 from lmeval.compiler.formats.templates import LETTERS
 from lmeval.compiler.functionref import FunctionRef
-from lmeval.plans import LM_EVAL_FORMATS
+from lmeval.plans import LM_EVAL_05, PromptFormat, format_names
 
-VOCABULARY = "lm-eval-0.5"  # the ``format.vocabulary`` of a task compiled in one of these formats
+VOCABULARY = LM_EVAL_05  # the ``format.vocabulary`` of a task compiled in one of these formats
 # the generation defaults lm-eval 0.5 gives a generate_until task without generation_kwargs
 DEFAULT_GEN_TOKS = 256
 _PREAMBLE_VARS = ("_num_choices", "_choice_labels", "_choice_list_and", "_choice_list_or")
@@ -60,6 +61,13 @@ class Format05:
     fewshot_delimiter: str
     scorer: str | dict[str, Any] | None
 
+    @property
+    def contract(self) -> PromptFormat:
+        """What the scorer knows of it (plans/promptformats.py holds the shipped four, equal to these)."""
+        generation = self.output_type == "generate_until"
+        metric = "exact_match" if generation else "acc"
+        return PromptFormat(self.name, LM_EVAL_05, generation, metric, labelled=self.choice_labels is not None)
+
 
 _MCQA = Format05(
     name="mcqa", output_type="multiple_choice", instruction=None, question_prefix="Question: ",
@@ -78,23 +86,22 @@ _GENERATE = replace(
     target_delimiter="\n",
     scorer="first_token",
 )
+_COT = replace(
+    _GENERATE,
+    name="cot",
+    instruction="Given the following problem, reason step by step to find the final answer.\n",
+    question_prefix="Problem: ",
+    choice_labels=None,
+    answer_prompt='Your response should end with "The final answer is [answer]" where [answer] is the response '
+    "to the problem.",
+    gen_prefix=None,
+)
+# lm-eval 0.5.0.dev1's four, each registered by its name in the one lookup (registry: ``format_adapter``)
 REGISTRY: dict[str, Format05] = {
-    "mcqa": _MCQA,
-    "cloze": replace(_MCQA, name="cloze", choice_labels=None),
-    "generate": _GENERATE,
-    "cot": replace(
-        _GENERATE,
-        name="cot",
-        instruction="Given the following problem, reason step by step to find the final answer.\n",
-        question_prefix="Problem: ",
-        choice_labels=None,
-        answer_prompt='Your response should end with "The final answer is [answer]" where [answer] is the response '
-        "to the problem.",
-        gen_prefix=None,
-    ),
+    f.name: f for f in (_MCQA, replace(_MCQA, name="cloze", choice_labels=None), _GENERATE, _COT)
 }
-NAMES = LM_EVAL_FORMATS  # mcqa, cloze, generate, cot (the contract's names: plans/promptformats.py)
-assert tuple(REGISTRY) == NAMES
+for _f in REGISTRY.values():  # the one lookup (registry): ``NAME@mcqa`` and the others, ``run.format``
+    register_format(_f)
 _FIELDS = tuple(f.name for f in fields(Format05) if f.name != "name")
 
 
@@ -102,14 +109,17 @@ class FormatError(ValueError):
     """A ``formats:`` value or ``@NAME`` lm-eval 0.5 refuses (the message is one line)."""
 
 
-def _registered() -> str:
-    return str(sorted(REGISTRY))
+def lm_eval_05_format(name: str | None) -> Format05 | None:
+    """The lm-eval 0.5 format named ``name`` in the lookup, or None (unknown, or OLMES')."""
+    adapter = format_adapter(name)
+    return adapter if isinstance(adapter, Format05) else None
 
 
 def _by_type(name: Any, overrides: dict[str, Any], what: str) -> Format05:
-    base = REGISTRY.get(name) if isinstance(name, str) else None
+    base = lm_eval_05_format(name) if isinstance(name, str) else None
     if base is None:
-        raise FormatError(f"unknown format {what}{name!r}; lm-eval 0.5's formats are {', '.join(NAMES)}")
+        names = ", ".join(format_names(LM_EVAL_05))
+        raise FormatError(f"unknown format {what}{name!r}; lm-eval 0.5's formats are {names}")
     values: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in _FIELDS:

@@ -12,8 +12,9 @@ from typing import Any
 
 from lmeval.common import quoted
 from lmeval.compiler.errors import fail
+from lmeval.compiler.formats.olmes import olmes_format
 from lmeval.compiler.formats.templates import DEFAULT_LABELS, LABEL_STYLES
-from lmeval.plans import MAX_SEED, PROMPT_FORMATS, Variant, variant_of
+from lmeval.plans import MAX_SEED, OLMES, PROMPT_FORMATS, Variant, format_names, variant_of
 
 SWEEP_KEYS = ("formats", "labels", "seeds")
 MAX_VARIANTS = 256  # a sweep is a handful of prompt variants, not a grid search
@@ -23,7 +24,7 @@ MAX_VARIANTS = 256  # a sweep is a handful of prompt variants, not a grid search
 class Sweep:
     """``run.sweep``: the axes (``seeds``: None is the run's few-shot seed)."""
 
-    formats: tuple[str, ...] = PROMPT_FORMATS
+    formats: tuple[str, ...] = PROMPT_FORMATS  # the shipped three (a registered format is swept when listed)
     labels: tuple[str, ...] = (DEFAULT_LABELS,)
     seeds: tuple[int | None, ...] = (None,)
 
@@ -47,8 +48,8 @@ def parse_sweep(raw: Any) -> Sweep | None:
     for key in raw:
         if key not in SWEEP_KEYS:
             raise fail(f"unknown key; expected {', '.join(SWEEP_KEYS)}", field=f"run.sweep.{key}")
-    formats = _axis(raw, "formats", PROMPT_FORMATS, lambda v: isinstance(v, str) and v in PROMPT_FORMATS,
-                    _names(PROMPT_FORMATS))  # fmt: skip
+    formats = _axis(raw, "formats", PROMPT_FORMATS, lambda v: isinstance(v, str) and olmes_format(v) is not None,
+                    _names(format_names(OLMES)))  # fmt: skip
     labels = _axis(raw, "labels", (DEFAULT_LABELS,), lambda v: isinstance(v, str) and v in LABEL_STYLES,
                    _names(tuple(LABEL_STYLES)))  # fmt: skip
     seeds = _axis(raw, "seeds", (None,), _seed_ok, "non-negative integers")  # below 2**64, as a plan holds

@@ -56,10 +56,10 @@ def label_style(name: str, where: str) -> LabelStyle:
     return style
 
 
-def mcf_text(question_prefix: str, question: str, choices: str, style: LabelStyle) -> str:
+def mcf_text(question_prefix: str, question: str, choices: str, style: LabelStyle, answer: str = ANSWER_PREFIX) -> str:
     """The MCF ``doc_to_text``: ``question`` is a Jinja fragment, ``choices`` a Jinja expression (a list)."""
     line = f"{style.before}{{{{ {style.label_expr()} }}}}{style.after} {{{{ c }}}}\n"
-    return f"{question_prefix}{question}\n{{% for c in ({choices}) %}}{line}{{% endfor %}}{ANSWER_PREFIX}"
+    return f"{question_prefix}{question}\n{{% for c in ({choices}) %}}{line}{{% endfor %}}{answer}"
 
 
 def mcf_choices(choices: str, style: LabelStyle) -> str:
@@ -67,9 +67,9 @@ def mcf_choices(choices: str, style: LabelStyle) -> str:
     return f"{{{{ {style.labels_expr(choices)} }}}}"
 
 
-def cf_text(question_prefix: str, question: str) -> str:
+def cf_text(question_prefix: str, question: str, answer: str = ANSWER_PREFIX) -> str:
     """The CF ``doc_to_text`` (OLMES' ``make_cloze_prompt``)."""
-    return f"{question_prefix}{question}\n{ANSWER_PREFIX}"
+    return f"{question_prefix}{question}\n{answer}"
 
 
 def cf_choices(choices: str) -> str:

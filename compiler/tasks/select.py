@@ -19,16 +19,15 @@ from typing import Any, Protocol
 from lmeval.common import CONF_DIR
 from lmeval.compiler.errors import fail
 from lmeval.compiler.formats import (
-    CF_METRICS,
     DEFAULT_LABELS,
-    LM_EVAL_FORMATS,
-    PROMPT_FORMATS,
     Sweep,
     check_format,
+    default_variant,
     format_name,
     formatted,
     formatted05,
-    primary_metric,
+    group_aggregates,
+    lm_eval_05_format,
     split_name,
     with_scorer,
 )
@@ -224,7 +223,7 @@ class Expander:
     def _is_lm_eval_05(self, base: str, fmt: str) -> bool:
         """``fmt`` is lm-eval 0.5's: a name of its registry, or any name when task ``base`` has its own
         ``formats:`` (lm-eval 0.5 then reads the suffix against that table, or ignores it)."""
-        if fmt in LM_EVAL_FORMATS:
+        if lm_eval_05_format(fmt) is not None:
             return True
         found = self.lookup(base)
         return found is not None and found.kind == "task" and "formats" in found.cfg
@@ -358,7 +357,7 @@ class Expander:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
         cfg = self._lm_eval_05(cfg, source, default_name)
-        v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
+        v = self._variant or default_variant(self.default_format)
         if v is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
             cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, v.fmt, source, v.labels or DEFAULT_LABELS,
                             v.seed)  # fmt: skip
@@ -412,7 +411,7 @@ class Expander:
         """A task in lm-eval 0.5's format: its ``formats:`` or ``@FMT`` (named ``NAME@FMT``), or run.format's
         when that is lm-eval 0.5's and the task is multiple-choice; else ``cfg`` unchanged."""
         sel = self._selection05
-        if sel is None and self.default_format in LM_EVAL_FORMATS and cfg.get("output_type") == "multiple_choice":
+        if sel is None and lm_eval_05_format(self.default_format) and cfg.get("output_type") == "multiple_choice":
             sel = self.default_format
         if sel is None and "formats" not in cfg:
             return with_scorer(cfg, source)
@@ -477,7 +476,7 @@ class Expander:
         md = raw.get("metadata")
         aggregate = _norm_agg(raw.get("aggregate_metric_list"), source, name)
         alias = raw.get("group_alias")
-        v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
+        v = self._variant or default_variant(self.default_format)
         if v is not None and any(split_name(t)[1] == v.suffix() for t in subtasks):
             name, alias, aggregate = self._formatted_group(name, alias, aggregate, v, first_task)
         self.sel.groups.append(
@@ -502,11 +501,7 @@ class Expander:
         new = format_name(name, suffix)
         for t in self.sel.tasks[first_task:]:
             t.groups = [new if g == name else g for g in t.groups]
-        metric, filt = primary_metric(fmt)
-        agg = [{**a, "metric": metric, "filter_list": [filt]} if a["metric"] == "acc" else a for a in aggregate]
-        if fmt == "cf":  # every cloze normalisation the members report, aggregated as the group's acc is
-            have = {a["metric"] for a in agg}
-            agg += [{**a, "metric": m} for a in agg if a["metric"] == "acc" for m in CF_METRICS if m not in have]
+        agg = group_aggregates(fmt, aggregate)  # the format's metric; a cloze one adds its normalisations
         return new, format_name(alias, suffix) if alias else None, agg
 
 
