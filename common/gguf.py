@@ -81,10 +81,6 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def is_gguf_name(path: str | os.PathLike[str]) -> bool:
-    return str(path).lower().endswith(".gguf")
-
-
 # ------------------------------------------------------------------------------------------- checking
 
 

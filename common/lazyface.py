@@ -46,7 +46,9 @@ def read_exports(source: str, package: str) -> Exports:
     """The names a face's source exports (see the module docstring); ``package`` resolves relative imports."""
     eager: list[str] = []
     lazy: dict[str, tuple[str, str]] = {}
-    for node in compile(source, package, "exec", ast.PyCF_ONLY_AST).body:
+    tree = compile(source, package, "exec", ast.PyCF_ONLY_AST)
+    assert isinstance(tree, ast.Module)
+    for node in tree.body:
         if isinstance(node, ast.ImportFrom):
             eager += [name for name, _, _ in _reexports(node, package)]
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
