@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from lmeval.common.errors import file_kind as file_kind
     from lmeval.common.errors import quoted as quoted
     from lmeval.common.filehash import file_sha256 as file_sha256
+    from lmeval.common.filehash import text_sha256 as text_sha256
     from lmeval.common.gcpause import gc_paused as gc_paused
     from lmeval.common.jsontext import json_text as json_text
     from lmeval.common.modelref import ModelRef as ModelRef

@@ -19,7 +19,6 @@ found without importing the package (its ``__init__`` imports a CLI tool lmeval 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import mmap
@@ -38,7 +37,7 @@ from typing import Any
 
 from lmeval.common.cachefile import read_cache_file
 from lmeval.common.errors import InputError
-from lmeval.common.filehash import file_sha256
+from lmeval.common.filehash import file_sha256, text_sha256
 
 CONVERTER_VERSION = "1"  # bump on any change to what the conversion writes
 STAMP = "lmeval_gguf.json"
@@ -203,7 +202,7 @@ def converter_versions() -> dict[str, str]:
 
 def cache_key(sha256: str, versions: dict[str, str] | None = None) -> str:
     v = json.dumps(versions or converter_versions(), sort_keys=True)
-    return f"{sha256[:32]}-{hashlib.sha256(v.encode()).hexdigest()[:12]}"
+    return f"{sha256[:32]}-{text_sha256(v)[:12]}"
 
 
 def default_cache_root() -> Path:

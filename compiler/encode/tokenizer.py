@@ -8,7 +8,6 @@ through the fast backend in batches.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from itertools import chain
@@ -387,7 +386,3 @@ class ModelTokenizer:
                 tail_ids += cache[p]
             memo[key] = (tail_ids + post)[len(last_ids) + len(post) :]
         return [list(memo[k]) for k in keys]  # (a list of its own for every pair)
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

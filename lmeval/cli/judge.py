@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lmeval.common import text_sha256
 from lmeval.plans import UserError
 
 
@@ -142,6 +143,4 @@ def _num(x: Any) -> str:
 
 
 def _sha(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return text_sha256(text)
