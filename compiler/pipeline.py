@@ -12,10 +12,11 @@ from typing import Any
 from lmeval.common import gc_paused
 from lmeval.compiler.build import BuildOptions
 from lmeval.compiler.cache import BuildCache, CacheStats, TaskPart, default_dir, plan_hash_key, records_of
-from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
+from lmeval.compiler.config import compose, expand_sweep
 from lmeval.compiler.encode import Record, load_model_info, plan_header, plan_path
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.parallel import BuildSettings, build_parts, lm_eval_order_parts
+from lmeval.compiler.runconfig import RunConfig, run_config
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.tasks import forget_loaded, select_tasks
 from lmeval.plans import (

@@ -64,7 +64,7 @@ PATH_SEPARATOR = "::"  # lm-eval 0.5's group paths (``mmlu_humanities`` in ``mml
 
 
 class TaskOptions(Protocol):
-    """The run options a selection reads (``compiler.config.RunConfig`` holds them)."""
+    """The run options a selection reads (``compiler.runconfig.RunConfig`` holds them)."""
 
     @property
     def include_path(self) -> str | list[str] | None: ...

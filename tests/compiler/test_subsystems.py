@@ -157,7 +157,7 @@ def test_catalog_root_is_the_contracts_lm_eval_tasks_dir(monkeypatch: pytest.Mon
 
 # tasks <- build <- encode <- cache <- the pipeline (config, pipeline, parallel, ...): each imports only those before it
 ORDER = ["tasks", "build", "encode", "cache"]
-PIPELINE = ["config", "pipeline", "parallel", "runchecks", "scorecheck"]
+PIPELINE = ["config", "pipeline", "parallel", "runconfig", "scorecheck"]
 
 
 def test_subsystems_import_only_the_ones_below_them() -> None:

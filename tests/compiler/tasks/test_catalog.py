@@ -155,7 +155,8 @@ def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> N
 def test_catalog_tag_members_are_lmevals_not_conf_tasks() -> None:
     """lm-eval's tag ai2_arc names arc_easy and arc_challenge, which conf/task also defines: inside a catalog
     group or tag, members resolve in the catalog (as in lm-eval's own index); by name alone, conf/task wins."""
-    from lmeval.compiler.config import compose, run_config
+    from lmeval.compiler.config import compose
+    from lmeval.compiler.runconfig import run_config
     from lmeval.compiler.tasks.select import select_tasks
     from tests.compiler.conftest import data_dir
 
