@@ -1,7 +1,8 @@
 """Rendering and Instance building: one task's documents (``documents``) rendered through its templates
 (``render``, ``plaintemplate``, bounded by ``bounded``; null fields counted by ``nullfields``), as chat messages
 where a chat template applies (``messages``), with the run's seeds (``seeds``), into the requests of
-``records`` (``builder``: lm-eval 0.4.13's ConfigurableTask). Names are imported lazily (PEP 562).
+``records`` (``builder``: lm-eval 0.4.13's ConfigurableTask, over the task's documents of ``taskdocs``, each
+document's requests by output type in ``construct``). Names are imported lazily (``lmeval.common.lazyface``).
 """
 
 from __future__ import annotations
