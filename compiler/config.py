@@ -199,9 +199,15 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
     if isinstance(run, dict) and "seed_mode" in run and run["seed_mode"] in (None, DEFAULT_SEED_MODE):
         del run["seed_mode"]  # the default is recorded by its absence: one plan for both spellings
     for key in (
-        "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "subsample", "sample_scores", "format",
+        "reasoning",
+        "chat_template_kwargs",
+        "thinking_budget",
+        "answer_budget",
+        "subsample",
+        "sample_scores",
+        "format",
         "sweep",
-    ):  # fmt: skip
+    ):
         if isinstance(run, dict) and key in run and run[key] in (None, {}, 0, []):
             del run[key]  # unset is recorded by its absence (plans compiled before the keys existed)
     if isinstance(run, dict) and "subsample" in run:

@@ -107,8 +107,10 @@ def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOpt
     if not run.thinking_budget or run.reasoning is None:
         return opts
     if tok is None:
-        raise fail("needs the model's tokenizer at compile time (the end marker's token ids go into the plan)",
-                   field="run.thinking_budget")  # fmt: skip
+        raise fail(
+            "needs the model's tokenizer at compile time (the end marker's token ids go into the plan)",
+            field="run.thinking_budget",
+        )
     end = run.reasoning.end[0]
     ids = tok.encode_many([end], special=False)[0]
     if not ids:
@@ -143,8 +145,12 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)
         if spec.raw.get("turns_field") and not run.apply_chat_template:  # later turns are chat messages
-            raise fail("a multi-turn task's later turns are chat messages: it needs run.apply_chat_template=true",
-                       file=spec.source, task=spec.name, field="turns_field")  # fmt: skip
+            raise fail(
+                "a multi-turn task's later turns are chat messages: it needs run.apply_chat_template=true",
+                file=spec.source,
+                task=spec.name,
+                field="turns_field",
+            )
     check_groups(sel.groups, sel.tasks)
     opts = with_budget_marker(run, run.options(), tok)
     cache: BuildCache | None = None

@@ -63,8 +63,9 @@ def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[in
         got.append(v or None)
     thinking, answer = got
     if answer and not thinking:
-        raise fail("needs run.thinking_budget (the answer budget counts from the end marker)",
-                   field="run.answer_budget")  # fmt: skip
+        raise fail(
+            "needs run.thinking_budget (the answer budget counts from the end marker)", field="run.answer_budget"
+        )
     if thinking and reasoning is None:
         raise fail("needs run.reasoning (its first end marker is the one forced)", field="run.thinking_budget")
     return thinking, answer
@@ -76,8 +77,9 @@ def format_option(raw: dict[str, Any]) -> str | None:
 
     fmt = raw.get("format")
     if fmt is not None and fmt not in PROMPT_FORMATS + LM_EVAL_FORMATS:
-        raise bad("format", f"one of {', '.join(PROMPT_FORMATS)} (OLMES) or {', '.join(LM_EVAL_FORMATS)} (lm-eval 0.5)",
-                  fmt)  # fmt: skip
+        raise bad(
+            "format", f"one of {', '.join(PROMPT_FORMATS)} (OLMES) or {', '.join(LM_EVAL_FORMATS)} (lm-eval 0.5)", fmt
+        )
     return fmt if isinstance(fmt, str) else None
 
 

@@ -298,8 +298,11 @@ class TaskBuilder(TaskDocuments):
         continuation], gold index) are 0.4's (gold index, contexts, continuation), so one path builds both."""
 
         def bad(fld: str, msg: str) -> Exception:
-            return where(fld, msg) if where is not None else fail(msg, file=self.config.source,
-                                                                 task=self.config.name, field=fld)  # fmt: skip
+            return (
+                where(fld, msg)
+                if where is not None
+                else fail(msg, file=self.config.source, task=self.config.name, field=fld)
+            )
 
         if isinstance(q, str):
             q = [q]  # lm-eval 0.5 takes one context as a list of one

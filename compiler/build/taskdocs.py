@@ -154,7 +154,11 @@ class TaskDocuments:
             return None
         s, field = self.config, setting.strata
         if field is not None and field not in docs[0]:
-            raise fail(f"the documents have no field {field!r} to stratify by", file=s.source, task=s.name,
-                       field="run.subsample.strata")  # fmt: skip
+            raise fail(
+                f"the documents have no field {field!r} to stratify by",
+                file=s.source,
+                task=s.name,
+                field="run.subsample.strata",
+            )
         strata = [stratum_of(d.get(field)) if field is not None else "" for d in docs]
         return choose(s.name, strata, setting)

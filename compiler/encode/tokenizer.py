@@ -164,8 +164,10 @@ class ModelTokenizer:
                     from tokenizers import processors
 
                     self.backend.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
-                ids = [self.backend.token_to_id(t) if t else None for t in
-                       (_token_text(tcfg.get("bos_token")), _token_text(tcfg.get("eos_token")))]  # fmt: skip
+                ids = [
+                    self.backend.token_to_id(t) if t else None
+                    for t in (_token_text(tcfg.get("bos_token")), _token_text(tcfg.get("eos_token")))
+                ]
                 bos, eos = ids
             else:
                 from transformers import PreTrainedTokenizerFast
@@ -333,8 +335,12 @@ class ModelTokenizer:
         ``tools``: a tool-call task's tools, as transformers' ``apply_chat_template(tools=...)`` takes them."""
         import jinja2
 
-        kwargs = {**(extra or {}), "tokenize": False, "add_generation_prompt": add_generation_prompt,
-                  "continue_final_message": not add_generation_prompt}  # fmt: skip
+        kwargs = {
+            **(extra or {}),
+            "tokenize": False,
+            "add_generation_prompt": add_generation_prompt,
+            "continue_final_message": not add_generation_prompt,
+        }
         if tools is not None:
             kwargs["tools"] = tools
         try:

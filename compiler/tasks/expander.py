@@ -231,15 +231,21 @@ class Expander:
         current = parts[0]
         for i in range(1, len(parts)):
             if current not in groups:
-                raise fail(f"cannot go into {parts[i]!r}: {PATH_SEPARATOR.join(parts[:i])!r} is a task, not a group",
-                           file=_file(where), field=where or "run.tasks")  # fmt: skip
+                raise fail(
+                    f"cannot go into {parts[i]!r}: {PATH_SEPARATOR.join(parts[:i])!r} is a task, not a group",
+                    file=_file(where),
+                    field=where or "run.tasks",
+                )
             key = PATH_SEPARATOR.join(parts[: i + 1])
             children = {self._child_key(current, c, groups): c for c in groups[current].subtasks}
             hits = [key] if key in children else [k for k in children if "@" not in parts[i] and k.split("@")[0] == key]
             if len(hits) != 1:
                 why = "matches several" if hits else "not found in"
-                raise fail(f"{key!r} {why} group {current!r}; its children: {', '.join(hits or children)}",
-                           file=_file(where), field=where or "run.tasks")  # fmt: skip
+                raise fail(
+                    f"{key!r} {why} group {current!r}; its children: {', '.join(hits or children)}",
+                    file=_file(where),
+                    field=where or "run.tasks",
+                )
             current = children[hits[0]]
         return self._adopt(scratch, current, groups, parents)
 
@@ -328,8 +334,9 @@ class Expander:
         cfg = self._lm_eval_05(cfg, source, default_name)
         v = self._variant or (Variant(self.default_format) if self.default_format in PROMPT_FORMATS else None)
         if v is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):
-            cfg = formatted({**cfg, "task": cfg.get("task", default_name)}, v.fmt, source, v.labels or DEFAULT_LABELS,
-                            v.seed)  # fmt: skip
+            cfg = formatted(
+                {**cfg, "task": cfg.get("task", default_name)}, v.fmt, source, v.labels or DEFAULT_LABELS, v.seed
+            )
         task = build_task_config(cfg, source, default_name)
         task.groups = list(reversed(parents))
         if task.name in self._overlapped and parents:  # a third group's own config: GROUP::TASK too
@@ -354,8 +361,9 @@ class Expander:
         prev = next(t for t in self.sel.tasks if t.name == name)
         first = self._task_names[name]
         if not parents or not prev.groups:
-            raise fail(f"task {name!r} is selected twice (in {first} and in {where}); select it once",
-                       file=source, task=name)  # fmt: skip
+            raise fail(
+                f"task {name!r} is selected twice (in {first} and in {where}); select it once", file=source, task=name
+            )
         if prev.raw == task.raw:
             prev.groups += [g for g in task.groups if g not in prev.groups]
             return name

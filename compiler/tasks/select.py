@@ -133,8 +133,9 @@ def _trajectory_task(ex: Expander, key: str, body: dict[str, Any]) -> list[str]:
 
     path = body.get("path")
     if not isinstance(path, str) or not path or path == "???":
-        raise fail(f"set task.{key}.path=FILE (recorded conversations: JSONL or an ATIF trajectory)",
-                   field=f"task.{key}.path")  # fmt: skip
+        raise fail(
+            f"set task.{key}.path=FILE (recorded conversations: JSONL or an ATIF trajectory)", field=f"task.{key}.path"
+        )
     config, docs = trajectory_task(path, key)
     names = ex.add_task(config, path, [], default_name=key)
     ex.sel.tasks[-1].preloaded = {"test": docs}
