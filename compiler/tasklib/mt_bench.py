@@ -23,14 +23,13 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 def dataset(data_dir: str | None = None, **_: Any) -> dict[str, list[dict[str, Any]]]:
     """``{"test": [...]}``: the questions in file order, references joined by question id."""
     if data_dir is None:
-        raise ValueError(
-            "MT-Bench is read from local files: set run.data_dir to a folder holding mt_bench/ "
-            f"({QUESTIONS}, {REFERENCES})"
-        )
+        raise ValueError("MT-Bench is read from local files: set run.data_dir to a folder holding mt_bench/ "
+                         f"({QUESTIONS}, {REFERENCES})")  # fmt: skip
     folder = Path(data_dir)
     refs = {r["question_id"]: r["choices"][0]["turns"] for r in _rows(folder / REFERENCES)}
     out = []
     for q in _rows(folder / QUESTIONS):
         ref = refs.get(q["question_id"]) if q["category"] in NEED_REF_CATS else None
-        out.append({"question_id": q["question_id"], "category": q["category"], "turns": q["turns"], "reference": ref})
+        out.append({"question_id": q["question_id"], "category": q["category"], "turns": q["turns"],
+                    "reference": ref})  # fmt: skip
     return {"test": out}
