@@ -61,9 +61,8 @@ def _answers(results_dir: str, plan_hash: str, wanted: list[InstanceRecord]) -> 
     try:
         manifest = read_manifest(results_dir)
         if manifest.plan_hash != plan_hash:
-            raise CompileError(
-                f"{results_dir}: results of plan {manifest.plan_hash[:12]}, not of the stage's plan {plan_hash[:12]}"
-            )
+            raise CompileError(f"{results_dir}: results of plan {manifest.plan_hash[:12]}, not of the stage's plan "
+                               f"{plan_hash[:12]}")  # fmt: skip
         rows = read_results(results_dir).select("instance_id", "request_hash", "response").rows()
     except PlanError as e:
         raise CompileError(str(e)) from None
@@ -76,16 +75,13 @@ def _answers(results_dir: str, plan_hash: str, wanted: list[InstanceRecord]) -> 
             missing.append(inst)
             continue
         if row[0] != inst.request_hash:
-            raise CompileError(
-                f"{results_dir}: the row of {inst.task} doc {inst.doc_id} answers another request than the plan's"
-            )
+            raise CompileError(f"{results_dir}: the row of {inst.task} doc {inst.doc_id} answers another request "
+                               f"than the plan's")  # fmt: skip
         out[inst.instance_id] = row[1]
     if missing:
         m = missing[0]
-        raise CompileError(
-            f"{results_dir}: {len(missing)} of {len(wanted)} answers missing (first: {m.task} doc "
-            f"{m.doc_id}); finish the stage first (`lmeval execute` resumes it)"
-        )
+        raise CompileError(f"{results_dir}: {len(missing)} of {len(wanted)} answers missing (first: {m.task} doc "
+                           f"{m.doc_id}); finish the stage first (`lmeval execute` resumes it)")  # fmt: skip
     return out
 
 
@@ -124,9 +120,8 @@ def compile_next(
     turn = plan_turn(header.config)
     firsts = [i for i in plan.instances if i.task in fields and i.idx == 0]
     answers = _answers(results_dir, header.plan_hash, firsts)
-    link = ChainLink(
-        turn + 1, header.plan_hash, results_hash((i.task, i.doc_id, i.idx, answers[i.instance_id]) for i in firsts)
-    )
+    link = ChainLink(turn + 1, header.plan_hash,
+                     results_hash((i.task, i.doc_id, i.idx, answers[i.instance_id]) for i in firsts))  # fmt: skip
     by_doc = {(i.task, i.doc_id): i for i in firsts}
     todo: list[tuple[DocRecord, InstanceRecord, list[str]]] = []
     for d in plan.docs:
@@ -135,9 +130,8 @@ def compile_next(
         turns = d.doc.get(fields[d.task])
         problem = turns_problem(turns)
         if problem is not None:
-            raise CompileError(
-                f"{plan_path}: task {d.task}, doc {d.doc_id}: field {fields[d.task]!r} (turns_field) {problem}"
-            )
+            raise CompileError(f"{plan_path}: task {d.task}, doc {d.doc_id}: field {fields[d.task]!r} (turns_field) "
+                               f"{problem}")  # fmt: skip
         assert isinstance(turns, list)
         if len(turns) > turn:
             todo.append((d, by_doc[(d.task, d.doc_id)], turns))
@@ -148,58 +142,27 @@ def compile_next(
     counts: dict[str, list[int]] = {}
     for d, inst, turns in todo:
         if inst.messages is None:
-            raise CompileError(
-                f"{plan_path}: task {d.task}, doc {d.doc_id}: the Instance keeps no chat messages "
-                f"(compile with run.apply_chat_template=true)"
-            )
+            raise CompileError(f"{plan_path}: task {d.task}, doc {d.doc_id}: the Instance keeps no chat messages "
+                               f"(compile with run.apply_chat_template=true)")  # fmt: skip
         answer = answers[inst.instance_id]
         msgs = next_messages(inst.messages, answer, turns[turn])
         context = chat(msgs, True)
         ids = tok.encode_many([context])[0]
         doc = {**d.doc, ANSWERS_KEY: [*d.doc.get(ANSWERS_KEY, []), answer]}
-        records.append(
-            DocRecord(
-                task=d.task,
-                doc_id=d.doc_id,
-                doc=doc,
-                target=d.target,
-                choices=d.choices,
-                fewshot_ids=list(d.fewshot_ids),
-            )
-        )
-        records.append(
-            InstanceRecord(
-                instance_id=instance_id_for(d.task, d.doc_id, 0),
-                task=d.task,
-                doc_id=d.doc_id,
-                idx=0,
-                request_type="generate_until",
-                context=context,
-                generation_kwargs=inst.generation_kwargs,
-                context_ids=[int(i) for i in ids],
-                messages=msgs,
-            )
-        )
+        records.append(DocRecord(task=d.task, doc_id=d.doc_id, doc=doc, target=d.target, choices=d.choices,
+                                 fewshot_ids=list(d.fewshot_ids)))  # fmt: skip
+        records.append(InstanceRecord(
+            instance_id=instance_id_for(d.task, d.doc_id, 0), task=d.task, doc_id=d.doc_id, idx=0,
+            request_type="generate_until", context=context, generation_kwargs=inst.generation_kwargs,
+            context_ids=[int(i) for i in ids], messages=msgs,
+        ))  # fmt: skip
         c = counts.setdefault(d.task, [0, 0])
         c[0], c[1] = c[0] + 1, c[1] + 1
-    summaries = [
-        TaskSummary.of_config(
-            t.config,
-            n_docs=counts[t.name][0],
-            n_instances=counts[t.name][1],
-            data_fingerprint=t.data_fingerprint,
-            version=t.version,
-        )
-        for t in header.tasks
-        if t.name in counts
-    ]
+    summaries = [TaskSummary.of_config(t.config, n_docs=counts[t.name][0], n_instances=counts[t.name][1],
+                                       data_fingerprint=t.data_fingerprint, version=t.version)
+                 for t in header.tasks if t.name in counts]  # fmt: skip
     extra = {k: v for k, v in header.extra.items() if k in ("selected", "aliases")}
-    new = PlanHeader(
-        config={**header.config, CHAIN_KEY: link.section()},
-        model=header.model,
-        tasks=summaries,
-        lmeval_version=header.lmeval_version,
-        extra=extra,
-    )
+    new = PlanHeader(config={**header.config, CHAIN_KEY: link.section()}, model=header.model, tasks=summaries,
+                     lmeval_version=header.lmeval_version, extra=extra)  # fmt: skip
     sealed, blobs = seal(new, records)
     return link.parent_results_hash, StageCompiled(sealed, blobs, records)

@@ -103,9 +103,8 @@ def _doc_records(bt: BuiltTask, doc_bytes: list[bytes]) -> tuple[list[DocRecord]
         try:
             blobs.append(encode_doc(rec, doc_bytes[di]))
         except TypeError as e:
-            raise fail(
-                f"target or choices cannot be stored in a plan: {e}", file=s.source, task=s.name, doc_id=d.doc_id
-            ) from None
+            raise fail(f"target or choices cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                       doc_id=d.doc_id) from None  # fmt: skip
         recs.append(rec)
     return recs, blobs
 
@@ -185,13 +184,8 @@ def _instance_records(
                 else encode_doc_instances(s.name, d.doc_id, s.repeats, reqs, True, ids_packer)  # type: ignore[arg-type]
             )
         except TypeError as e:
-            raise fail(
-                f"request cannot be stored in a plan: {e}",
-                file=s.source,
-                task=s.name,
-                field="generation_kwargs",
-                doc_id=d.doc_id,
-            ) from None
+            raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                       field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
         if fast is not None:
             blobs += [b for _, b in fast]
             continue
@@ -218,7 +212,7 @@ def _instance_records(
                     c_ids,
                     cont_ids,
                     media_hashes(rq.media),
-                ),
+                ),  # fmt: skip
                 messages=rq.messages,
                 media=rq.media,
                 tools=rq.tools,
@@ -226,13 +220,8 @@ def _instance_records(
             try:
                 blobs.append(encode_instance(rec, prev))
             except TypeError as e:
-                raise fail(
-                    f"request cannot be stored in a plan: {e}",
-                    file=s.source,
-                    task=s.name,
-                    field="generation_kwargs",
-                    doc_id=d.doc_id,
-                ) from None
+                raise fail(f"request cannot be stored in a plan: {e}", file=s.source, task=s.name,
+                           field="generation_kwargs", doc_id=d.doc_id) from None  # fmt: skip
             out.append(rec)
             prev = rec
     return out, blobs

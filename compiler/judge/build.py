@@ -63,18 +63,14 @@ def read_judged(results_dir: str, plan: str | None, tasks: list[str] | None, lim
     plan_path = plan_of(results_dir, read_manifest(results_dir), plan)
     p = read_plan(plan_path)
     if p.header.plan_hash != scored.results.plan_hash:
-        raise CompileError(
-            f"{plan_path}: plan {p.header.plan_hash[:12]} is not the plan {results_dir} was scored "
-            f"from ({scored.results.plan_hash[:12]}); pass --plan"
-        )
+        raise CompileError(f"{plan_path}: plan {p.header.plan_hash[:12]} is not the plan {results_dir} was scored "
+                           f"from ({scored.results.plan_hash[:12]}); pass --plan")  # fmt: skip
     gen = [t.name for t in p.header.tasks if t.output_type == "generate_until"]
     wanted = tasks if tasks is not None else gen
     for t in wanted:
         if t not in gen:
-            raise CompileError(
-                f"{results_dir}: judge.tasks: {t!r} is not a generate_until task of the run "
-                f"(it has: {', '.join(gen) or 'none'})"
-            )
+            raise CompileError(f"{results_dir}: judge.tasks: {t!r} is not a generate_until task of the run "
+                               f"(it has: {', '.join(gen) or 'none'})")  # fmt: skip
     docs = {(d.task, d.doc_id): d for d in p.docs if d.task in wanted}
     prompts = {(i.task, i.doc_id): i.context for i in p.instances if i.idx == 0 and i.task in wanted}
     answers: dict[str, dict[int, tuple[DocRecord, str, str]]] = {t: {} for t in wanted}
@@ -180,51 +176,27 @@ def compile_judge(cfg: JudgeConfig, judged: Judged, against: Judged | None = Non
                 orders = [{"answer_a": a, "answer_b": b}, {"answer_a": b, "answer_b": a}]
             task_records.append(DocRecord(task=name, doc_id=doc_id, doc=doc, target=reference or ""))
             for idx, answers in enumerate(orders):
-                text = _render(
-                    env,
-                    cfg.rubric,
-                    {"question": question, "reference": reference, **answers},
-                    f"{where}: judge.rubric",
-                    clock,
-                )
+                text = _render(env, cfg.rubric, {"question": question, "reference": reference, **answers},
+                               f"{where}: judge.rubric", clock)  # fmt: skip
                 context = text
                 if chat is not None:
                     system = cfg.system_with_reference if reference and cfg.system_with_reference else cfg.system
                     msgs = ([{"role": "system", "content": system}] if system else []) + [
-                        {"role": "user", "content": text}
-                    ]
+                        {"role": "user", "content": text}]  # fmt: skip
                     context = chat(msgs, True)
                 ids = tok.encode_many([context])[0] if tok is not None else None
-                task_records.append(
-                    InstanceRecord(
-                        instance_id=instance_id_for(name, doc_id, idx),
-                        task=name,
-                        doc_id=doc_id,
-                        idx=idx,
-                        request_type="generate_until",
-                        context=context,
-                        generation_kwargs=gen,
-                        context_ids=None if ids is None else [int(i) for i in ids],
-                    )
-                )
+                task_records.append(InstanceRecord(
+                    instance_id=instance_id_for(name, doc_id, idx), task=name, doc_id=doc_id, idx=idx,
+                    request_type="generate_until", context=context, generation_kwargs=gen,
+                    context_ids=None if ids is None else [int(i) for i in ids],
+                ))  # fmt: skip
         n_docs = sum(isinstance(r, DocRecord) for r in task_records)
-        tcfg = {
-            "task": name,
-            "output_type": "generate_until",
-            "num_fewshot": 0,
-            "metric_list": [],
-            "filter_list": [],
-            "generation_kwargs": gen,
-            "judged_task": task,
-        }
-        summaries.append(
-            TaskSummary.of_config(
-                tcfg,
-                n_docs=n_docs,
-                n_instances=len(task_records) - n_docs,
-                data_fingerprint=content_hash([r.doc for r in task_records if isinstance(r, DocRecord)]),
-            )
-        )
+        tcfg = {"task": name, "output_type": "generate_until", "num_fewshot": 0, "metric_list": [], "filter_list": [],
+                "generation_kwargs": gen, "judged_task": task}  # fmt: skip
+        summaries.append(TaskSummary.of_config(
+            tcfg, n_docs=n_docs, n_instances=len(task_records) - n_docs,
+            data_fingerprint=content_hash([r.doc for r in task_records if isinstance(r, DocRecord)]),
+        ))  # fmt: skip
         records.extend(task_records)
     if not summaries or not records:
         raise CompileError(f"{judged.results_dir}: nothing to judge (no answered generate_until documents)")
