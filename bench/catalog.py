@@ -90,8 +90,10 @@ def main() -> None:
     for name, runs in rows:
         walls = [w for w, _ in runs]
         cpus = [c for _, c in runs]
-        lines.append(f"| {name} | {statistics.median(walls):.2f} | {statistics.median(cpus):.2f} | "
-                     f"{', '.join(f'{w:.2f}' for w in walls)} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {statistics.median(walls):.2f} | {statistics.median(cpus):.2f} | "
+            f"{', '.join(f'{w:.2f}' for w in walls)} |"
+        )
     text = "\n".join(lines) + "\n"
     out = ROOT / "bench" / "results" / "catalog.md"
     out.write_text(text)

@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     with phase("imports (compiler, Hydra, tokenizers)"):
         from lmeval.compiler.build.builder import TaskBuilder
         from lmeval.compiler.build.seeds import has_python, seeded_globals
-        from lmeval.compiler.config import compose, run_config
+        from lmeval.compiler.config import compose
         from lmeval.compiler.encode import plan_records as tr
         from lmeval.compiler.encode.header import plan_header, task_summary
         from lmeval.compiler.encode.modelinfo import load_model_info as model_identity
+        from lmeval.compiler.runconfig import run_config
         from lmeval.compiler.scorecheck import check_groups, check_task
         from lmeval.compiler.tasks.select import select_tasks
         from lmeval.plans.identity import split_locations

@@ -86,8 +86,18 @@ def child(impl: str, plan: str, corpus: str, limit: int) -> None:
         found, index_s, nbytes = _plain(impl, plan, corpus, limit, times)
     wall, cpu = times
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": rss, "bytes": nbytes, "index_s": index_s,
-                      "found": {k: sorted(v) for k, v in found.items()}}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "cpu": cpu,
+                "rss_mb": rss,
+                "bytes": nbytes,
+                "index_s": index_s,
+                "found": {k: sorted(v) for k, v in found.items()},
+            }
+        )
+    )
 
 
 def _plain(
@@ -148,8 +158,13 @@ def _plain(
 
 def _run(impl: str, plan: str, corpus: str, limit: int) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, __file__, "--child", impl, plan, corpus, str(limit)], env=env,
-                       capture_output=True, text=True, check=True)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, __file__, "--child", impl, plan, corpus, str(limit)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out: dict[str, object] = json.loads(p.stdout.strip().splitlines()[-1])
     return out
 
@@ -198,8 +213,10 @@ def main() -> None:
         mb = float(r["bytes"]) / (1 << 20)  # type: ignore[arg-type]
         wall, cpu, ix = float(r["wall"]), float(r["cpu"]), float(r["index_s"])  # type: ignore[arg-type]
         found = sum(len(v) for v in r["found"].values())  # type: ignore[attr-defined]
-        lines.append(f"| {name} | {mb:.0f} | {ix:.1f} | {wall:.1f} | {cpu:.1f} | {mb / wall:.1f} | {mb / cpu:.1f} | "
-                     f"{float(r['rss_mb']):.0f} | {found} |")  # type: ignore[arg-type]  # fmt: skip
+        lines.append(
+            f"| {name} | {mb:.0f} | {ix:.1f} | {wall:.1f} | {cpu:.1f} | {mb / wall:.1f} | {mb / cpu:.1f} | "
+            f"{float(r['rss_mb']):.0f} | {found} |"
+        )  # type: ignore[arg-type]
     lines += ["", f"Same contaminated documents on the baseline slice, all three: {'yes' if same else 'NO'}.", ""]
     out = ROOT / "bench" / "results" / "contamination.md"
     out.write_text("\n".join(lines), encoding="utf-8")

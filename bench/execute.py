@@ -238,8 +238,12 @@ def main() -> None:
     ap.add_argument("--model", default="tiny", help="a conf/model preset (model=NAME): tiny, smollm2")
     ap.add_argument("--model-path", default=None, help="model.path=DIR instead of a preset")
     ap.add_argument("--skip-lmeval", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="run raw vLLM, the executor and lm-eval in turn N times (medians, paired ratios)")  # fmt: skip
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="run raw vLLM, the executor and lm-eval in turn N times (medians, paired ratios)",
+    )
     ap.add_argument("--out", default=None, help="default bench/results/execute.md (execute-<model>.md)")
     ap.add_argument("--raw", help=argparse.SUPPRESS)
     ap.add_argument("overrides", nargs="*", help=argparse.SUPPRESS)  # the raw child's model overrides
@@ -383,9 +387,24 @@ def lmeval_command(
         f"pretrained={model},dtype=float32,max_model_len={engine.get('max_model_len', 16384)},enforce_eager=True,"
         f"kv_cache_memory_bytes={1 << 30},block_size=32,seed=0,enable_prefix_caching=True"
     )
-    cmd = [sys.executable, "-m", "lm_eval", "run", "--model", "vllm", "--model_args", margs,
-           "--tasks", "arc_easy_local,gsm8k_local", "--include_path", str(tasks), "--batch_size", "auto",
-           "--output_path", str(scratch / "lm_eval_out")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "run",
+        "--model",
+        "vllm",
+        "--model_args",
+        margs,
+        "--tasks",
+        "arc_easy_local,gsm8k_local",
+        "--include_path",
+        str(tasks),
+        "--batch_size",
+        "auto",
+        "--output_path",
+        str(scratch / "lm_eval_out"),
+    ]
     return cmd, {**env, "PYTHONPATH": f"{shim}{os.pathsep}{REPO}"}
 
 
@@ -457,12 +476,22 @@ def render(
     scores = rows.get("scores", {})
     if scores:
         keys = sorted({k for v in scores.values() for k in v})
-        lines += ["", "Scores of the same runs (first round; a check that the bench measured real answers):", "",
-                  "| metric | " + " | ".join(scores) + " |", "|---|" + "---:|" * len(scores)]  # fmt: skip
+        lines += [
+            "",
+            "Scores of the same runs (first round; a check that the bench measured real answers):",
+            "",
+            "| metric | " + " | ".join(scores) + " |",
+            "|---|" + "---:|" * len(scores),
+        ]
         for k in keys:
             lines.append(f"| {k} | " + " | ".join(f"{v[k]:.4f}" if k in v else "" for v in scores.values()) + " |")
-    lines += ["", "Run by run (process wall, s; each round runs the three one after the other):", "",
-              "| round | raw vLLM | lmeval execute | lm-eval --model vllm |", "|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [
+        "",
+        "Run by run (process wall, s; each round runs the three one after the other):",
+        "",
+        "| round | raw vLLM | lmeval execute | lm-eval --model vllm |",
+        "|---:|---:|---:|---:|",
+    ]
     lm_runs = rows.get("all_lmeval", {}).get("runs", [])
     for k, (r, e) in enumerate(zip(rows["all_raw"]["runs"], rows["all_exec"]["runs"], strict=True)):
         lm = f"{lm_runs[k]['wall']:.1f}" if k < len(lm_runs) else ""

@@ -48,9 +48,19 @@ def main() -> None:
     start = machine()
     with tempfile.TemporaryDirectory(prefix="lmeval-formats-") as tmp:
         out = Path(tmp) / "results"
-        cmd = [str(REPO / ".venv" / "bin" / "lmeval"), "run", f"run.tasks=[{','.join(names)}]",
-               f"run.data_dir={DATA}", f"run.limit={a.limit}", f"run.num_fewshot={a.num_fewshot}", "model=smollm2",
-               f"model.backend={a.backend}", "--out", str(out), "--no-progress"]  # fmt: skip
+        cmd = [
+            str(REPO / ".venv" / "bin" / "lmeval"),
+            "run",
+            f"run.tasks=[{','.join(names)}]",
+            f"run.data_dir={DATA}",
+            f"run.limit={a.limit}",
+            f"run.num_fewshot={a.num_fewshot}",
+            "model=smollm2",
+            f"model.backend={a.backend}",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         t = time.monotonic()
         run(cmd, REPO, {**os.environ, **ENV}, Path(tmp) / "run.log")
         wall = time.monotonic() - t

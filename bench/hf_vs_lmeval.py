@@ -87,13 +87,23 @@ def main() -> int:
         parts = []
         sides = []
         if subjects:
-            sides.append(("mmlu", [f"run.tasks=[{','.join(subjects)}]", f"run.limit={a.mmlu_limit}",
-                                   "run.num_fewshot=5"]))  # fmt: skip
+            sides.append(
+                ("mmlu", [f"run.tasks=[{','.join(subjects)}]", f"run.limit={a.mmlu_limit}", "run.num_fewshot=5"])
+            )
         if "arc_easy" in tasks:
             sides.append(("arc_easy", ["+task=arc_easy", f"run.limit={a.arc_limit}", "run.num_fewshot=0"]))
         if "gsm8k" in tasks:
-            sides.append(("gsm8k", ["+task=gsm8k", f"run.limit={a.gsm_limit}", "run.num_fewshot=5",
-                                    f"run.gen_kwargs={{max_gen_toks:{a.max_gen_toks}}}"]))  # fmt: skip
+            sides.append(
+                (
+                    "gsm8k",
+                    [
+                        "+task=gsm8k",
+                        f"run.limit={a.gsm_limit}",
+                        "run.num_fewshot=5",
+                        f"run.gen_kwargs={{max_gen_toks:{a.max_gen_toks}}}",
+                    ],
+                )
+            )
         for name, args in sides:
             full = [*args, f"run.data_dir={data}", f"model.path={model}", "model.backend=hf"]
             if a.batch_size != "auto":
@@ -125,8 +135,10 @@ def main() -> int:
         line = f"- {t} ({rep.n_docs} docs): prompts {prompts}"
         line += f"; largest per-request |Δll| {rep.max_abs_ll_diff:.3g}; flips {len(rep.flips)}"
         if t == "gsm8k":
-            line += (f"; generations differing {len(rep.generation_mismatches)} (+{len(rep.special_token_docs)} by "
-                     f"special tokens only), lm-eval batch run-on docs {len(rep.quirk_docs)}")  # fmt: skip
+            line += (
+                f"; generations differing {len(rep.generation_mismatches)} (+{len(rep.special_token_docs)} by "
+                f"special tokens only), lm-eval batch run-on docs {len(rep.quirk_docs)}"
+            )
         print(line)
     print("OK" if ok else "FAILED")
     return 0 if ok else 1

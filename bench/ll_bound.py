@@ -65,8 +65,10 @@ class Worst:
 
     def line(self, label: str) -> str:
         task, a, b = self.at
-        return (f"| {label} | {self.n} | {self.abs_diff:.3g} | {self.rel_diff:.3g} | {self.ratio:.3f} | "
-                f"{task}: ours {a:.6f}, lm-eval {b:.6f} |")  # fmt: skip
+        return (
+            f"| {label} | {self.n} | {self.abs_diff:.3g} | {self.rel_diff:.3g} | {self.ratio:.3f} | "
+            f"{task}: ours {a:.6f}, lm-eval {b:.6f} |"
+        )
 
 
 def kind(flags: str) -> str:
@@ -121,8 +123,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lmeval-ll-bound-") as tmp:
         for name, args in sides:
             out = Path(tmp) / name
-            run = run_cli([*args, *common], "vllm", out / "results", out / "plan.msgpack",
-                          env_extra=AVX2_ENV if a.avx2 else None)  # fmt: skip
+            run = run_cli(
+                [*args, *common], "vllm", out / "results", out / "plan.msgpack", env_extra=AVX2_ENV if a.avx2 else None
+            )
             ours_wall += run.seconds
             print(f"ours vllm {name}: {run.seconds:.0f}s wall", flush=True)
             parts.append(cmp.compare(run.out, ref, plan=run.plan))

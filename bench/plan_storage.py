@@ -110,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         changed: dict[str, Path] = {}
         for side, tree in trees.items():  # the changed plan of each side, once (not timed)
             changed[side] = tmp / f"{side}-changed.msgpack"
-            run(tree, ["-m", "lmeval", "compile", *base, f"task.mmlu.definition={changed_def}",
-                       f"run.out={changed[side]}"])  # fmt: skip
+            run(
+                tree,
+                ["-m", "lmeval", "compile", *base, f"task.mmlu.definition={changed_def}", f"run.out={changed[side]}"],
+            )
         for r in range(args.rounds):
             for side in ("old", "new") if r % 2 == 0 else ("new", "old"):
                 tree, rec = trees[side], m[side]

@@ -44,9 +44,13 @@ def one_round(plan: Path, out: Path, workers: int, latency: float) -> dict[str, 
 
     t = time.monotonic()
     execute(
-        str(plan), out=str(out), overrides=["model.backend=fake", f"model.engine.delay_s={latency}"],
-        progress=False, workers=workers, ray="auto",
-    )  # fmt: skip
+        str(plan),
+        out=str(out),
+        overrides=["model.backend=fake", f"model.engine.delay_s={latency}"],
+        progress=False,
+        workers=workers,
+        ray="auto",
+    )
     wall = time.monotonic() - t
     m = read_manifest(out)
     ex = m.execution
@@ -96,8 +100,9 @@ def main() -> None:
             rows.append(r)
             print(
                 f"workers {n}: efficiency {r['efficiency']:.3f}, span {r['span']:.1f}s (ideal "
-                f"{r['ideal_per_worker']:.1f}s after start), wall {r['wall']:.1f}s", file=sys.stderr,
-            )  # fmt: skip
+                f"{r['ideal_per_worker']:.1f}s after start), wall {r['wall']:.1f}s",
+                file=sys.stderr,
+            )
     finally:
         ray.shutdown()
     load1 = os.getloadavg()
@@ -129,8 +134,12 @@ def main() -> None:
             f"{r['ideal_per_worker']:.2f} | {r['last_ready']:.2f} | {r['wall']:.2f} | "
             f"{' '.join(map(str, r['chunks_per_worker']))} |"
         )
-    lines += ["", f"Command: `PYTHONPATH=. .venv/bin/python bench/scale_out.py --latency {args.latency} "
-              f"--arc {args.arc} --gsm8k {args.gsm8k}`", ""]  # fmt: skip
+    lines += [
+        "",
+        f"Command: `PYTHONPATH=. .venv/bin/python bench/scale_out.py --latency {args.latency} "
+        f"--arc {args.arc} --gsm8k {args.gsm8k}`",
+        "",
+    ]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 

@@ -51,27 +51,45 @@ def make_task(i: int, rng: random.Random) -> dict[str, Any]:
     category = ("arithmetic", "mcq", "code_exec", "classification", "summary")[i % 5]
     if category == "arithmetic":
         a, b = rng.randint(1, 999), rng.randint(1, 999)
-        rec = {"prompt": f"Question: What is {a} + {b}?\nAnswer:", "targets": [str(a + b)],
-               "metric_name": "exact_match", "post_process": "strip_whitespace"}  # fmt: skip
+        rec = {
+            "prompt": f"Question: What is {a} + {b}?\nAnswer:",
+            "targets": [str(a + b)],
+            "metric_name": "exact_match",
+            "post_process": "strip_whitespace",
+        }
         shots = [{"prompt": f"Question: What is {k} + {k}?\nAnswer:", "completion": str(2 * k)} for k in (1, 2, 3)]
     elif category == "mcq":
         options = "\n".join(f"{x}. {_sentence(rng, 3)}" for x in "ABCD")
-        rec = {"prompt": f"{_sentence(rng, 12)}\n{options}\nAnswer:", "targets": [rng.choice("ABCD")],
-               "metric_name": "exact_match", "post_process": "extract_letter"}  # fmt: skip
+        rec = {
+            "prompt": f"{_sentence(rng, 12)}\n{options}\nAnswer:",
+            "targets": [rng.choice("ABCD")],
+            "metric_name": "exact_match",
+            "post_process": "extract_letter",
+        }
         shots = [{"prompt": f"{_sentence(rng, 8)}\n{options}\nAnswer:", "completion": "A"} for _ in range(5)]
     elif category == "code_exec":
-        rec = {"prompt": f"Write a Python function f{i}(x) that returns x * {i % 7}.",
-               "targets": [f"assert f{i}(2) == {2 * (i % 7)}", f"assert f{i}(0) == 0"],
-               "metric_name": "code_exec", "post_process": "extract_code_block"}  # fmt: skip
+        rec = {
+            "prompt": f"Write a Python function f{i}(x) that returns x * {i % 7}.",
+            "targets": [f"assert f{i}(2) == {2 * (i % 7)}", f"assert f{i}(0) == 0"],
+            "metric_name": "code_exec",
+            "post_process": "extract_code_block",
+        }
         shots = []
     elif category == "classification":
-        rec = {"prompt": f"Review: {_sentence(rng, 20)}\nSentiment:", "targets": [rng.choice(["positive", "negative"])],
-               "metric_name": "accuracy", "post_process": "lower"}  # fmt: skip
+        rec = {
+            "prompt": f"Review: {_sentence(rng, 20)}\nSentiment:",
+            "targets": [rng.choice(["positive", "negative"])],
+            "metric_name": "accuracy",
+            "post_process": "lower",
+        }
         shots = [{"prompt": f"Review: {_sentence(rng, 15)}\nSentiment:", "completion": "positive"}]
     else:
-        rec = {"prompt": f"Summarize: {' '.join(_sentence(rng, 15) for _ in range(4))}\nSummary:",
-               "targets": [_sentence(rng, 10), _sentence(rng, 8)], "metric_name": "rouge_l",
-               "post_process": "strip_whitespace"}  # fmt: skip
+        rec = {
+            "prompt": f"Summarize: {' '.join(_sentence(rng, 15) for _ in range(4))}\nSummary:",
+            "targets": [_sentence(rng, 10), _sentence(rng, 8)],
+            "metric_name": "rouge_l",
+            "post_process": "strip_whitespace",
+        }
         shots = []
     out: dict[str, Any] = {"task_id": f"{category}-{i:06d}", "category": category, **rec}
     if shots and i % 3 == 0:
@@ -141,9 +159,14 @@ def main() -> int:
 
         t, cpu = time.perf_counter(), time.process_time()
         report = validate_file(spec)
-        rows.append(("validate_file (in-process)", time.perf_counter() - t, VALIDATE_TARGET_S,
-                     f"{len(report.records)} valid, {len(report.issues)} errors; "
-                     f"CPU {time.process_time() - cpu:.2f} s"))  # fmt: skip
+        rows.append(
+            (
+                "validate_file (in-process)",
+                time.perf_counter() - t,
+                VALIDATE_TARGET_S,
+                f"{len(report.records)} valid, {len(report.issues)} errors; CPU {time.process_time() - cpu:.2f} s",
+            )
+        )
 
         lmeval = [sys.executable, "-m", "lmeval"]
         runs = [_timed_process([*lmeval, "validate", str(spec)]) for _ in range(args.repeats)]
@@ -154,8 +177,14 @@ def main() -> int:
 
         t, cpu = time.perf_counter(), time.process_time()
         task = load_spec_task(str(spec), allow_bad_tasks=False)
-        rows.append(("load_spec_task (in-process)", time.perf_counter() - t, COMPILE_TARGET_S,
-                     f"{len(task.docs)} docs; CPU {time.process_time() - cpu:.2f} s"))  # fmt: skip
+        rows.append(
+            (
+                "load_spec_task (in-process)",
+                time.perf_counter() - t,
+                COMPILE_TARGET_S,
+                f"{len(task.docs)} docs; CPU {time.process_time() - cpu:.2f} s",
+            )
+        )
 
         if not args.skip_compile:
             out = Path(tmp) / "plan.msgpack"

@@ -43,9 +43,20 @@ def main() -> None:
     start = machine()
     with tempfile.TemporaryDirectory(prefix="lmeval-sweep-") as tmp:
         out = Path(tmp) / "results"
-        cmd = [str(REPO / ".venv" / "bin" / "lmeval"), "run", f"+task={a.task}@sweep", f"run.sweep={SWEEP}",
-               f"run.data_dir={DATA}", f"run.limit={a.limit}", f"run.num_fewshot={a.num_fewshot}", "model=smollm2",
-               f"model.backend={a.backend}", "--out", str(out), "--no-progress"]  # fmt: skip
+        cmd = [
+            str(REPO / ".venv" / "bin" / "lmeval"),
+            "run",
+            f"+task={a.task}@sweep",
+            f"run.sweep={SWEEP}",
+            f"run.data_dir={DATA}",
+            f"run.limit={a.limit}",
+            f"run.num_fewshot={a.num_fewshot}",
+            "model=smollm2",
+            f"model.backend={a.backend}",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         wall, _ = run(cmd, REPO, {**os.environ, **ENV}, Path(tmp) / "run.log")
         doc = json.loads((out / "results.json").read_text())
         executed = _EXECUTED.search((Path(tmp) / "run.log").read_text())
@@ -65,9 +76,17 @@ def variants(doc: dict[str, Any], group: str) -> list[dict[str, Any]]:
         key = fmt["metric"]
         metric, _, filt = key.partition(",")
         res = doc["results"][name]
-        out.append({"name": name, "format": fmt["name"], "labels": fmt.get("labels", "-"),
-                    "seed": fmt.get("seed", "run's"), "metric": key, "value": res[key],
-                    "stderr": res.get(f"{metric}_stderr,{filt}")})  # fmt: skip
+        out.append(
+            {
+                "name": name,
+                "format": fmt["name"],
+                "labels": fmt.get("labels", "-"),
+                "seed": fmt.get("seed", "run's"),
+                "metric": key,
+                "value": res[key],
+                "stderr": res.get(f"{metric}_stderr,{filt}"),
+            }
+        )
     return out
 
 
@@ -75,8 +94,16 @@ def _f(x: Any) -> str:
     return f"{x:.3f}" if isinstance(x, (int, float)) else str(x)
 
 
-def _page(doc: dict[str, Any], group: str, a: Any, start: dict[str, str], end: dict[str, str], wall: float,
-          executed: re.Match[str] | None, cmd: str) -> str:  # fmt: skip
+def _page(
+    doc: dict[str, Any],
+    group: str,
+    a: Any,
+    start: dict[str, str],
+    end: dict[str, str],
+    wall: float,
+    executed: re.Match[str] | None,
+    cmd: str,
+) -> str:
     rows = variants(doc, group)
     s = doc["results"][group]
     lines = [
@@ -91,8 +118,10 @@ def _page(doc: dict[str, Any], group: str, a: Any, start: dict[str, str], end: d
         "|---|---|---|---|---|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['name']} | {r['format']} | {r['labels']} | {r['seed']} | {r['metric']} | "
-                     f"{_f(r['value'])} | {_f(r['stderr'])} |")  # fmt: skip
+        lines.append(
+            f"| {r['name']} | {r['format']} | {r['labels']} | {r['seed']} | {r['metric']} | "
+            f"{_f(r['value'])} | {_f(r['stderr'])} |"
+        )
     lines += [
         "",
         f"Spread (group `{group}`): min {_f(s['spread_min,none'])} ({s['spread_argmin']}), max "
@@ -106,8 +135,9 @@ def _page(doc: dict[str, Any], group: str, a: Any, start: dict[str, str], end: d
         vals = [r["value"] for r in rows if r["format"] == fmt]
         if vals:
             std = statistics.stdev(vals) if len(vals) > 1 else "N/A"
-            lines.append(f"| {fmt} | {len(vals)} | {_f(min(vals))} | {_f(max(vals))} | {_f(max(vals) - min(vals))} "
-                         f"| {_f(std)} |")  # fmt: skip
+            lines.append(
+                f"| {fmt} | {len(vals)} | {_f(min(vals))} | {_f(max(vals))} | {_f(max(vals) - min(vals))} | {_f(std)} |"
+            )
     lines += ["", f"Command: `{cmd}`", ""]
     return "\n".join(lines)
 

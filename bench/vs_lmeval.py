@@ -79,8 +79,14 @@ def _head(src: Path, n: int | None, dst: Path) -> str:
 
 
 def _local(cfg: dict[str, Any], name: str, files: dict[str, str]) -> dict[str, Any]:
-    return {**cfg, "task": name, "dataset_path": "json", "dataset_name": None, "tag": [],
-            "dataset_kwargs": {"data_files": files}}  # fmt: skip
+    return {
+        **cfg,
+        "task": name,
+        "dataset_path": "json",
+        "dataset_name": None,
+        "tag": [],
+        "dataset_kwargs": {"data_files": files},
+    }
 
 
 def build_tasks(a: argparse.Namespace, scratch: Path) -> tuple[list[Task], Path]:
@@ -112,8 +118,13 @@ def build_tasks(a: argparse.Namespace, scratch: Path) -> tuple[list[Task], Path]
         files = {k: str(DATA / f"arc_easy/{k}.jsonl") for k in ("train", "validation")}
         files["test"] = _head(DATA / "arc_easy/test.jsonl", a.arc_limit, data / "arc_easy_test.jsonl")
         (out / "arc_easy_local.yaml").write_text(yaml.safe_dump(_local(cfg, "arc_easy_local", files)))
-        tasks.append(Task(f"arc_easy 0-shot ({a.arc_limit} docs)",
-                          ["+task=arc_easy", f"run.limit={a.arc_limit}", *common], ["arc_easy_local"]))  # fmt: skip
+        tasks.append(
+            Task(
+                f"arc_easy 0-shot ({a.arc_limit} docs)",
+                ["+task=arc_easy", f"run.limit={a.arc_limit}", *common],
+                ["arc_easy_local"],
+            )
+        )
     if a.gsm8k_limit:
         cfg = yaml.safe_load((root / "gsm8k/gsm8k.yaml").read_text())
         cfg["generation_kwargs"] = {**cfg.get("generation_kwargs", {}), "max_gen_toks": a.max_gen_toks}
@@ -121,8 +132,9 @@ def build_tasks(a: argparse.Namespace, scratch: Path) -> tuple[list[Task], Path]
         files["test"] = _head(DATA / "gsm8k/test.jsonl", a.gsm8k_limit, data / "gsm8k_test.jsonl")
         (out / "gsm8k_local.yaml").write_text(yaml.safe_dump(_local(cfg, "gsm8k_local", files)))
         ours = ["+task=gsm8k", f"run.limit={a.gsm8k_limit}", f"run.gen_kwargs={{max_gen_toks:{a.max_gen_toks}}}"]
-        tasks.append(Task(f"gsm8k 5-shot ({a.gsm8k_limit} docs, {a.max_gen_toks} tokens)", ours + common,
-                          ["gsm8k_local"]))  # fmt: skip
+        tasks.append(
+            Task(f"gsm8k 5-shot ({a.gsm8k_limit} docs, {a.max_gen_toks} tokens)", ours + common, ["gsm8k_local"])
+        )
     return tasks, out
 
 
@@ -138,20 +150,47 @@ def on_gpu() -> bool:
 def lm_eval_command(backend: str, model: str, task: Task, tasks_dir: Path, out: Path, bs: str) -> list[str]:
     if backend == "vllm":
         margs = f"pretrained={model},seed=0,enable_prefix_caching=True"
-        margs += (",dtype=auto,gpu_memory_utilization=0.8" if on_gpu() else
-                  f",dtype=float32,enforce_eager=True,kv_cache_memory_bytes={1 << 30},block_size=32")  # fmt: skip
+        margs += (
+            ",dtype=auto,gpu_memory_utilization=0.8"
+            if on_gpu()
+            else f",dtype=float32,enforce_eager=True,kv_cache_memory_bytes={1 << 30},block_size=32"
+        )
         batch = "auto"
     else:
         margs, batch = f"pretrained={model},dtype={'auto' if on_gpu() else 'float32'}", bs
-    return [sys.executable, "-m", "lm_eval", "run", "--model", backend, "--model_args", margs,
-            "--tasks", ",".join(task.lm_tasks), "--include_path", str(tasks_dir), "--batch_size", batch,
-            "--log_samples", "--output_path", str(out)]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "run",
+        "--model",
+        backend,
+        "--model_args",
+        margs,
+        "--tasks",
+        ",".join(task.lm_tasks),
+        "--include_path",
+        str(tasks_dir),
+        "--batch_size",
+        batch,
+        "--log_samples",
+        "--output_path",
+        str(out),
+    ]
 
 
 def ours_command(backend: str, model: str, task: Task, out: Path) -> list[str]:
     flags = ["--no-progress", "--out", str(out), "--plan-out", f"{out}.msgpack"]
-    return [sys.executable, "-m", "lmeval", "run", *task.overrides, f"model.path={model}", f"model.backend={backend}",
-            *flags]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "lmeval",
+        "run",
+        *task.overrides,
+        f"model.path={model}",
+        f"model.backend={backend}",
+        *flags,
+    ]
 
 
 WARM_UP = "import torch, transformers, vllm, lm_eval.evaluator"
@@ -179,8 +218,10 @@ def ours_side(out: Path, wall: float) -> Side:
 
     res = json.loads((out / "results.json").read_text())["results"]
     rows = read_results(out).filter(read_results(out)["request_type"].is_in(["loglikelihood"]))
-    lls = {(t, int(d), int(i)): float(v) for t, d, i, v in
-           rows.select("task", "doc_id", "idx", "loglikelihood").iter_rows()}  # fmt: skip
+    lls = {
+        (t, int(d), int(i)): float(v)
+        for t, d, i, v in rows.select("task", "doc_id", "idx", "loglikelihood").iter_rows()
+    }
     return Side(wall, _metrics(res), lls, read_manifest(out).stats)
 
 
@@ -207,8 +248,12 @@ def _number(x: Any) -> float | None:
 
 
 def _metrics(results: dict[str, Any]) -> dict[str, float]:
-    return {f"{t} {k}": float(v) for t, m in results.items() for k, v in m.items()
-            if "," in k and "_stderr" not in k and isinstance(v, int | float)}  # fmt: skip
+    return {
+        f"{t} {k}": float(v)
+        for t, m in results.items()
+        for k, v in m.items()
+        if "," in k and "_stderr" not in k and isinstance(v, int | float)
+    }
 
 
 def max_dll(a: Side, b: Side) -> tuple[float, int]:
@@ -250,8 +295,11 @@ def main() -> int:
                     from lmeval.compiler import compile_to_file
 
                     plan = compile_to_file([*t.overrides, f"model.path={model}"], out=str(scratch / f"{key}.msgpack"))
-                    print(f"{t.label} [{b}]\n  plan {plan}\n  ours:    {' '.join(ours_cmd)}\n"
-                          f"  lm-eval: {' '.join(lm_cmd)}", flush=True)  # fmt: skip
+                    print(
+                        f"{t.label} [{b}]\n  plan {plan}\n  ours:    {' '.join(ours_cmd)}\n"
+                        f"  lm-eval: {' '.join(lm_cmd)}",
+                        flush=True,
+                    )
                     continue
                 ours = ours_side(Path(ours_cmd[-3]), timed(ours_cmd, env, scratch / f"ours-{key}.log"))
                 lm = lm_side(scratch / f"lm-{key}", timed(lm_cmd, lenv, scratch / f"lm-{key}.log"))
@@ -290,22 +338,32 @@ def efficiency_of(s: Side) -> str:
 def line(t: Task, b: str, ours: Side, lm: Side) -> str:
     dll, n = max_dll(ours, lm)
     same = "equal" if ours.metrics == lm.metrics else "DIFFER"
-    return (f"{t.label} [{b}]: ours {ours.wall:.1f}s, lm-eval {lm.wall:.1f}s, lm-eval/ours {lm.wall / ours.wall:.2f}x; "
-            f"metrics {same}; max |dll| {dll:.2e} over {n} requests; efficiency {efficiency_of(ours)}")  # fmt: skip
+    return (
+        f"{t.label} [{b}]: ours {ours.wall:.1f}s, lm-eval {lm.wall:.1f}s, lm-eval/ours {lm.wall / ours.wall:.2f}x; "
+        f"metrics {same}; max |dll| {dll:.2e} over {n} requests; efficiency {efficiency_of(ours)}"
+    )
 
 
-def render(table: list[tuple[Task, str, Side, Side]], m0: dict[str, str], m1: dict[str, str],
-           a: argparse.Namespace, model: str) -> str:  # fmt: skip
-    lines = ["# lmeval vs lm-eval 0.4.13, task by task, both backends", "",
-             f"Model folder `{Path(model).name}`. Machine: {m0['arch']}, {m0['nproc']} cores, {m0['cpu']}; "
-             f"load average at start {m0['load']}, at end {m1['load']}.", "",
-             "| task | backend | ours (s) | lm-eval (s) | lm-eval / ours | metrics | max abs dll (requests) | "
-             "efficiency (distinct / computed) |", "|---|---|---:|---:|---:|---|---:|---:|"]  # fmt: skip
+def render(
+    table: list[tuple[Task, str, Side, Side]], m0: dict[str, str], m1: dict[str, str], a: argparse.Namespace, model: str
+) -> str:
+    lines = [
+        "# lmeval vs lm-eval 0.4.13, task by task, both backends",
+        "",
+        f"Model folder `{Path(model).name}`. Machine: {m0['arch']}, {m0['nproc']} cores, {m0['cpu']}; "
+        f"load average at start {m0['load']}, at end {m1['load']}.",
+        "",
+        "| task | backend | ours (s) | lm-eval (s) | lm-eval / ours | metrics | max abs dll (requests) | "
+        "efficiency (distinct / computed) |",
+        "|---|---|---:|---:|---:|---|---:|---:|",
+    ]
     for t, b, o, lm in table:
         dll, n = max_dll(o, lm)
         same = "equal" if o.metrics == lm.metrics else "**differ**"
-        lines.append(f"| {t.label} | {b} | {o.wall:.1f} | {lm.wall:.1f} | {lm.wall / o.wall:.2f}x | {same} | "
-                     f"{dll:.2e} ({n}) | {efficiency_of(o)} |")  # fmt: skip
+        lines.append(
+            f"| {t.label} | {b} | {o.wall:.1f} | {lm.wall:.1f} | {lm.wall / o.wall:.2f}x | {same} | "
+            f"{dll:.2e} ({n}) | {efficiency_of(o)} |"
+        )
     lines += ["", "| backend | ours total (s) | lm-eval total (s) | lm-eval / ours |", "|---|---:|---:|---:|"]
     for b in dict.fromkeys(b for _, b, _, _ in table):
         mine = sum(o.wall for _, x, o, _ in table if x == b)
@@ -315,8 +373,9 @@ def render(table: list[tuple[Task, str, Side, Side]], m0: dict[str, str], m1: di
     for t, b, o, lm in table:
         for k in sorted(o.metrics.keys() | lm.metrics.keys()):
             lines.append(f"- {t.label} [{b}] {k}: {o.metrics.get(k)} | {lm.metrics.get(k)}")
-    cmd = ["bench/vs_lmeval.py"] + [f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items()
-                                    if v not in (None, False) and k not in ("out",)]  # fmt: skip
+    cmd = ["bench/vs_lmeval.py"] + [
+        f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if v not in (None, False) and k not in ("out",)
+    ]
     lines += ["", f"Command: `.venv/bin/python {' '.join(cmd)}`", ""]
     return "\n".join(lines)
 

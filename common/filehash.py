@@ -1,4 +1,5 @@
-"""The one streamed sha256 of a file's bytes (model files, result parts): a path, or a file already open."""
+"""The one sha256 of a file's bytes (streamed; model files, result parts, user code: a path, or a file already
+open) and the one sha256 of a text (its UTF-8 bytes)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,8 @@ def file_sha256(source: str | os.PathLike[str] | IO[bytes]) -> str:
         while chunk := source.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    """sha256 hex digest of ``text``'s UTF-8 bytes (a lone surrogate, as JSON can carry, kept as its bytes)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

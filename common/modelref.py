@@ -17,13 +17,13 @@ tokenizer differs, distributed workers must load the driver's) and ``config_hash
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from lmeval.common.errors import UserError
+from lmeval.common.filehash import file_sha256, text_sha256
 
 HUB_ID = re.compile(
     r"(?P<repo>[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*)(?:@(?P<rev>[A-Za-z0-9_.\-/]+))?"
@@ -84,14 +84,14 @@ def processor_hash(model_dir: str | os.PathLike[str] | None) -> str | None:
     """sha256 (hex) over a vision-language model's processor settings (each of ``PROCESSOR_FILES`` present:
     its name, then its sha256); None when the directory has none (a text model)."""
     parts = [f"{n}\0{_file_sha256(model_dir, n)}\n" for n in PROCESSOR_FILES if _file_sha256(model_dir, n)]
-    return hashlib.sha256("".join(parts).encode()).hexdigest() if parts else None
+    return text_sha256("".join(parts)) if parts else None
 
 
 def _file_sha256(model_dir: str | os.PathLike[str] | None, name: str) -> str | None:
     if model_dir is None:
         return None
     f = Path(model_dir) / name
-    return hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None
+    return file_sha256(f) if f.is_file() else None
 
 
 def model_name(name: object, path: object) -> str:

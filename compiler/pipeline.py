@@ -12,11 +12,12 @@ from typing import Any
 from lmeval.common import gc_paused
 from lmeval.compiler.build import BuildOptions
 from lmeval.compiler.cache import BuildCache, CacheStats, TaskPart, default_dir, plan_hash_key, records_of
-from lmeval.compiler.config import RunConfig, compose, expand_sweep, run_config
+from lmeval.compiler.config import compose, expand_sweep
 from lmeval.compiler.encode import Record, load_model_info, plan_header, plan_path
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.formats import fallback_format
 from lmeval.compiler.parallel import BuildSettings, build_parts, lm_eval_order_parts
+from lmeval.compiler.runconfig import RunConfig, run_config
 from lmeval.compiler.scorecheck import check_groups, check_task
 from lmeval.compiler.tasks import forget_loaded, select_tasks
 from lmeval.plans import (
@@ -107,8 +108,10 @@ def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOpt
     if not run.thinking_budget or run.reasoning is None:
         return opts
     if tok is None:
-        raise fail("needs the model's tokenizer at compile time (the end marker's token ids go into the plan)",
-                   field="run.thinking_budget")  # fmt: skip
+        raise fail(
+            "needs the model's tokenizer at compile time (the end marker's token ids go into the plan)",
+            field="run.thinking_budget",
+        )
     end = run.reasoning.end[0]
     ids = tok.encode_many([end], special=False)[0]
     if not ids:
@@ -144,8 +147,12 @@ def _compile(overrides: list[str], settings: BuildSettings) -> Compiled:
     for spec in sel.tasks:  # every task's scoring side, before any prompt is rendered
         check_task(spec)
         if spec.raw.get("turns_field") and not run.apply_chat_template:  # later turns are chat messages
-            raise fail("a multi-turn task's later turns are chat messages: it needs run.apply_chat_template=true",
-                       file=spec.source, task=spec.name, field="turns_field")  # fmt: skip
+            raise fail(
+                "a multi-turn task's later turns are chat messages: it needs run.apply_chat_template=true",
+                file=spec.source,
+                task=spec.name,
+                field="turns_field",
+            )
     check_groups(sel.groups, sel.tasks)
     opts = with_budget_marker(run, run.options(), tok)
     cache: BuildCache | None = None

@@ -4,12 +4,18 @@ occur in a corpus (GPT-3 / lm-eval normalisation, word 13-grams), with their loc
 
 from __future__ import annotations
 
-from lmeval.contamination.ngrams import NGRAM, words
-from lmeval.contamination.plantext import FIELDS, build_plan_index
-from lmeval.contamination.report import Report, build_contamination_report, excluded, write_contamination_report
+from lmeval.common import face_names
+from lmeval.contamination.ngrams import NGRAM as NGRAM
+from lmeval.contamination.ngrams import words as words
+from lmeval.contamination.plantext import FIELDS as FIELDS
+from lmeval.contamination.plantext import build_plan_index
+from lmeval.contamination.report import Report as Report
+from lmeval.contamination.report import build_contamination_report
+from lmeval.contamination.report import excluded as excluded
+from lmeval.contamination.report import write_contamination_report as write_contamination_report
 from lmeval.contamination.scan import match_corpus
 
-__all__ = ["FIELDS", "NGRAM", "Report", "check_contamination", "excluded", "words", "write_contamination_report"]
+__all__ = face_names(__name__)
 
 
 def check_contamination(

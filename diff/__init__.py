@@ -13,37 +13,30 @@ by doc_id), ``changes`` (config differences and their causes), ``model`` (the re
 whitespace made visible).
 """
 
-from lmeval.diff.chains import ChainDiff, StageDiff, diff_chains, render_chain
-from lmeval.diff.changes import cause_of_path, dict_changes
-from lmeval.diff.compare import diff_plans
-from lmeval.diff.model import CAUSES, CauseStat, Change, DiffReport, PromptDiff, TaskDiff
-from lmeval.diff.render import change_line, render_text, short, short_pair, visible_inline, visible_line, visible_lines
-from lmeval.diff.runs import Comparison, MetricDelta, print_comparison
-from lmeval.diff.runs import compare as compare_runs
+from lmeval.common import face_names
+from lmeval.diff.chains import ChainDiff as ChainDiff
+from lmeval.diff.chains import StageDiff as StageDiff
+from lmeval.diff.chains import diff_chains as diff_chains
+from lmeval.diff.chains import render_chain as render_chain
+from lmeval.diff.changes import cause_of_path as cause_of_path
+from lmeval.diff.changes import dict_changes as dict_changes
+from lmeval.diff.compare import diff_plans as diff_plans
+from lmeval.diff.model import CAUSES as CAUSES
+from lmeval.diff.model import CauseStat as CauseStat
+from lmeval.diff.model import Change as Change
+from lmeval.diff.model import DiffReport as DiffReport
+from lmeval.diff.model import PromptDiff as PromptDiff
+from lmeval.diff.model import TaskDiff as TaskDiff
+from lmeval.diff.render import change_line as change_line
+from lmeval.diff.render import render_text as render_text
+from lmeval.diff.render import short as short
+from lmeval.diff.render import short_pair as short_pair
+from lmeval.diff.render import visible_inline as visible_inline
+from lmeval.diff.render import visible_line as visible_line
+from lmeval.diff.render import visible_lines as visible_lines
+from lmeval.diff.runs import Comparison as Comparison
+from lmeval.diff.runs import MetricDelta as MetricDelta
+from lmeval.diff.runs import compare as compare_runs  # noqa: F401 (a renamed export, read by lazyface)
+from lmeval.diff.runs import print_comparison as print_comparison
 
-__all__ = [
-    "CAUSES",
-    "ChainDiff",
-    "StageDiff",
-    "diff_chains",
-    "render_chain",
-    "CauseStat",
-    "Change",
-    "Comparison",
-    "DiffReport",
-    "MetricDelta",
-    "PromptDiff",
-    "TaskDiff",
-    "cause_of_path",
-    "change_line",
-    "compare_runs",
-    "dict_changes",
-    "diff_plans",
-    "print_comparison",
-    "render_text",
-    "short",
-    "short_pair",
-    "visible_inline",
-    "visible_line",
-    "visible_lines",
-]
+__all__ = face_names(__name__)

@@ -43,15 +43,30 @@ class ChainDiff:
             odd = next(s for s in self.stages if s.status != "identical")
             return f"chains differ from stage {odd.stage} (turn {odd.turn}): {odd.status}; no prompt differs"
         f = self.first
-        return (f"prompts first differ at stage {f['stage']} (turn {f['turn']}): task {f['task']}, "
-                f"doc {f['doc_id']}")  # fmt: skip
+        return f"prompts first differ at stage {f['stage']} (turn {f['turn']}): task {f['task']}, doc {f['doc_id']}"
 
     def to_json(self) -> str:
-        return json.dumps({"old": self.old, "new": self.new, "identical": self.identical, "first": self.first,
-                           "summary": self.summary(),
-                           "stages": [{"stage": s.stage, "turn": s.turn, "status": s.status,
-                                       "report": s.report.to_dict() if s.report else None}
-                                      for s in self.stages]}, indent=2, ensure_ascii=False, default=str)  # fmt: skip
+        return json.dumps(
+            {
+                "old": self.old,
+                "new": self.new,
+                "identical": self.identical,
+                "first": self.first,
+                "summary": self.summary(),
+                "stages": [
+                    {
+                        "stage": s.stage,
+                        "turn": s.turn,
+                        "status": s.status,
+                        "report": s.report.to_dict() if s.report else None,
+                    }
+                    for s in self.stages
+                ],
+            },
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+        )
 
 
 def diff_chains(

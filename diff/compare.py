@@ -118,10 +118,31 @@ def _one_sided(name: str, ot: TaskSummary | None, nt: TaskSummary | None) -> Tas
     """A task only one plan has: added (only in the new one) or removed."""
     if ot is None:
         assert nt is not None
-        return TaskDiff(name, "added", None, nt.task_hash, 0, nt.n_docs, 0, nt.n_instances, docs_added=nt.n_docs,
-                        instances_added=nt.n_instances, to_execute=nt.n_instances)  # fmt: skip
-    return TaskDiff(name, "removed", ot.task_hash, None, ot.n_docs, 0, ot.n_instances, 0, docs_removed=ot.n_docs,
-                    instances_removed=ot.n_instances)  # fmt: skip
+        return TaskDiff(
+            name,
+            "added",
+            None,
+            nt.task_hash,
+            0,
+            nt.n_docs,
+            0,
+            nt.n_instances,
+            docs_added=nt.n_docs,
+            instances_added=nt.n_instances,
+            to_execute=nt.n_instances,
+        )
+    return TaskDiff(
+        name,
+        "removed",
+        ot.task_hash,
+        None,
+        ot.n_docs,
+        0,
+        ot.n_instances,
+        0,
+        docs_removed=ot.n_docs,
+        instances_removed=ot.n_instances,
+    )
 
 
 def format_pairs(old: list[str], new: list[str]) -> dict[str, str]:

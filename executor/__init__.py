@@ -10,20 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lmeval.executor.batch import export_batch, import_batch
-from lmeval.executor.cost import cost_lines, plan_cost
-from lmeval.executor.errors import ExecuteError
+from lmeval.common import face_names
+from lmeval.executor.batch import export_batch as export_batch
+from lmeval.executor.batch import import_batch as import_batch
+from lmeval.executor.cost import cost_lines as cost_lines
+from lmeval.executor.cost import plan_cost as plan_cost
+from lmeval.executor.errors import ExecuteError as ExecuteError
 from lmeval.executor.options import DEFAULT_PART_SIZE, RunOptions, pool_options
 
-__all__ = [
-    "ExecuteError",
-    "cost_lines",
-    "execute",
-    "export_batch",
-    "import_batch",
-    "merge",
-    "plan_cost",
-]
+__all__ = face_names(__name__)
 
 
 def execute(

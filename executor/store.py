@@ -12,7 +12,6 @@ against the plan (``plans.rowcheck``). Leftover temporary files from a killed ru
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import re
 import tempfile
@@ -21,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.common import os_error_of
+from lmeval.common import file_sha256, os_error_of
 from lmeval.executor import faults
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.progress import Progress
@@ -73,12 +72,10 @@ def write_parquet_atomic(df: Any, directory: Path, stem: str) -> Path:
     target = directory / f"{stem}.parquet"
     try:
         write_parquet(df, tmp)
-        h = hashlib.sha256()
         with open(tmp, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+            digest = file_sha256(f)
             os.fsync(f.fileno())
-        target = directory / checksummed(stem, h.hexdigest())
+        target = directory / checksummed(stem, digest)
         faults.point("part-tmp")
         os.replace(tmp, target)
         fsync_dir(target.parent)

@@ -19,13 +19,14 @@ these. One of lmeval's own sandboxed hooks (``builtin_for``, ``builtin_data``): 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from lmeval.common import file_sha256
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_TREE_FILES = 2000  # .py files hashed under one task folder
@@ -125,7 +126,7 @@ def split_qualname(qualname: str) -> tuple[list[str], str] | None:
 
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def is_inside(path: Path, root: Path) -> bool:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmeval.common import file_sha256
 from lmeval.plans.errors import PlanError
 
 IMAGE_PLACEHOLDER = "<image>"  # lm-eval 0.4.13's DEFAULT_IMAGE_PLACEHOLDER (models/hf_vlms.py)
@@ -154,20 +155,12 @@ def write_media(plan_path: str | os.PathLike[str], blobs: dict[str, bytes]) -> P
         if hashlib.sha256(data).hexdigest() != sha:
             raise PlanError(f"image {sha[:12]}: bytes do not hash to their name (a compiler bug)")
         target = folder / sha
-        if target.is_file() and _file_sha(target) == sha:
+        if target.is_file() and file_sha256(target) == sha:
             continue
         tmp = folder / f".{sha}.tmp{os.getpid()}"
         tmp.write_bytes(data)
         os.replace(tmp, target)
     return folder
-
-
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_image(plan_path: str | os.PathLike[str], sha: str) -> bytes:
@@ -194,7 +187,7 @@ def check_media(plan_path: str | os.PathLike[str], uses: dict[str, str]) -> None
         path = folder / sha
         try:
             ok = path.is_file() and path.stat().st_size <= MAX_IMAGE_BYTES
-            got = _file_sha(path) if ok else None
+            got = file_sha256(path) if ok else None
         except OSError:
             got = None
         if got is None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from lmeval.common import file_sha256 as _sha256_of
+from lmeval.common import file_sha256
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError, open_regular
 
@@ -33,7 +33,7 @@ def part_sha256(path: str | os.PathLike[str]) -> str:
     except InputError as e:
         raise PlanError(str(e)) from None
     with f:
-        return _sha256_of(f)
+        return file_sha256(f)
 
 
 def verify_parts(parts: Sequence[str | os.PathLike[str]]) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from lmeval.common import read_cache_file, write_atomic
+from lmeval.common import file_sha256, read_cache_file, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError
 from lmeval.plans.records import PlanHeader
@@ -42,7 +42,7 @@ _log = logging.getLogger("lmeval.plans")
 def _validator_id() -> str:
     src = Path(__file__).with_name("validate.py")
     try:
-        digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+        digest = file_sha256(src)[:16]
     except OSError:  # no source to hash: the explicit version alone
         digest = "nosource"
     return f"{VALIDATOR_VERSION}-{digest}"

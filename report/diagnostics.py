@@ -121,8 +121,17 @@ def _answer_findings(run: Run, task: str) -> list[Finding]:
         flags = gen["thinking_forced"].to_list() if "thinking_forced" in gen.columns else []
         forced = [d for d, x in zip(docs, flags, strict=False) if x]
         if forced:  # run.thinking_budget (plans/budgets.py)
-            out.append(Finding(run.index, task, "thinking_forced", len(forced), gen.height, _ids(forced),
-                               detail="thinking_forced = true"))  # fmt: skip
+            out.append(
+                Finding(
+                    run.index,
+                    task,
+                    "thinking_forced",
+                    len(forced),
+                    gen.height,
+                    _ids(forced),
+                    detail="thinking_forced = true",
+                )
+            )
     return out
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from lmeval.diff import Comparison, MetricDelta
 from lmeval.report.charts import Bar, Group, task_chart
 from lmeval.report.html import esc, fmt, is_num, raw
@@ -11,15 +9,6 @@ from lmeval.report.inputs import Run
 
 _DROP = ("alias", "name", "sample_len", "sample_count")
 ARROWS = {True: "↑", False: "↓"}
-
-
-@dataclass
-class TableRow:
-    task: str
-    name: str  # alias, indented by depth
-    depth: int
-    key: str  # "metric,filter"
-    first: bool  # first row of its task
 
 
 def table_order(runs: list[Run], column: str) -> list[tuple[str, int]]:

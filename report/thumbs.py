@@ -43,8 +43,13 @@ def doc_thumbnails(plan_path: str, views: list[DocView | None]) -> list[Any] | N
         for m in media:
             sha = m["sha256"]
             if sha not in cache:
-                entry: dict[str, Any] = {"sha": sha[:12], "w": m["width"], "h": m["height"], "mime": m["mime"],
-                                         "size": m["size"]}  # fmt: skip
+                entry: dict[str, Any] = {
+                    "sha": sha[:12],
+                    "w": m["width"],
+                    "h": m["height"],
+                    "mime": m["mime"],
+                    "size": m["size"],
+                }
                 try:
                     entry["src"] = thumbnail(read_image(plan_path, sha))
                 except PlanError as e:

@@ -13,7 +13,6 @@ Documents themselves (``DocRecord.doc``) are not indexed: the few scoring paths 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.common import os_error_of
+from lmeval.common import file_sha256, os_error_of
 from lmeval.plans import (
     DocRecord,
     PlanCheck,
@@ -111,7 +110,7 @@ _INDEX_FILES = ("docs.parquet", "instances.parquet")
 
 def _stamp(plan_hash: str, idx: Path) -> dict[str, Any]:
     """What an index is valid for: the plan's content hash, and its own files' content hashes."""
-    files = {name: hashlib.sha256((idx / name).read_bytes()).hexdigest() for name in _INDEX_FILES}
+    files = {name: file_sha256(idx / name) for name in _INDEX_FILES}
     return {"version": INDEX_VERSION, "plan_hash": plan_hash, "files": files}
 
 

@@ -1,9 +1,7 @@
 """One task's documents → rendered requests, following lm-eval 0.4.13's ConfigurableTask exactly:
 ``fewshot_context`` (system prompt, few-shot turns, eval turn, chat template), ``construct_requests``
-(per output type) and the few-shot sampler (one ``random.Random`` per task, consumed doc by doc).
+(per output type: ``construct``) and the few-shot sampler (one ``random.Random`` per task, consumed doc by doc).
 """
-# size: one piece, lm-eval's ConfigurableTask build order (probe, pool, sampler, per-doc render): the steps
-# share the task's renderer and sampler state, and their order is the parity being kept
 
 from __future__ import annotations
 
@@ -11,27 +9,17 @@ import logging
 import math
 import random
 from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
+from lmeval.compiler.build.construct import construct_requests
 from lmeval.compiler.build.conversation import doc_messages, doc_tools, step_request
-from lmeval.compiler.build.documents import DataSource, apply_process_docs, joined, local_name
 from lmeval.compiler.build.images import doc_images, media_refs
 from lmeval.compiler.build.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
-from lmeval.compiler.build.records import BuildOptions, BuiltDoc, BuiltTask, ChatFn, Prepared, Request, budgeted
+from lmeval.compiler.build.records import BuiltDoc, BuiltTask, Prepared, Request
 from lmeval.compiler.build.render import Renderer
+from lmeval.compiler.build.taskdocs import TaskDocuments
 from lmeval.compiler.errors import fail
-from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
-from lmeval.plans import (
-    UNCONDITIONAL_CONTEXTS,
-    Drawn,
-    choose,
-    stratum_of,
-    turns_field,
-    turns_problem,
-    unconditional_metrics,
-)
+from lmeval.plans import turns_field, turns_problem
 
 _log = logging.getLogger("lmeval.compile")
 
@@ -52,116 +40,8 @@ def _features(docs: list[dict[str, Any]]) -> list[str]:
 # --- the task builder ------------------------------------------------------------------------------
 
 
-class TaskBuilder:
-    def __init__(self, config: TaskConfig, run: BuildOptions, chat: ChatFn | None) -> None:
-        self.config = config
-        self.run = run
-        self.chat = chat if run.apply_chat_template else None
-        self.data = DataSource(config, run.data_dir)
-        self.notes: list[str] = []
-        self._drop_absent_splits()
-        # A task's own document functions (not lmeval's deterministic task library) run in lm-eval's order:
-        # its ConfigurableTask.__init__ processes the few-shot source (fewshot_docs) before the evaluation
-        # docs, even at 0 shots, and datasets' map cache hands back the same split processed by the same
-        # function without running it again; what a function drawing from the global ``random`` sees
-        # depends on that order (compiler/build/seeds.py).
-        f = self.config.fewshot
-        self._lm_eval_order = any(
-            isinstance(ref, FunctionRef) and not ref.qualname.startswith(SHIPPED_TASKLIB)
-            for ref in (self.config.process_docs, f.process_docs, f.samples)
-        )
-        self._memo: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-        self.media: dict[str, bytes] = {}  # every image of the built documents: sha256 -> encoded bytes
-
-    def _drop_absent_splits(self) -> None:
-        """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such
-        split), so the few-shot pool falls back as lm-eval's does. The evaluation split must exist."""
-        s = self.config
-        if self.data.data_dir is None:
-            return
-        changes: dict[str, Any] = {}
-        for key in ("training_split", "validation_split", "test_split", "fewshot_split"):
-            split = getattr(s, key)
-            if split is not None and not self.data.has_split(split):
-                changes[key] = None
-        fsplit = s.fewshot.split
-        if fsplit is not None and not self.data.has_split(fsplit):
-            changes["fewshot"] = replace(s.fewshot, split=None)
-        if not changes:
-            return
-        eval_split = s.test_split if s.test_split is not None else s.validation_split
-        new = replace(s, **changes)
-        if new.test_split is None and new.validation_split is None:
-            assert eval_split is not None
-            raise fail(
-                f"missing data file {self.data.split_path(eval_split)} (split {eval_split!r} of "
-                f"{self.data.describe()})",
-                file=s.source,
-                task=s.name,
-            )
-        gone = {getattr(s, k) for k in changes if k != "fewshot"}
-        if "fewshot" in changes:
-            gone.add(fsplit)
-        names = ", ".join(sorted(map(str, gone)))
-        self.notes.append(f"{s.name}: no local file for split(s) {names}; treated as absent")
-        self.config = new
-        self.data.config = new
-
-    # -- docs
-    def _processed(self, split: str, process: FunctionRef | None) -> list[dict[str, Any]]:
-        key = (split, process.qualname if process is not None else None)
-        if key in self._memo:
-            return list(self._memo[key])
-        rows = self.data.split(split)
-        if process is not None:
-            rows = apply_process_docs(process, rows, task=self.config.name, source=self.config.source)
-        if self._lm_eval_order:  # each split processed once by each function, as lm-eval's map cache gives
-            self._memo[key] = rows
-            return list(rows)
-        return rows
-
-    def eval_docs(self) -> list[dict[str, Any]]:
-        s = self.config
-        split = s.test_split if s.test_split is not None else s.validation_split
-        assert split is not None
-        if s.doc_join is not None:
-            rows = joined(self.data, split, s.doc_join, s.name, s.source)
-            return apply_process_docs(s.process_docs, rows, task=s.name, source=s.source) if s.process_docs else rows
-        return self._processed(split, s.process_docs)
-
-    def fewshot_pool(self) -> list[dict[str, Any]]:
-        s, f = self.config, self.config.fewshot
-        if f.split is not None:
-            return self._processed(f.split, f.process_docs)
-        if f.samples is not None:
-            if isinstance(f.samples, FunctionRef):
-                fn = resolve(f.samples, task=s.name, field="fewshot_config.samples")
-                got = fn()
-                if not isinstance(got, list):
-                    raise fail(
-                        "function must return a list of documents",
-                        file=s.source,
-                        task=s.name,
-                        field="fewshot_config.samples",
-                    )
-                return got
-            return list(f.samples)
-        if s.training_split is not None:
-            return self._processed(s.training_split, s.process_docs)
-        if s.validation_split is not None:
-            return self._processed(s.validation_split, s.process_docs)
-        assert s.test_split is not None
-        return self._processed(s.test_split, s.process_docs)
-
-    def resolve_num_fewshot(self) -> int:
-        s, run_n = self.config, self.run.num_fewshot
-        if run_n is not None:
-            if s.num_fewshot == 0:
-                self.notes.append(f"{s.name}: num_fewshot is 0 in the task config; run.num_fewshot={run_n} ignored")
-                _log.info(self.notes[-1])
-                return 0
-            return run_n
-        return s.num_fewshot if s.num_fewshot is not None else 0
+class TaskBuilder(TaskDocuments):
+    """A task's documents (``TaskDocuments``) rendered into requests, in lm-eval's ConfigurableTask order."""
 
     # -- build
     def build(self) -> BuiltTask:
@@ -224,39 +104,12 @@ class TaskBuilder:
         built.media = dict(self.media)
         return built
 
-    def _image_base(self) -> Path | None:
-        """The folder image paths are relative to: the task's local data folder (None without local data)."""
-        s = self.config
-        if self.data.data_dir is None or s.dataset_path is None:
-            return None
-        return Path(self.data.data_dir) / local_name(s.dataset_path, s.dataset_name)
-
     def _fewshot_seed(self) -> int | None:
         """The few-shot sampler's seed: a sweep variant's own (its ``format.seed``, compiler/formats), else
         the run's."""
         fmt = self.config.raw.get("format")
         seed = fmt.get("seed") if isinstance(fmt, dict) else None
         return seed if isinstance(seed, int) else self.run.fewshot_random_seed
-
-    def _data_file(self) -> str:
-        """The evaluation split's data file, as a warning names it."""
-        s = self.config
-        split = s.test_split if s.test_split is not None else s.validation_split
-        assert split is not None
-        return self.data.origin(split)
-
-    def _subsample(self, docs: list[dict[str, Any]]) -> Drawn | None:
-        """``run.subsample``'s documents of this task (``plans/subsample.py``), strata from the documents'
-        ``strata`` field."""
-        setting = self.run.subsample
-        if setting is None:
-            return None
-        s, field = self.config, setting.strata
-        if field is not None and field not in docs[0]:
-            raise fail(f"the documents have no field {field!r} to stratify by", file=s.source, task=s.name,
-                       field="run.subsample.strata")  # fmt: skip
-        strata = [stratum_of(d.get(field)) if field is not None else "" for d in docs]
-        return choose(s.name, strata, setting)
 
     def _probe(self, r: Renderer, first: dict[str, Any]) -> tuple[int, int]:
         """lm-eval probes the first document to detect multiple-input / multiple-target tasks: (choices of a
@@ -325,7 +178,7 @@ class TaskBuilder:
         else:
             turns = messages + qa_turn(q, choices, None, gen_prefix, s.target_delimiter, "", where)
             ctx = self._render(turns, gen_prefix)
-        requests = self._requests(ctx, doc, target, choices, where, r, doc_id)
+        requests = construct_requests(self.config, self.run, ctx, doc, target, choices, where)
         if self.chat is not None and not multiple_input and s.output_type == "generate_until":
             requests[0].messages = self._conv(turns)  # kept in the plan for chat endpoints
         if s.doc_to_image is not None:  # lm-eval appends the doc's images to every request of the doc
@@ -378,7 +231,7 @@ class TaskBuilder:
         tools = doc_tools(doc.get(s.doc_to_tools), where) if s.doc_to_tools is not None else None
         ctx = self.chat(conv, True, tools=tools) if tools is not None else self.chat(conv, True)
         target = r.target(s.doc_to_target, doc, doc_id) if s.doc_to_target is not None else None
-        requests = self._requests(ctx, doc, target, None, where, r, doc_id)
+        requests = construct_requests(self.config, self.run, ctx, doc, target, None, where)
         requests[0].messages, requests[0].tools = conv, tools
         return BuiltDoc(doc_id, doc, target, None, ids, requests)
 
@@ -445,8 +298,11 @@ class TaskBuilder:
         continuation], gold index) are 0.4's (gold index, contexts, continuation), so one path builds both."""
 
         def bad(fld: str, msg: str) -> Exception:
-            return where(fld, msg) if where is not None else fail(msg, file=self.config.source,
-                                                                 task=self.config.name, field=fld)  # fmt: skip
+            return (
+                where(fld, msg)
+                if where is not None
+                else fail(msg, file=self.config.source, task=self.config.name, field=fld)
+            )
 
         if isinstance(q, str):
             q = [q]  # lm-eval 0.5 takes one context as a list of one
@@ -470,49 +326,3 @@ class TaskBuilder:
     def _conv(self, msgs: list[Msg]) -> list[dict[str, str]]:
         """The role/content messages a chat template gets."""
         return to_dicts(msgs) if self.run.fewshot_as_multiturn else single_turn(msgs)
-
-    def _requests(
-        self,
-        ctx: str | list[str],
-        doc: dict[str, Any],
-        target: Any,
-        choices: list[Any] | None,
-        where: Callable,
-        r: Renderer,
-        doc_id: int,
-    ) -> list[Request]:
-        s = self.config
-        ot = s.output_type
-        if ot == "loglikelihood":
-            assert isinstance(ctx, str)
-            if not isinstance(target, str):
-                raise where("doc_to_target", f"loglikelihood needs a string target, got {type(target).__name__}")
-            return [Request("loglikelihood", ctx, target, None, 0)]
-        if ot == "loglikelihood_rolling":
-            if not isinstance(target, str):
-                raise where("doc_to_target", f"loglikelihood_rolling needs a string, got {type(target).__name__}")
-            return [Request("loglikelihood_rolling", target, None, None, 0)]
-        if ot == "multiple_choice":
-            assert choices is not None
-            delim = s.target_delimiter
-            if self.run.apply_chat_template:
-                gp = s.gen_prefix
-                delim = s.target_delimiter if gp and not (gp and gp[-1].isspace()) else ""
-            if isinstance(ctx, list):
-                pairs = [(c, f"{delim}{target}") for c in ctx]
-            else:
-                pairs = [(ctx, f"{delim}{ch}") for ch in choices]
-            for metric in self._unconditional():
-                pairs += [(UNCONDITIONAL_CONTEXTS[metric], f"{delim}{ch}") for ch in choices]
-            return [Request("loglikelihood", c, cont, None, i) for i, (c, cont) in enumerate(pairs)]
-        assert isinstance(ctx, str)
-        gk = dict(s.generation_kwargs or {})
-        if s.per_doc_generation_kwargs and isinstance(doc.get("generation_kwargs"), dict):
-            gk = dict(doc["generation_kwargs"])
-        if self.run.gen_kwargs:
-            gk.update(self.run.gen_kwargs)
-        return [Request("generate_until", ctx, None, budgeted(gk, self.run), 0)]
-
-    def _unconditional(self) -> list[str]:
-        """The task's metrics that score choices against an unconditional context (plans/scoring.py)."""
-        return unconditional_metrics(str(m.get("metric")) for m in self.config.metric_list or [] if isinstance(m, dict))

@@ -87,8 +87,12 @@ def read_jsonl(path: Path, *, task: str | None = None) -> list[dict[str, Any]]:
         except RecursionError:
             raise fail(f"data row nested deeper than {MAX_DEPTH} levels", file=str(path), line=i, task=task) from None
         if not isinstance(row, dict):
-            raise fail(f"malformed data row: expected a JSON object, got {type(row).__name__}", file=str(path),
-                       line=i, task=task)  # fmt: skip
+            raise fail(
+                f"malformed data row: expected a JSON object, got {type(row).__name__}",
+                file=str(path),
+                line=i,
+                task=task,
+            )
         beyond = value_problem(row)
         if beyond is not None:
             raise fail(f"data row: {beyond[1]}", file=str(path), line=i, task=task)
@@ -189,15 +193,20 @@ class DataSource:
         if isinstance(data_files, str | list):
             data_files = {"train": data_files}
         if not isinstance(data_files, dict) or split not in data_files:
-            raise fail(f"dataset_kwargs.data_files has no split {split!r}", file=s.source, task=s.name,
-                       field="dataset_kwargs")  # fmt: skip
+            raise fail(
+                f"dataset_kwargs.data_files has no split {split!r}", file=s.source, task=s.name, field="dataset_kwargs"
+            )
         files = data_files[split]
         rows: list[dict[str, Any]] = []
         for f in files if isinstance(files, list) else [files]:
             p = Path(str(f)).expanduser()
             if not p.exists():
-                raise fail(f"missing data file {p} (split {split!r})", file=s.source, task=s.name,
-                           field="dataset_kwargs.data_files")  # fmt: skip
+                raise fail(
+                    f"missing data file {p} (split {split!r})",
+                    file=s.source,
+                    task=s.name,
+                    field="dataset_kwargs.data_files",
+                )
             rows.extend(read_jsonl(p, task=s.name))
         return rows
 
@@ -223,15 +232,27 @@ class DataSource:
             try:
                 got = fn(**kwargs)
             except Exception as e:  # noqa: BLE001
-                raise fail(f"custom_dataset failed: {type(e).__name__}: {e}", file=s.source, task=s.name,
-                           field="custom_dataset") from None  # fmt: skip
+                raise fail(
+                    f"custom_dataset failed: {type(e).__name__}: {e}",
+                    file=s.source,
+                    task=s.name,
+                    field="custom_dataset",
+                ) from None
             if not hasattr(got, "keys"):
-                raise fail("custom_dataset must return a mapping of split name to rows", file=s.source,
-                           task=s.name, field="custom_dataset")  # fmt: skip
+                raise fail(
+                    "custom_dataset must return a mapping of split name to rows",
+                    file=s.source,
+                    task=s.name,
+                    field="custom_dataset",
+                )
             self._custom = {k: got[k] for k in got.keys()}
         if split not in self._custom:
-            raise fail(f"custom dataset has no split {split!r} (has {sorted(self._custom)})", file=s.source,
-                       task=s.name, field="custom_dataset")  # fmt: skip
+            raise fail(
+                f"custom dataset has no split {split!r} (has {sorted(self._custom)})",
+                file=s.source,
+                task=s.name,
+                field="custom_dataset",
+            )
         return [dict(r) for r in self._custom[split]]
 
     def _from_hub(self, split: str) -> list[dict[str, Any]]:
@@ -291,8 +312,12 @@ def apply_process_docs(
     except Bounded as e:
         raise fail(str(e), file=source, task=task, field="process_docs") from None
     except Exception as e:  # noqa: BLE001
-        raise fail(f"process_docs {fn_ref.qualname} failed: {type(e).__name__}: {e}", file=source, task=task,
-                   field="process_docs") from None  # fmt: skip
+        raise fail(
+            f"process_docs {fn_ref.qualname} failed: {type(e).__name__}: {e}",
+            file=source,
+            task=task,
+            field="process_docs",
+        ) from None
 
 
 def joined(data: DataSource, split: str, join: dict[str, str], task: str, source: str | None) -> list[dict[str, Any]]:

@@ -104,8 +104,11 @@ def probe(data: bytes, name: str, where: Where) -> MediaInfo:
             img = Image.open(io.BytesIO(data), formats=list(MIME_TYPES))
             w, h = img.size
             if w * h > MAX_IMAGE_PIXELS or max(w, h) > MAX_IMAGE_SIDE:
-                raise where("doc_to_image", f"image {name} is {w}x{h} pixels, over the bound of {MAX_IMAGE_PIXELS} "
-                                            f"pixels or {MAX_IMAGE_SIDE} a side (a decompression bomb?)")  # fmt: skip
+                raise where(
+                    "doc_to_image",
+                    f"image {name} is {w}x{h} pixels, over the bound of {MAX_IMAGE_PIXELS} "
+                    f"pixels or {MAX_IMAGE_SIDE} a side (a decompression bomb?)",
+                )
             fmt = img.format or ""
             frames = int(getattr(img, "n_frames", 1))
             if frames > 1:

@@ -56,8 +56,11 @@ def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
     if b.total > MAX_GEN_TOKS:  # a plan every reader would refuse (plans/validate.py): refused here instead
         from lmeval.compiler.errors import fail
 
-        raise fail(f"thinking {b.thinking} + end marker {len(b.end_ids)} + answer {b.answer} tokens is over the "
-                   f"{MAX_GEN_TOKS} a generation may ask", field="run.thinking_budget")  # fmt: skip
+        raise fail(
+            f"thinking {b.thinking} + end marker {len(b.end_ids)} + answer {b.answer} tokens is over the "
+            f"{MAX_GEN_TOKS} a generation may ask",
+            field="run.thinking_budget",
+        )
     return {**gk, "max_gen_toks": b.total, KEY: b.to_dict()}
 
 

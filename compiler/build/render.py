@@ -72,11 +72,19 @@ def compile_template(text: str, *, task: str, field: str, source: str | None) ->
         try:
             t = _ENV.from_string(text)
         except jinja2.TemplateSyntaxError as e:
-            raise fail(f"Jinja template syntax error: {e.message} (template line {e.lineno})", file=source,
-                       task=task, field=field) from None  # fmt: skip
+            raise fail(
+                f"Jinja template syntax error: {e.message} (template line {e.lineno})",
+                file=source,
+                task=task,
+                field=field,
+            ) from None
         except (ValueError, RecursionError, MemoryError) as e:  # e.g. an integer literal of 5000 digits
-            raise fail(f"Jinja template cannot be compiled: {type(e).__name__}: {_first_line(e)}", file=source,
-                       task=task, field=field) from None  # fmt: skip
+            raise fail(
+                f"Jinja template cannot be compiled: {type(e).__name__}: {_first_line(e)}",
+                file=source,
+                task=task,
+                field=field,
+            ) from None
         _TEMPLATES[text] = t
     return t
 

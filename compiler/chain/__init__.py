@@ -5,6 +5,8 @@ has ended)."""
 
 from __future__ import annotations
 
-from lmeval.compiler.chain.build import StageCompiled, compile_next
+from lmeval.common import face_names
+from lmeval.compiler.chain.build import StageCompiled as StageCompiled
+from lmeval.compiler.chain.build import compile_next as compile_next
 
-__all__ = ["StageCompiled", "compile_next"]
+__all__ = face_names(__name__)

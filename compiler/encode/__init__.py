@@ -6,42 +6,18 @@ imported lazily (PEP 562).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lmeval.common import lazy_face
 
 if TYPE_CHECKING:
-    from lmeval.compiler.encode.destination import plan_path
-    from lmeval.compiler.encode.header import plain_data, plan_header, task_summary
-    from lmeval.compiler.encode.modelinfo import load_model_info
-    from lmeval.compiler.encode.plan_records import Record, task_records
-    from lmeval.compiler.encode.tokenizer import ModelTokenizer
+    from lmeval.compiler.encode.destination import plan_path as plan_path
+    from lmeval.compiler.encode.header import plain_data as plain_data
+    from lmeval.compiler.encode.header import plan_header as plan_header
+    from lmeval.compiler.encode.header import task_summary as task_summary
+    from lmeval.compiler.encode.modelinfo import load_model_info as load_model_info
+    from lmeval.compiler.encode.plan_records import Record as Record
+    from lmeval.compiler.encode.plan_records import task_records as task_records
+    from lmeval.compiler.encode.tokenizer import ModelTokenizer as ModelTokenizer
 
-__all__ = [
-    "ModelTokenizer",
-    "Record",
-    "load_model_info",
-    "plain_data",
-    "plan_header",
-    "plan_path",
-    "task_records",
-    "task_summary",
-]
-
-_WHERE = {
-    "ModelTokenizer": "lmeval.compiler.encode.tokenizer",
-    "Record": "lmeval.compiler.encode.plan_records",
-    "load_model_info": "lmeval.compiler.encode.modelinfo",
-    "plain_data": "lmeval.compiler.encode.header",
-    "plan_header": "lmeval.compiler.encode.header",
-    "plan_path": "lmeval.compiler.encode.destination",
-    "task_records": "lmeval.compiler.encode.plan_records",
-    "task_summary": "lmeval.compiler.encode.header",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use (PEP 562)."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__all__, __getattr__, __dir__ = lazy_face(__name__)

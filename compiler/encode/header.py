@@ -136,9 +136,7 @@ def plan_header(
 ) -> PlanHeader:
     """The unsealed header (no hashes yet: ``plans.io.seal`` fills them in)."""
     groups = [
-        GroupSummary(
-            name=g.name, subtasks=g.subtasks, aggregate_metric_list=g.aggregate_metric_list, version=g.version
-        )  # fmt: skip
+        GroupSummary(name=g.name, subtasks=g.subtasks, aggregate_metric_list=g.aggregate_metric_list, version=g.version)
         for g in sorted(sel.groups, key=lambda g: g.name)
     ]
     extra: dict[str, Any] = {"selected": sel.top}

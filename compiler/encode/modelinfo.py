@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lmeval.common import ModelRef, ModelRefError, model_name, processor_hash, resolve_model
+from lmeval.common import ModelRef, ModelRefError, model_name, processor_hash, resolve_model, text_sha256
 from lmeval.compiler.build import ChatFn
-from lmeval.compiler.encode.tokenizer import ModelTokenizer, sha256_text
+from lmeval.compiler.encode.tokenizer import ModelTokenizer
 from lmeval.compiler.errors import CompileError, fail
 from lmeval.plans import ModelInfo
 
@@ -28,7 +28,7 @@ def load_model_info(
             "run.apply_chat_template=true but the model's tokenizer has no chat template",
             field="run.apply_chat_template",
         )
-    info = dataclasses.replace(model, chat_template_hash=sha256_text(tok.chat_template))
+    info = dataclasses.replace(model, chat_template_hash=text_sha256(tok.chat_template))
     if not chat_kwargs:
         return tok, info, tok.chat
     extra = dict(chat_kwargs)

@@ -8,7 +8,6 @@ through the fast backend in batches.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from itertools import chain
@@ -165,8 +164,10 @@ class ModelTokenizer:
                     from tokenizers import processors
 
                     self.backend.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1")
-                ids = [self.backend.token_to_id(t) if t else None for t in
-                       (_token_text(tcfg.get("bos_token")), _token_text(tcfg.get("eos_token")))]  # fmt: skip
+                ids = [
+                    self.backend.token_to_id(t) if t else None
+                    for t in (_token_text(tcfg.get("bos_token")), _token_text(tcfg.get("eos_token")))
+                ]
                 bos, eos = ids
             else:
                 from transformers import PreTrainedTokenizerFast
@@ -334,8 +335,12 @@ class ModelTokenizer:
         ``tools``: a tool-call task's tools, as transformers' ``apply_chat_template(tools=...)`` takes them."""
         import jinja2
 
-        kwargs = {**(extra or {}), "tokenize": False, "add_generation_prompt": add_generation_prompt,
-                  "continue_final_message": not add_generation_prompt}  # fmt: skip
+        kwargs = {
+            **(extra or {}),
+            "tokenize": False,
+            "add_generation_prompt": add_generation_prompt,
+            "continue_final_message": not add_generation_prompt,
+        }
         if tools is not None:
             kwargs["tools"] = tools
         try:
@@ -387,7 +392,3 @@ class ModelTokenizer:
                 tail_ids += cache[p]
             memo[key] = (tail_ids + post)[len(last_ids) + len(post) :]
         return [list(memo[k]) for k in keys]  # (a list of its own for every pair)
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

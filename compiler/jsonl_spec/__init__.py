@@ -46,28 +46,23 @@ non-object) and an empty file are reported with their line number like any other
 reported on the later line.
 """
 
-from lmeval.compiler.jsonl_spec.load import SPEC_VERSION, SpecError, SpecTask, load_spec_task, render_prompt, spec_doc
-from lmeval.compiler.jsonl_spec.rules import GENERATION_KWARGS, LEGAL, RULES
-from lmeval.compiler.jsonl_spec.validate import SpecIssue, SpecReadError, SpecReport, check_record, validate_file
-from lmeval.plans import CATEGORIES, POST_PROCESS
-from lmeval.plans import SPEC_METRICS as METRICS
+from lmeval.common import face_names
+from lmeval.compiler.jsonl_spec.load import SPEC_VERSION as SPEC_VERSION
+from lmeval.compiler.jsonl_spec.load import SpecError as SpecError
+from lmeval.compiler.jsonl_spec.load import SpecTask as SpecTask
+from lmeval.compiler.jsonl_spec.load import load_spec_task as load_spec_task
+from lmeval.compiler.jsonl_spec.load import render_prompt as render_prompt
+from lmeval.compiler.jsonl_spec.load import spec_doc as spec_doc
+from lmeval.compiler.jsonl_spec.rules import GENERATION_KWARGS as GENERATION_KWARGS
+from lmeval.compiler.jsonl_spec.rules import LEGAL as LEGAL
+from lmeval.compiler.jsonl_spec.rules import RULES as RULES
+from lmeval.compiler.jsonl_spec.validate import SpecIssue as SpecIssue
+from lmeval.compiler.jsonl_spec.validate import SpecReadError as SpecReadError
+from lmeval.compiler.jsonl_spec.validate import SpecReport as SpecReport
+from lmeval.compiler.jsonl_spec.validate import check_record as check_record
+from lmeval.compiler.jsonl_spec.validate import validate_file as validate_file
+from lmeval.plans import CATEGORIES as CATEGORIES
+from lmeval.plans import POST_PROCESS as POST_PROCESS
+from lmeval.plans import SPEC_METRICS as METRICS  # noqa: F401 (a renamed export, read by lazyface)
 
-__all__ = [
-    "CATEGORIES",
-    "GENERATION_KWARGS",
-    "LEGAL",
-    "METRICS",
-    "POST_PROCESS",
-    "RULES",
-    "SPEC_VERSION",
-    "SpecError",
-    "SpecIssue",
-    "SpecReadError",
-    "SpecReport",
-    "SpecTask",
-    "check_record",
-    "load_spec_task",
-    "render_prompt",
-    "spec_doc",
-    "validate_file",
-]
+__all__ = face_names(__name__)

@@ -45,11 +45,19 @@ class JudgeConfig:
         ``system_with_reference`` only when set, so other judge plans keep their hashes."""
         extra = {"system_with_reference": self.system_with_reference} if self.system_with_reference else {}
         return extra | {
-            "name": self.name, "mode": self.mode, "rubric": self.rubric, "system": self.system,
-            "apply_chat_template": self.apply_chat_template, "question": self.question,
-            "reference": self.reference, "max_answer_chars": self.max_answer_chars, "parse": self.parse.to_dict(),
-            "generation": dict(self.generation), "tasks": self.tasks, "limit": self.limit,
-        }  # fmt: skip
+            "name": self.name,
+            "mode": self.mode,
+            "rubric": self.rubric,
+            "system": self.system,
+            "apply_chat_template": self.apply_chat_template,
+            "question": self.question,
+            "reference": self.reference,
+            "max_answer_chars": self.max_answer_chars,
+            "parse": self.parse.to_dict(),
+            "generation": dict(self.generation),
+            "tasks": self.tasks,
+            "limit": self.limit,
+        }
 
 
 def _yaml(path: Path, what: str) -> dict[str, Any]:
@@ -81,8 +89,11 @@ def _find(name: str, kind: str) -> Path:
     q = CONF / kind / f"{name}.yaml"
     if not q.is_file():
         known = sorted(f.stem for f in (CONF / kind).glob("*.yaml"))
-        raise CompileError(f"--judge {name}: no {q} (known: {', '.join(known)})" if kind == "judge"
-                           else f"judge model {name!r}: no conf/model/{name}.yaml")  # fmt: skip
+        raise CompileError(
+            f"--judge {name}: no {q} (known: {', '.join(known)})"
+            if kind == "judge"
+            else f"judge model {name!r}: no conf/model/{name}.yaml"
+        )
     return q
 
 
@@ -167,8 +178,18 @@ def _checked(d: dict[str, Any], path: Path) -> JudgeConfig:
     except Exception as e:  # PlanError: one line already
         raise CompileError(str(e)) from None
     return JudgeConfig(
-        name=str(d.get("name") or path.stem), mode=mode, rubric=d["rubric"], model=d["model"], parse=rule,
-        generation=dict(gen), system=d.get("system"), apply_chat_template=bool(d.get("apply_chat_template", True)),
-        question=d.get("question"), reference=d.get("reference"), max_answer_chars=d.get("max_answer_chars"),
-        tasks=tasks, limit=d.get("limit"), system_with_reference=d.get("system_with_reference"),
-    )  # fmt: skip
+        name=str(d.get("name") or path.stem),
+        mode=mode,
+        rubric=d["rubric"],
+        model=d["model"],
+        parse=rule,
+        generation=dict(gen),
+        system=d.get("system"),
+        apply_chat_template=bool(d.get("apply_chat_template", True)),
+        question=d.get("question"),
+        reference=d.get("reference"),
+        max_answer_chars=d.get("max_answer_chars"),
+        tasks=tasks,
+        limit=d.get("limit"),
+        system_with_reference=d.get("system_with_reference"),
+    )

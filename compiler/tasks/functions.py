@@ -85,8 +85,12 @@ def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = Non
         if cand.exists():
             real = cand.resolve()
             if not is_inside(real, base) or not real.is_file():
-                raise fail(f"'!function {ref.qualname}': {cand} resolves to {real}, outside the task folder {base}",
-                           file=ref.source, task=task, field=field)  # fmt: skip
+                raise fail(
+                    f"'!function {ref.qualname}': {cand} resolves to {real}, outside the task folder {base}",
+                    file=ref.source,
+                    task=task,
+                    field=field,
+                )
             return Location(real, base, None)
     if mod.startswith(SHIPPED_TASKLIB):  # lmeval's own task library, as the shipped configs spell it
         mod = "lmeval." + mod
@@ -99,8 +103,12 @@ def locate(ref: FunctionRef, *, task: str | None = None, field: str | None = Non
         why = ""
     if path is None:
         looked = f" (looked for {Path(ref.base_dir) / (mod.replace('.', '/') + '.py')})" if ref.base_dir else ""
-        raise fail(f"cannot import '!function {ref.qualname}': no module {mod!r}{why}{looked}", file=ref.source,
-                   task=task, field=field)  # fmt: skip
+        raise fail(
+            f"cannot import '!function {ref.qualname}': no module {mod!r}{why}{looked}",
+            file=ref.source,
+            task=task,
+            field=field,
+        )
     return Location(path, None, mod)
 
 
@@ -159,8 +167,9 @@ def resolve(ref: FunctionRef, *, task: str | None = None, field: str | None = No
             if loc.root is not None:
                 module = _modules.get(loc.path)
                 if module is None:
-                    module = load_module(loc.path, loc.root, hash_tree(loc.root),
-                                         module_name_for(loc.path, sha256_file(loc.path)))  # fmt: skip
+                    module = load_module(
+                        loc.path, loc.root, hash_tree(loc.root), module_name_for(loc.path, sha256_file(loc.path))
+                    )
                     _modules[loc.path] = module
             else:
                 assert loc.module is not None
@@ -168,12 +177,17 @@ def resolve(ref: FunctionRef, *, task: str | None = None, field: str | None = No
         except CodeRefused as e:
             raise fail(f"'!function {ref.qualname}': {e}", file=ref.source, task=task, field=field) from None
         except Exception as e:  # noqa: BLE001 - any import failure is the user's module
-            raise fail(f"cannot import '!function {ref.qualname}' from {loc.path}: {type(e).__name__}: {e}",
-                       file=ref.source, task=task, field=field) from None  # fmt: skip
+            raise fail(
+                f"cannot import '!function {ref.qualname}' from {loc.path}: {type(e).__name__}: {e}",
+                file=ref.source,
+                task=task,
+                field=field,
+            ) from None
         fn = getattr(module, attr, None)
     if fn is None or not callable(fn):
-        raise fail(f"'!function {ref.qualname}': {loc.path} has no function {attr!r}", file=ref.source, task=task,
-                   field=field)  # fmt: skip
+        raise fail(
+            f"'!function {ref.qualname}': {loc.path} has no function {attr!r}", file=ref.source, task=task, field=field
+        )
     _fn_cache[ref] = fn
     return fn  # type: ignore[no-any-return]
 
@@ -187,8 +201,12 @@ def score_ref_data(ref: FunctionRef, *, task: str | None = None, field: str | No
         name = builtin_for(ref.qualname)
         if name is None:
             known = ", ".join(sorted(BUILTIN_HOOKS))
-            raise fail(f"'!function {ref.qualname}': no such lmeval built-in (known: {known})",
-                       file=ref.source, task=task, field=field)  # fmt: skip
+            raise fail(
+                f"'!function {ref.qualname}': no such lmeval built-in (known: {known})",
+                file=ref.source,
+                task=task,
+                field=field,
+            )
         return builtin_data(ref.qualname, name)
     loc = locate(ref, task=task, field=field)
     name = builtin_for(ref.qualname, loc.path, loc.root)

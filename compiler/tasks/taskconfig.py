@@ -201,8 +201,11 @@ def _documents(s: TaskConfig, cfg: dict[str, Any]) -> None:
     if img is not None and not (
         isinstance(img, str | FunctionRef) or (isinstance(img, list) and all(isinstance(x, str) for x in img))
     ):
-        raise _bad(s, f"must be a field name, a list of them, a template or '!function', got {type(img).__name__}",
-                   "doc_to_image")  # fmt: skip
+        raise _bad(
+            s,
+            f"must be a field name, a list of them, a template or '!function', got {type(img).__name__}",
+            "doc_to_image",
+        )
     s.doc_to_image = img
     if s.doc_to_text is None and s.doc_to_messages is None:
         raise _bad(s, "missing (every task needs doc_to_text)", "doc_to_text")

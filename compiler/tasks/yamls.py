@@ -73,8 +73,9 @@ def load_yaml(path: str | Path, _seen: tuple[Path, ...] = (), memo: dict[Path, A
         raise fail(beyond[1], file=str(p))
     odd = _odd_key(cfg)
     if odd:
-        raise fail(f"a mapping key is {odd[0]!r}, not a name (YAML reads true, false, yes, no, null so; quote it)",
-                   file=str(p))  # fmt: skip
+        raise fail(
+            f"a mapping key is {odd[0]!r}, not a name (YAML reads true, false, yes, no, null so; quote it)", file=str(p)
+        )
     if "include" not in cfg:
         return cfg
     includes = cfg.pop("include")

@@ -3,7 +3,7 @@
 - ``reference/cli.md``: every command, argument and option of ``lmeval`` from the argparse parser
   (``lmeval.cli.build_parser``, which registers each ``lmeval/cli/<command>.py`` module's parser);
 - ``reference/overrides.md``: every ``run.*`` and ``model.*`` override with type, default and effect, from the
-  config schema: the run keys ``compiler/config.py`` accepts (``RUN_KEYS``; types from ``RunConfig``) and the
+  config schema: the run keys ``compiler/runconfig.py`` accepts (``RUN_KEYS``; types from ``RunConfig``) and the
   model keys of ``conf/model/tiny.yaml`` (types from the executor's ``ModelSpec``); defaults and effects from
   the YAML files themselves (``conf/run/default.yaml``, ``conf/model/tiny.yaml``: the comment on each key's line);
 - ``reference/results-schema.md``: the result columns of ``plans/results.py`` (``RESULT_COLUMNS``, with the
@@ -166,7 +166,8 @@ def _table(prefix: str, keys: list[str], declared: dict[str, tuple[str, str]], d
 def override_reference(conf_dir: Path | None = None) -> str:
     """Markdown for every ``run.*`` and ``model.*`` override (type, default, effect)."""
     from lmeval.common.conf import conf_dir as default_conf
-    from lmeval.compiler.config import OPTIONAL_RUN_KEYS, RUN_KEYS, RunConfig
+    from lmeval.compiler.config import OPTIONAL_RUN_KEYS
+    from lmeval.compiler.runconfig import RUN_KEYS, RunConfig
     from lmeval.executor.modelconf import ModelSpec
     from lmeval.plans import backend_names
 

@@ -7,6 +7,7 @@ restarts the dead, ``chunkstore.py`` checks and commits each chunk's rows as one
 session starts.
 """
 
-from lmeval.executor.pool.session import PoolSession
+from lmeval.common import face_names
+from lmeval.executor.pool.session import PoolSession as PoolSession
 
-__all__ = ["PoolSession"]
+__all__ = face_names(__name__)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from lmeval.common import text_sha256
 from lmeval.plans import UserError
 
 if TYPE_CHECKING:
@@ -145,6 +146,4 @@ def _num(x: Any) -> str:
 
 
 def _sha(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return text_sha256(text)

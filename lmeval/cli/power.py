@@ -59,8 +59,17 @@ def run(args: argparse.Namespace) -> int:
         t.add_column(h, justify="left" if h in ("Task", "Filter", "Metric") else "right", no_wrap=True)
     for r in rows:
         metric, _, filt = r.key.partition(",")
-        t.add_row(r.task, filt, metric, str(r.n), f"{r.baseline:.4f}", f"{r.sd:.4f}", f"{r.design_effect:.2f}",
-                  f"{r.mde:.4f}", f"{r.mde_unpaired:.4f}")  # fmt: skip
+        t.add_row(
+            r.task,
+            filt,
+            metric,
+            str(r.n),
+            f"{r.baseline:.4f}",
+            f"{r.sd:.4f}",
+            f"{r.design_effect:.2f}",
+            f"{r.mde:.4f}",
+            f"{r.mde_unpaired:.4f}",
+        )
     console.print(t)
     console.print(
         "MDE: the smallest true difference between two runs of this plan that a paired test finds at 5% "

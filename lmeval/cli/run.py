@@ -117,14 +117,22 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
         out = stage_dir(root, turn)
         old = chain.stage(turn)
         if old is not None and old.plan_hash != plan_hash and out.exists():
-            raise UserError(f"{root}: holds a chained run whose turn {turn} is plan {old.plan_hash[:12]}, not "
-                            f"{plan_hash[:12]} (other settings or other answers); give another --out")  # fmt: skip
+            raise UserError(
+                f"{root}: holds a chained run whose turn {turn} is plan {old.plan_hash[:12]}, not "
+                f"{plan_hash[:12]} (other settings or other answers); give another --out"
+            )
         stage = Stage(turn, str(plan_k.resolve()), plan_hash, out.name)
         chain.put(stage)
         write_chain(root, chain)
         print(f"turn {turn}: plan {plan_hash[:12]} -> {out}", file=sys.stderr)
-        results = executor.execute(str(plan_k), out=str(out), overrides=overrides, progress=not args.no_progress,
-                                   verbose=args.verbose, part_size=args.part_size)  # fmt: skip
+        results = executor.execute(
+            str(plan_k),
+            out=str(out),
+            overrides=overrides,
+            progress=not args.no_progress,
+            verbose=args.verbose,
+            part_size=args.part_size,
+        )
         print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
         stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)
         write_chain(root, chain)

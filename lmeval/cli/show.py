@@ -103,8 +103,10 @@ def _chain_line(h: PlanHeader) -> str | None:
 
     link = chain_link(h.config)
     if link is not None:
-        return (f"chain     turn {link.turn}: compiled from plan {link.parent_plan_hash[:12]} and its results "
-                f"{link.parent_results_hash[:12]}")  # fmt: skip
+        return (
+            f"chain     turn {link.turn}: compiled from plan {link.parent_plan_hash[:12]} and its results "
+            f"{link.parent_results_hash[:12]}"
+        )
     if any(turns_field(t.config) for t in h.tasks):
         return "chain     turn 1 of a multi-turn plan (`lmeval run` compiles the next turns from its results)"
     return None

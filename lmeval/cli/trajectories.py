@@ -32,11 +32,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out.write(f"{'task':<16} {'trajectory':<24} {'steps':>5} {'loglik':>12} {'tokens':>7} {'per token':>10} greedy\n")
     for t in trajs:
-        out.write(f"{t.task:<16} {t.trajectory[:24]:<24} {t.steps:>5} {t.loglikelihood:>12.4f} {t.n_tokens:>7} "
-                  f"{t.loglikelihood_per_token:>10.4f} {t.greedy:.3f}\n")  # fmt: skip
+        out.write(
+            f"{t.task:<16} {t.trajectory[:24]:<24} {t.steps:>5} {t.loglikelihood:>12.4f} {t.n_tokens:>7} "
+            f"{t.loglikelihood_per_token:>10.4f} {t.greedy:.3f}\n"
+        )
     if args.steps:
         out.write(f"\n{'trajectory':<24} {'step':>4} {'doc':>5} {'loglik':>12} {'tokens':>7} greedy\n")
         for s in steps:
-            out.write(f"{s.trajectory[:24]:<24} {s.step:>4} {s.doc_id:>5} {s.loglikelihood:>12.4f} {s.n_tokens:>7} "
-                      f"{'yes' if s.is_greedy else 'no'}\n")  # fmt: skip
+            out.write(
+                f"{s.trajectory[:24]:<24} {s.step:>4} {s.doc_id:>5} {s.loglikelihood:>12.4f} {s.n_tokens:>7} "
+                f"{'yes' if s.is_greedy else 'no'}\n"
+            )
     return 0

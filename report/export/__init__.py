@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmeval.common import face_names
 from lmeval.report.errors import ReportError
 from lmeval.report.export.eee import write_eee
 from lmeval.report.export.hf_eval_results import write_hf_eval_results
-from lmeval.report.export.inputs import ExportRun, load_export_run
+from lmeval.report.export.inputs import ExportRun as ExportRun
+from lmeval.report.export.inputs import load_export_run as load_export_run
 from lmeval.report.export.lm_eval_05_samples import write_lm_eval_05_samples
 from lmeval.report.export.lm_eval_samples import write_lm_eval_samples
 
-FORMATS = ("lm-eval-samples", "lm-eval-0.5-samples", "eee", "hf-eval-results")
+__all__ = face_names(__name__)
 
-__all__ = ["FORMATS", "ExportRun", "export", "load_export_run"]
+
+FORMATS = ("lm-eval-samples", "lm-eval-0.5-samples", "eee", "hf-eval-results")
 
 
 def export(results_dir: str, fmt: str, out_dir: str, plan: str | None = None) -> list[Path]:

@@ -22,7 +22,6 @@ What differs from lm-eval's own file for the same run, and why:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from datetime import datetime
@@ -31,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.common import json_text
+from lmeval.common import json_text, text_sha256
 from lmeval.plans import DocRecord, InstanceRecord, TaskSummary
 from lmeval.report.errors import ReportError
 from lmeval.report.export.inputs import ExportRun
@@ -56,7 +55,7 @@ def dumps_line(obj: Any) -> str:
 
 
 def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return text_sha256(text)
 
 
 def doc_hash(doc: Any) -> str:

@@ -17,8 +17,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmeval.common import face_names
 from lmeval.report.errors import ReportError
-from lmeval.report.trackers.payload import Payload, load_payload
+from lmeval.report.trackers.payload import Payload as Payload
+from lmeval.report.trackers.payload import load_payload as load_payload
+
+__all__ = face_names(__name__)
+
 
 # tracker -> (module, function) logging a Payload to it: the registry, imported lazily (``_sink``)
 SINKS: dict[str, tuple[str, str]] = {
@@ -29,8 +34,6 @@ SINKS: dict[str, tuple[str, str]] = {
 TRACKERS = tuple(SINKS)
 DEFAULT_PROJECT = "lmeval"
 STORE_DIR = "trackers"  # RESULTS/trackers/<tracker>: where the offline stores go by default
-
-__all__ = ["DEFAULT_PROJECT", "TRACKERS", "LogTarget", "Payload", "load_payload", "log_run", "parse_trackers"]
 
 
 def parse_trackers(values: Iterable[str]) -> list[str]:

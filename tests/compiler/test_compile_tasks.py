@@ -36,8 +36,12 @@ def test_arith_compiles_offline_through_cli(cli, tmp_path: Path, monkeypatch: py
     inst = plan.instances[0]
     assert inst.request_type == "generate_until" and inst.context.endswith("\nAnswer:")
     assert inst.context.count("Question: What is ") == 4  # 3 shots + the question
-    assert inst.generation_kwargs == {"until": ["\n", "Question:"], "do_sample": False, "temperature": 0.0,
-                                      "max_gen_toks": 8}  # fmt: skip
+    assert inst.generation_kwargs == {
+        "until": ["\n", "Question:"],
+        "do_sample": False,
+        "temperature": 0.0,
+        "max_gen_toks": 8,
+    }
     assert inst.context_ids and inst.continuation_ids is None
     assert plan.header.model.name == "tiny" and plan.header.model.path is None  # a Hub id only, never a directory
     assert plan.header.model.tokenizer_hash and len(plan.header.model.tokenizer_hash) == 64
@@ -126,8 +130,15 @@ def test_lmeval_yamls_via_include_path(folder: str, tasks: str, n_tasks: int, da
 
 def test_include_path_gives_same_records_as_conf_task(data: Path) -> None:
     ours = compiler.compile_plan(["+task=arc_challenge", f"run.data_dir={data}", "run.limit=5", "run.num_fewshot=3"])
-    theirs = compiler.compile_plan([f"run.include_path={LMEVAL_TASKS / 'arc'}", "run.tasks=[arc_challenge]",
-                                    f"run.data_dir={data}", "run.limit=5", "run.num_fewshot=3"])  # fmt: skip
+    theirs = compiler.compile_plan(
+        [
+            f"run.include_path={LMEVAL_TASKS / 'arc'}",
+            "run.tasks=[arc_challenge]",
+            f"run.data_dir={data}",
+            "run.limit=5",
+            "run.num_fewshot=3",
+        ]
+    )
     assert ours[1] == theirs[1]
 
 
@@ -148,8 +159,9 @@ def test_function_refs_recorded_as_data(tmp_path: Path, data: Path) -> None:
 
 
 def test_subject_of_a_conf_group_by_name(data: Path) -> None:
-    _, one = compiler.compile_plan(["run.tasks=[mmlu_anatomy]", f"run.data_dir={data}", "run.limit=2",
-                                    "run.num_fewshot=5"])  # fmt: skip
+    _, one = compiler.compile_plan(
+        ["run.tasks=[mmlu_anatomy]", f"run.data_dir={data}", "run.limit=2", "run.num_fewshot=5"]
+    )
     _, group = compiler.compile_plan(["+task=mmlu", f"run.data_dir={data}", "run.limit=2", "run.num_fewshot=5"])
     assert one == [r for r in group if r.task == "mmlu_anatomy"]
 

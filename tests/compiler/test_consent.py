@@ -119,8 +119,9 @@ def test_planted_bytecode_is_never_used(tmp_path: Path) -> None:
     evil.write_text(_canary(canary) + "FACTOR = 99\n")
     pyc = Path(importlib_cache(helper))
     pyc.parent.mkdir(exist_ok=True)
-    py_compile.compile(str(evil), cfile=str(pyc), dfile=str(helper),
-                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
+    py_compile.compile(
+        str(evil), cfile=str(pyc), dfile=str(helper), invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP
+    )
     _match_header(pyc, st)
     fn = pyref.load_ref(ref, pyref.Trust((d,)), "task t: process_results")
     assert fn({}, []) == {"x": 2}
@@ -151,8 +152,9 @@ def test_normal_import_would_have_used_the_planted_pyc(tmp_path: Path, monkeypat
     evil.write_text(_canary(canary) + "FACTOR = 99\n")
     pyc = Path(importlib_cache(helper))
     pyc.parent.mkdir(exist_ok=True)
-    py_compile.compile(str(evil), cfile=str(pyc), dfile=str(helper),
-                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
+    py_compile.compile(
+        str(evil), cfile=str(pyc), dfile=str(helper), invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP
+    )
     _match_header(pyc, st)
     monkeypatch.syspath_prepend(str(d))
     monkeypatch.delitem(sys.modules, "helper", raising=False)
@@ -208,8 +210,10 @@ def test_a_virtualenv_inside_the_task_folder_is_not_task_code(tmp_path: Path) ->
     site.mkdir(parents=True)
     (d / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (site / "installedpkg.py").write_text("VALUE = 5\n")
-    utils.write_text("import sys\nsys.path.append(" + repr(str(site)) + ")\nimport installedpkg\n\n"
-                     "def score(doc, results):\n    return {'x': installedpkg.VALUE}\n")  # fmt: skip
+    utils.write_text(
+        "import sys\nsys.path.append(" + repr(str(site)) + ")\nimport installedpkg\n\n"
+        "def score(doc, results):\n    return {'x': installedpkg.VALUE}\n"
+    )
     ref = _ref(d)
     assert set(ref["files"]) == {"helper.py", "utils.py"}
     try:

@@ -14,8 +14,17 @@ REPO = CONF_DIR.parent
 
 def _compile(out: Path, seed: str, data: Path) -> None:
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    cmd = [sys.executable, "-m", "lmeval", "compile", "+task=[arith,arc_easy,boolq,winogrande]",
-           f"run.data_dir={data}", "run.limit=8", "run.num_fewshot=2", f"--out={out}"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmeval",
+        "compile",
+        "+task=[arith,arc_easy,boolq,winogrande]",
+        f"run.data_dir={data}",
+        "run.limit=8",
+        "run.num_fewshot=2",
+        f"--out={out}",
+    ]
     subprocess.run(cmd, check=True, env=env, cwd=REPO, capture_output=True)
 
 
@@ -32,8 +41,9 @@ def test_cli_file_equals_plans_writer_bytes(tmp_path: Path, data: Path) -> None:
     from lmeval.compiler.pipeline import compile_located
     from lmeval.plans.io import plan_bytes, write_sealed
 
-    c = compile_located(["+task=[arith,arc_easy,winogrande,gsm8k]", f"run.data_dir={data}", "run.limit=5",
-                         "run.num_fewshot=2"])  # fmt: skip
+    c = compile_located(
+        ["+task=[arith,arc_easy,winogrande,gsm8k]", f"run.data_dir={data}", "run.limit=5", "run.num_fewshot=2"]
+    )
     header, records, blobs = c.header, c.records, c.blobs
     assert header.n_docs == 20
     out = write_sealed(tmp_path / "p.msgpack", header, blobs)

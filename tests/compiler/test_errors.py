@@ -95,8 +95,9 @@ OVERRIDE_CASES = [
 
 
 @pytest.mark.parametrize(("overrides", "needles"), OVERRIDE_CASES, ids=[" ".join(c[0]) for c in OVERRIDE_CASES])
-def test_override_errors(overrides: list[str], needles: list[str], cli, tmp_path: Path,
-                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_override_errors(
+    overrides: list[str], needles: list[str], cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     rc, _, err = cli("compile", *overrides)
     assert rc == 2
@@ -125,8 +126,12 @@ def test_no_data_dir_offline_suggests_data_dir(tmp_path: Path) -> None:
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     out = tmp_path / "p.msgpack"
-    p = subprocess.run([sys.executable, "-m", "lmeval", "compile", "+task=arc_easy", f"--out={out}"],
-                       env=env, capture_output=True, text=True)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "lmeval", "compile", "+task=arc_easy", f"--out={out}"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "task arc_easy" in lines[0] and "run.data_dir=DIR" in lines[0], p.stderr

@@ -79,8 +79,9 @@ def test_compile_writes_the_images_beside_the_plan_and_the_hash_follows_their_by
 def test_a_text_only_plan_has_no_media_anywhere(tmp_path: Path) -> None:
     from tests.support import data_dir
 
-    out = compiler.compile_to_file(["+task=arc_easy", f"run.data_dir={data_dir()}", "run.limit=2"],
-                                   str(tmp_path / "t.msgpack"))  # fmt: skip
+    out = compiler.compile_to_file(
+        ["+task=arc_easy", f"run.data_dir={data_dir()}", "run.limit=2"], str(tmp_path / "t.msgpack")
+    )
     assert b"media" not in out.read_bytes() and not media_dir(out).exists()
 
 

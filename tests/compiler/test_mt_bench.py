@@ -27,9 +27,18 @@ def _judge_plan(run: Path, judge: str, out: Path) -> dict[int, str]:
 
 def test_mt_bench_chain_and_judges(tmp_path: Path) -> None:
     root = tmp_path / "run"
-    rc, _, err = cli("run", "+task=mt_bench", "run.apply_chat_template=true", f"run.data_dir={data_dir()}",
-                     "model.backend=fake", "--out", str(root), "--plan-out", str(tmp_path / "p.msgpack"),
-                     "--no-progress")  # fmt: skip
+    rc, _, err = cli(
+        "run",
+        "+task=mt_bench",
+        "run.apply_chat_template=true",
+        f"run.data_dir={data_dir()}",
+        "model.backend=fake",
+        "--out",
+        str(root),
+        "--plan-out",
+        str(tmp_path / "p.msgpack"),
+        "--no-progress",
+    )
     assert rc == 0, err
     questions = _jsonl("question.jsonl")
     refs = {r["question_id"]: r["choices"][0]["turns"] for r in _jsonl("reference_answer_gpt-4.jsonl")}
@@ -37,8 +46,9 @@ def test_mt_bench_chain_and_judges(tmp_path: Path) -> None:
     assert [s.turn for s in chain.stages] == [1, 2]
     t1, t2 = (read_plan(stage_plan(root, s)) for s in chain.stages)
     docs = [d.doc for d in t1.docs]
-    assert len(docs) == 80 and Counter(d["category"] for d in docs) == Counter({c: 10 for c in (
-        "writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")})  # fmt: skip
+    assert len(docs) == 80 and Counter(d["category"] for d in docs) == Counter(
+        {c: 10 for c in ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")}
+    )
     with_ref = {d["question_id"] for d in docs if d["reference"] is not None}
     assert with_ref == set(refs) and len(with_ref) == 30
     assert all(d["reference"] == refs[d["question_id"]] for d in docs if d["reference"])
@@ -52,15 +62,21 @@ def test_mt_bench_chain_and_judges(tmp_path: Path) -> None:
     j2 = _judge_plan(root / "turn2", "mt_bench_turn2", tmp_path / "j2.msgpack")
     math = next(i for i, d in enumerate(docs) if d["category"] == "math")
     writing = next(i for i, d in enumerate(docs) if d["category"] == "writing")
-    for doc_id, single, multi in ((math, "single-math-v1", "single-math-v1-multi-turn"),
-                                  (writing, "single-v1", "single-v1-multi-turn")):  # fmt: skip
+    for doc_id, single, multi in (
+        (math, "single-math-v1", "single-math-v1-multi-turn"),
+        (writing, "single-v1", "single-v1-multi-turn"),
+    ):
         q, ref = docs[doc_id]["turns"], docs[doc_id]["reference"] or ["", ""]
         user1 = prompts[single]["prompt_template"].format(question=q[0], answer=a1[doc_id], ref_answer_1=ref[0])
         assert _chat(prompts[single]["system_prompt"], user1) in j1[doc_id]
         user2 = prompts[multi]["prompt_template"].format(
-            question_1=q[0], question_2=q[1], answer_1=a1[doc_id], answer_2=a2[doc_id], ref_answer_1=ref[0],
+            question_1=q[0],
+            question_2=q[1],
+            answer_1=a1[doc_id],
+            answer_2=a2[doc_id],
+            ref_answer_1=ref[0],
             ref_answer_2=ref[1],
-        )  # fmt: skip
+        )
         assert _chat(prompts[multi]["system_prompt"], user2) in j2[doc_id]
 
 

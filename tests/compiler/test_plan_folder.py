@@ -29,15 +29,25 @@ def test_compile_from_a_checkout_root_writes_nothing_into_a_source_package(tmp_p
     files = _git(REPO, "ls-files", "-co", "--exclude-standard", "-z").split("\0")
     copy.mkdir()
     listed = [f for f in files if f and os.path.lexists(REPO / f)]
-    subprocess.run(["tar", "-cf", "-", "-C", str(REPO), "--null", "-T", "-"], input="\0".join(listed).encode(),
-                   stdout=open(tmp_path / "c.tar", "wb"), check=True)  # fmt: skip
+    subprocess.run(
+        ["tar", "-cf", "-", "-C", str(REPO), "--null", "-T", "-"],
+        input="\0".join(listed).encode(),
+        stdout=open(tmp_path / "c.tar", "wb"),
+        check=True,
+    )
     subprocess.run(["tar", "-xf", str(tmp_path / "c.tar"), "-C", str(copy)], check=True)
     _git(copy, "init", "-q")
     _git(copy, "add", "-A")
     _git(copy, "commit", "-q", "-m", "copy")
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
-    r = subprocess.run([sys.executable, "-m", "lmeval", "compile", "+task=arith"], cwd=copy, env=env,
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "lmeval", "compile", "+task=arith"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     plan = r.stdout.strip().splitlines()[-1]
     assert plan.startswith(f"{DEFAULT_PLAN_DIR}/arith-") and (copy / plan).is_file()

@@ -161,7 +161,8 @@ def test_custom_code_and_lmeval_options_still_compile(tasks_dir: Path, cli, tmp_
 
 def test_every_shipped_task_passes() -> None:
     """The shipped configs use only what the scorer implements (the release lock compiles them all too)."""
-    from lmeval.compiler.config import CONF_DIR, compose, run_config
+    from lmeval.compiler.config import CONF_DIR, compose
+    from lmeval.compiler.runconfig import run_config
     from lmeval.compiler.scorecheck import check_groups, check_task
     from lmeval.compiler.tasks.select import select_tasks
 

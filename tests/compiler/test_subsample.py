@@ -50,8 +50,12 @@ def test_subset_holds_the_full_plans_documents(full: Any, sub: Any) -> None:
     rec = sub.header.tasks[0].config["subsample"]
     rows = jsonl_rows("arc_easy", "test")
     assert rec["population"] == len(rows) == full.header.tasks[0].n_docs
-    assert {k: rec[k] for k in ("n", "scheme", "seed", "strata")} == {"n": 25, "scheme": "random", "seed": 3,
-                                                                    "strata": "answerKey"}  # fmt: skip
+    assert {k: rec[k] for k in ("n", "scheme", "seed", "strata")} == {
+        "n": 25,
+        "scheme": "random",
+        "seed": 3,
+        "strata": "answerKey",
+    }
     sizes = Counter(str(r["answerKey"]) for r in rows)
     assert rec["strata_sizes"] == dict(sizes)
     ids = rec["doc_ids"]
@@ -76,8 +80,9 @@ def test_subsample_ids_are_the_same_in_any_process(tmp_path: Path, data: Path, s
     outs = [tmp_path / "a.msgpack", tmp_path / "b.msgpack"]
     for out, seed in zip(outs, ("1", "4242"), strict=True):
         cmd = [sys.executable, "-m", "lmeval", "compile", *BASE, f"run.data_dir={data}", SUB, f"--out={out}"]
-        subprocess.run(cmd, check=True, env={**os.environ, "PYTHONHASHSEED": seed}, cwd=CONF_DIR.parent,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            cmd, check=True, env={**os.environ, "PYTHONHASHSEED": seed}, cwd=CONF_DIR.parent, capture_output=True
+        )
     assert outs[0].read_bytes() == outs[1].read_bytes()
     strata = [stratum_of(r["answerKey"]) for r in jsonl_rows("arc_easy", "test")]
     drawn = choose("arc_easy", strata, Subsample(25, 3, "answerKey"))
@@ -109,12 +114,21 @@ def test_one_spelling_per_setting(data: Path, sub: Any) -> None:
 
 def test_sample_scores_in_the_task_config(data: Path) -> None:
     """``run.sample_scores`` reaches the generation tasks only; a task's own ``sample_scores`` wins."""
-    h = compile_located(["+task=[arith,arc_easy]", "model=tiny", f"run.data_dir={data}", "run.limit=2",
-                         "task.arith.repeats=4", "run.sample_scores=[mean,pass@2]"]).header  # fmt: skip
+    h = compile_located(
+        [
+            "+task=[arith,arc_easy]",
+            "model=tiny",
+            f"run.data_dir={data}",
+            "run.limit=2",
+            "task.arith.repeats=4",
+            "run.sample_scores=[mean,pass@2]",
+        ]
+    ).header
     cfg = {t.name: t.config for t in h.tasks}
     assert cfg["arith"]["sample_scores"] == ["mean", "pass@2"] and "sample_scores" not in cfg["arc_easy"]
-    h = compile_located(["+task=arith", "model=tiny", "run.limit=2", "task.repeats=4",
-                         "task.sample_scores=majority"]).header  # fmt: skip
+    h = compile_located(
+        ["+task=arith", "model=tiny", "run.limit=2", "task.repeats=4", "task.sample_scores=majority"]
+    ).header
     assert h.tasks[0].config["sample_scores"] == ["majority"]
 
 

@@ -1,5 +1,5 @@
 """The compiler's subsystems (issue #37): ``tasks``, ``build``, ``encode``, ``cache`` and ``jsonl_spec``, each
-entered through its face; the old ``lmeval.compiler.spec`` path still works, with a DeprecationWarning; the build
+entered through its face; the build
 cache's key covers every compiler source file wherever it lives; the catalog uses the contract's
 ``lm_eval_tasks_dir``."""
 
@@ -17,6 +17,7 @@ from types import ModuleType
 import pytest
 
 import lmeval.compiler
+from lmeval.common.lazyface import read_exports
 
 COMPILER = Path(lmeval.compiler.__file__).resolve().parent
 FACES = [
@@ -38,31 +39,20 @@ def _module_name(path: Path) -> tuple[str, bool]:
 MODULES = {_module_name(p)[0] for p in COMPILER.rglob("*.py")}
 
 
-def test_old_spec_path_warns_and_gives_the_same_objects() -> None:
-    new = importlib.import_module("lmeval.compiler.jsonl_spec")
-    sys.modules.pop("lmeval.compiler.spec", None)
-    with pytest.warns(DeprecationWarning, match=r"lmeval\.compiler\.jsonl_spec"):
-        old = importlib.import_module("lmeval.compiler.spec")
-    assert sorted(old.__all__) == sorted(new.__all__)
-    assert [n for n in new.__all__ if getattr(old, n) is not getattr(new, n)] == []
-    assert old.validate_file is new.validate_file
-
-
 @pytest.mark.parametrize("face", FACES)
 def test_every_face_name_is_its_modules_object(face: str) -> None:
     """Even after every module of the package is imported (a submodule named like a re-export would shadow it)."""
     mod = importlib.import_module(face)
     subs = {m.name for m in pkgutil.iter_modules(mod.__path__)}
     for m in pkgutil.walk_packages(mod.__path__, face + "."):
-        if m.name != "lmeval.compiler.spec":  # the deprecated path (warns)
-            importlib.import_module(m.name)
+        importlib.import_module(m.name)
     assert sorted(set(mod.__all__) & subs) == []
     for name in mod.__all__:
         got = getattr(mod, name)
         assert not isinstance(got, ModuleType), name
-        where = getattr(mod, "_WHERE", {}).get(name)
+        where = read_exports(Path(str(mod.__file__)).read_text(encoding="utf-8"), face).lazy.get(name)
         if where is not None:
-            assert got is getattr(importlib.import_module(where), name), name
+            assert got is getattr(importlib.import_module(where[0]), where[1]), name
     with pytest.raises(AttributeError):
         mod.no_such_name  # noqa: B018
 
@@ -167,7 +157,7 @@ def test_catalog_root_is_the_contracts_lm_eval_tasks_dir(monkeypatch: pytest.Mon
 
 # tasks <- build <- encode <- cache <- the pipeline (config, pipeline, parallel, ...): each imports only those before it
 ORDER = ["tasks", "build", "encode", "cache"]
-PIPELINE = ["config", "pipeline", "parallel", "runchecks", "scorecheck"]
+PIPELINE = ["config", "pipeline", "parallel", "runconfig", "scorecheck"]
 
 
 def test_subsystems_import_only_the_ones_below_them() -> None:

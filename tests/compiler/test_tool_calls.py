@@ -94,8 +94,9 @@ def test_show_and_diff_name_the_tools(model: Path, tmp_path: Path, capsys: pytes
     assert f"⟦tools: {name} (schemas " in out and "replies read by hermes⟧" in out
     rc, out, err = cli_in_process("show", str(plan), "--jsonl")
     assert json.loads(out.splitlines()[0])["tools"][0]["function"]["name"] == name
-    moved = _plan(tmp_path, "bfcl_parallel", [f"model.path={model}"], "task.bfcl_parallel.tool_parser=json",
-                  out_name="other")  # fmt: skip
+    moved = _plan(
+        tmp_path, "bfcl_parallel", [f"model.path={model}"], "task.bfcl_parallel.tool_parser=json", out_name="other"
+    )
     text = render_text(diff_plans(str(plan), str(moved)))
     assert "tool_parser" in text and "scoring" in text
     p = read_plan(plan)

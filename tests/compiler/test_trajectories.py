@@ -28,12 +28,16 @@ ATIF = {
     "agent": {"name": "a", "version": "1"},
     "steps": [
         {"step_id": 1, "source": "user", "message": "Weather in Paris?"},
-        {"step_id": 2, "source": "agent", "message": "Let me check.",
-         "tool_calls": [{"tool_call_id": "c1", "function_name": "weather", "arguments": {"city": "Paris"}}],
-         "observation": {"results": [{"source_call_id": "c1", "content": "18C, sunny"}]}},
+        {
+            "step_id": 2,
+            "source": "agent",
+            "message": "Let me check.",
+            "tool_calls": [{"tool_call_id": "c1", "function_name": "weather", "arguments": {"city": "Paris"}}],
+            "observation": {"results": [{"source_call_id": "c1", "content": "18C, sunny"}]},
+        },
         {"step_id": 3, "source": "agent", "message": "It is 18C and sunny."},
     ],
-}  # fmt: skip
+}
 
 
 def _write(tmp: Path, name: str, text: str) -> Path:
@@ -121,8 +125,13 @@ def test_per_trajectory_scores() -> None:
     ]
     a, b = trajectory_scores(steps)
     assert (a.trajectory, a.steps, a.loglikelihood, a.n_tokens, a.loglikelihood_per_token, a.greedy) == (
-        "a", 2, -4.5, 3, -1.5, 0.5,
-    )  # fmt: skip
+        "a",
+        2,
+        -4.5,
+        3,
+        -1.5,
+        0.5,
+    )
     assert (b.loglikelihood, b.loglikelihood_per_token, b.greedy) == (-0.25, -0.05, 1.0)
     assert not math.isnan(b.loglikelihood_per_token)
 

@@ -53,7 +53,7 @@ def test_the_commands_page_names_every_command() -> None:
 def test_every_run_and_model_option_is_in_the_override_reference(site: Path) -> None:
     import yaml
 
-    from lmeval.compiler.config import RUN_KEYS
+    from lmeval.compiler.runconfig import RUN_KEYS
 
     text = _text(site / "reference" / "overrides.html")
     model_keys = yaml.safe_load((REPO / "conf" / "model" / "tiny.yaml").read_text(encoding="utf-8"))
@@ -103,7 +103,7 @@ def test_a_flag_without_help_fails_the_build(tmp_path: Path, monkeypatch: pytest
 
 
 def test_a_run_option_without_description_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lmeval.compiler.config as config
+    import lmeval.compiler.runconfig as config
 
     ref = reference()
     DocsError, override_reference = ref.DocsError, ref.override_reference

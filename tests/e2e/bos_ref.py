@@ -43,11 +43,21 @@ def task_configs(data_dir: Path) -> dict[str, dict[str, Any]]:
     def files(sub: str, *splits: str) -> dict[str, Any]:
         return {"data_files": {s: str(data_dir / sub / f"{s}.jsonl") for s in splits}}
 
-    arc = {"dataset_path": "json", "dataset_name": None, "dataset_kwargs": files("arc_easy", "test"),
-           "test_split": "test"}  # fmt: skip
-    pages = {"dataset_path": "json", "dataset_name": None, "dataset_kwargs": files("gsm8k", "test"),
-             "test_split": "test", "output_type": "loglikelihood_rolling", "doc_to_text": "",
-             "doc_to_target": "{{answer}}"}  # fmt: skip
+    arc = {
+        "dataset_path": "json",
+        "dataset_name": None,
+        "dataset_kwargs": files("arc_easy", "test"),
+        "test_split": "test",
+    }
+    pages = {
+        "dataset_path": "json",
+        "dataset_name": None,
+        "dataset_kwargs": files("gsm8k", "test"),
+        "test_split": "test",
+        "output_type": "loglikelihood_rolling",
+        "doc_to_text": "",
+        "doc_to_target": "{{answer}}",
+    }
     ll_metrics = [
         {"metric": "perplexity", "aggregation": "perplexity", "higher_is_better": False},
         {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
@@ -176,11 +186,18 @@ def child(spec_path: str, out_path: str) -> None:
     for name, add_bos in spec["settings"].items():
         kw = {} if add_bos is None else {"add_bos_token": add_bos}
         lm = HFLM(pretrained=spec["model"], dtype="float32", device="cpu", batch_size=1, **kw)
-        res = simple_evaluate(model=lm, tasks=spec["tasks"], limit=spec["limit"], log_samples=True, task_manager=tm,
-                              bootstrap_iters=100000)  # fmt: skip
+        res = simple_evaluate(
+            model=lm,
+            tasks=spec["tasks"],
+            limit=spec["limit"],
+            log_samples=True,
+            task_manager=tm,
+            bootstrap_iters=100000,
+        )
         assert res is not None
-        samples = {t: [{k: plain(v) for k, v in s.items() if k != "doc"} for s in rows]
-                   for t, rows in res["samples"].items()}  # fmt: skip
+        samples = {
+            t: [{k: plain(v) for k, v in s.items() if k != "doc"} for s in rows] for t, rows in res["samples"].items()
+        }
         out[name] = {"results": plain(res["results"]), "samples": samples}
     Path(out_path).write_text(json.dumps(out))
 

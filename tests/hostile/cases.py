@@ -33,8 +33,11 @@ from tests.hostile.corpus import (
 def _template_case(tmp: Path, base: Base, template: str) -> Case:
     d = task_dir(tmp, MINI_YAML.replace('doc_to_text: "Q: {{question}}\\nA:"', f"doc_to_text: {json.dumps(template)}"))
     marker = tmp / "pwned"
-    return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "task mini", "doc_to_text", "sandbox"),
-                absent=[tmp / "out.msgpack", marker])  # fmt: skip
+    return Case(
+        compile_task(d, "mini", base.data, tmp),
+        (str(d / "t.yaml"), "task mini", "doc_to_text", "sandbox"),
+        absent=[tmp / "out.msgpack", marker],
+    )
 
 
 @case("jinja")
@@ -96,8 +99,9 @@ def yaml_int_beyond_64_bits(tmp: Path, base: Base) -> Case:
 @case("yaml")
 def yaml_nested_too_deep(tmp: Path, base: Base) -> Case:
     d = task_dir(tmp, MINI_YAML + f"metadata: {{deep: {nested(200)}}}\n")
-    return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "nested deeper"),
-                absent=[tmp / "out.msgpack"])  # fmt: skip
+    return Case(
+        compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "nested deeper"), absent=[tmp / "out.msgpack"]
+    )
 
 
 @case("yaml")
@@ -134,8 +138,11 @@ def yaml_file_too_large(tmp: Path, base: Base) -> Case:
 
 @case("yaml")
 def yaml_include_path_is_dev_zero(tmp: Path, base: Base) -> Case:
-    return Case(["compile", "run.include_path=/dev/zero", "run.tasks=[mini]", "--out", str(tmp / "o.msgpack")],
-                ("/dev/zero", "include_path"), absent=[tmp / "o.msgpack"])  # fmt: skip
+    return Case(
+        ["compile", "run.include_path=/dev/zero", "run.tasks=[mini]", "--out", str(tmp / "o.msgpack")],
+        ("/dev/zero", "include_path"),
+        absent=[tmp / "o.msgpack"],
+    )
 
 
 # ------------------------------------------------------------------------------------------- data rows
@@ -209,8 +216,9 @@ def data_file_is_dev_zero(tmp: Path, base: Base) -> Case:
     data = tmp / "data"
     (data / "mini").mkdir(parents=True)
     (data / "mini" / "test.jsonl").symlink_to("/dev/zero")
-    return Case(compile_task(base.tasks, "mini", data, tmp), ("test.jsonl", "character device"),
-                absent=[tmp / "out.msgpack"])  # fmt: skip
+    return Case(
+        compile_task(base.tasks, "mini", data, tmp), ("test.jsonl", "character device"), absent=[tmp / "out.msgpack"]
+    )
 
 
 @case("data")
@@ -218,8 +226,9 @@ def data_file_is_a_fifo(tmp: Path, base: Base) -> Case:
     data = tmp / "data"
     (data / "mini").mkdir(parents=True)
     os.mkfifo(data / "mini" / "test.jsonl")
-    return Case(compile_task(base.tasks, "mini", data, tmp), ("test.jsonl", "FIFO"), absent=[tmp / "out.msgpack"],
-                timeout=30)  # fmt: skip
+    return Case(
+        compile_task(base.tasks, "mini", data, tmp), ("test.jsonl", "FIFO"), absent=[tmp / "out.msgpack"], timeout=30
+    )
 
 
 @case("data")
@@ -235,8 +244,11 @@ def _validate(p: Path, rule: str) -> Case:
 
 
 def _compile_spec(tmp: Path, p: Path, rule: str) -> Case:
-    return Case(["compile", "+task=jsonl", f"task.jsonl.path={p}", "--out", str(tmp / "o.msgpack")],
-                (f"{p}:2", rule), absent=[tmp / "o.msgpack"])  # fmt: skip
+    return Case(
+        ["compile", "+task=jsonl", f"task.jsonl.path={p}", "--out", str(tmp / "o.msgpack")],
+        (f"{p}:2", rule),
+        absent=[tmp / "o.msgpack"],
+    )
 
 
 _SPEC_BAD = {
@@ -292,8 +304,12 @@ def spec_validate_directory(tmp: Path, base: Base) -> Case:
 
 @case("spec")
 def spec_compile_dev_zero(tmp: Path, base: Base) -> Case:
-    return Case(["compile", "+task=jsonl", "task.jsonl.path=/dev/zero", "--out", str(tmp / "o.msgpack")],
-                ("/dev/zero", "character device"), absent=[tmp / "o.msgpack"], timeout=30)  # fmt: skip
+    return Case(
+        ["compile", "+task=jsonl", "task.jsonl.path=/dev/zero", "--out", str(tmp / "o.msgpack")],
+        ("/dev/zero", "character device"),
+        absent=[tmp / "o.msgpack"],
+        timeout=30,
+    )
 
 
 # ------------------------------------------------------------------------------------ run overrides
@@ -320,8 +336,11 @@ def override_num_fewshot_beyond_2_64(tmp: Path, base: Base) -> Case:
 
 @case("overrides")
 def override_fewshot_seed_beyond_2_64(tmp: Path, base: Base) -> Case:
-    return Case(_arith(tmp, "run.fewshot_random_seed=99999999999999999999"), ("run.fewshot_random_seed",),
-                absent=[tmp / "o.msgpack"])  # fmt: skip
+    return Case(
+        _arith(tmp, "run.fewshot_random_seed=99999999999999999999"),
+        ("run.fewshot_random_seed",),
+        absent=[tmp / "o.msgpack"],
+    )
 
 
 @case("overrides")
@@ -331,8 +350,9 @@ def override_seed_beyond_2_64(tmp: Path, base: Base) -> Case:
 
 @case("overrides")
 def override_gen_kwargs_int_beyond_2_64(tmp: Path, base: Base) -> Case:
-    return Case(_arith(tmp, "run.gen_kwargs={max_gen_toks:99999999999999999999}"), ("gen_kwargs",),
-                absent=[tmp / "o.msgpack"])  # fmt: skip
+    return Case(
+        _arith(tmp, "run.gen_kwargs={max_gen_toks:99999999999999999999}"), ("gen_kwargs",), absent=[tmp / "o.msgpack"]
+    )
 
 
 @case("overrides")
@@ -488,8 +508,12 @@ def execute_resume_disk_full(tmp: Path, base: Base) -> Case:
 def execute_reuse_manifest_is_a_list(tmp: Path, base: Base) -> Case:
     src = copytree(base.results, tmp / "old")
     (src / "manifest.json").write_text("[]")
-    return Case(_execute(tmp, base.plan, "--reuse", str(src)), (str(src / "manifest.json"), "object"), keep=[src],
-                absent=[tmp / "r"])  # fmt: skip
+    return Case(
+        _execute(tmp, base.plan, "--reuse", str(src)),
+        (str(src / "manifest.json"), "object"),
+        keep=[src],
+        absent=[tmp / "r"],
+    )
 
 
 # ----------------------------------------------------------------------------- results directories
@@ -562,8 +586,9 @@ def manifest_missing_plan_hash(tmp: Path, base: Base) -> Case:
 
 @case("results")
 def manifest_nested_100k_deep(tmp: Path, base: Base) -> Case:
-    return manifest_case(tmp, base, forged_manifest(base)[:-1] + b', "x": ' + nested(100_000).encode() + b"}",
-                         "nested deeper")  # fmt: skip
+    return manifest_case(
+        tmp, base, forged_manifest(base)[:-1] + b', "x": ' + nested(100_000).encode() + b"}", "nested deeper"
+    )
 
 
 @case("results")

@@ -46,8 +46,12 @@ BOMBS: dict[str, tuple[str, str]] = {  # name -> (doc_to_text template, a needle
 
 def bomb_case(tmp: Path, base: Base, template: str, needle: str) -> Case:
     d = task_dir(tmp, MINI_YAML.replace('doc_to_text: "Q: {{question}}\\nA:"', f"doc_to_text: {json.dumps(template)}"))
-    return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "task mini", "doc_to_text", needle),
-                absent=[tmp / "out.msgpack"], timeout=60)  # fmt: skip
+    return Case(
+        compile_task(d, "mini", base.data, tmp),
+        (str(d / "t.yaml"), "task mini", "doc_to_text", needle),
+        absent=[tmp / "out.msgpack"],
+        timeout=60,
+    )
 
 
 def _register(name: str, template: str, needle: str) -> None:

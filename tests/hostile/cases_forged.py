@@ -20,8 +20,9 @@ def mc_plan(tmp: Path) -> Path:
     p = tmp.parent / "arc.msgpack"
     with _MC_LOCK:
         if not p.exists():
-            r = lmeval("compile", "+task=arc_easy", "run.limit=2", f"run.data_dir={DATA}", "--out", str(p),
-                       cwd=tmp.parent)  # fmt: skip
+            r = lmeval(
+                "compile", "+task=arc_easy", "run.limit=2", f"run.data_dir={DATA}", "--out", str(p), cwd=tmp.parent
+            )
             assert r.returncode == 0, r.stderr
     return p
 
@@ -79,9 +80,16 @@ def _run(tmp: Path, plan: Path, needles: tuple[str, ...], cmd: str = "execute", 
     return Case(argv, (str(plan), *needles), absent=[tmp / "r"], timeout=120)
 
 
-def _family(name: str, plan: str, needles: tuple[str, ...], records: RecordEdit | None = None,
-            header: HeaderEdit | None = None, rehash: bool = True, cmd: str = "execute",
-            after: HeaderEdit | None = None) -> None:  # fmt: skip
+def _family(
+    name: str,
+    plan: str,
+    needles: tuple[str, ...],
+    records: RecordEdit | None = None,
+    header: HeaderEdit | None = None,
+    rehash: bool = True,
+    cmd: str = "execute",
+    after: HeaderEdit | None = None,
+) -> None:
     def build(tmp: Path, base: Base) -> Case:
         src = base.plan if plan == "gen" else mc_plan(tmp)
         p = forge(src, tmp / "forged.msgpack", records=records, header=header, rehash=rehash, after=after)

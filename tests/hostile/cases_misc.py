@@ -20,21 +20,31 @@ def spec_validate_task_id_lone_surrogate(tmp: Path, base: Base) -> Case:
 @case("yaml")
 def yaml_boolean_key(tmp: Path, base: Base) -> Case:
     d = task_dir(tmp, MINI_YAML + "true: 1\n")
-    return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "mapping key is True"),
-                absent=[tmp / "out.msgpack"])  # fmt: skip
+    return Case(
+        compile_task(d, "mini", base.data, tmp),
+        (str(d / "t.yaml"), "mapping key is True"),
+        absent=[tmp / "out.msgpack"],
+    )
 
 
 @case("yaml")
 def yaml_null_key_nested(tmp: Path, base: Base) -> Case:
     d = task_dir(tmp, MINI_YAML + "metadata:\n  ~: 1\n")
-    return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "mapping key is None"),
-                absent=[tmp / "out.msgpack"])  # fmt: skip
+    return Case(
+        compile_task(d, "mini", base.data, tmp),
+        (str(d / "t.yaml"), "mapping key is None"),
+        absent=[tmp / "out.msgpack"],
+    )
 
 
 @case("overrides")
 def override_include_path_is_root(tmp: Path, base: Base) -> Case:
-    return Case(["compile", "run.include_path=/", "run.tasks=[mini]", "--out", str(tmp / "o.msgpack")],
-                ("run.include_path '/'", "file-system root"), absent=[tmp / "o.msgpack"], timeout=60)  # fmt: skip
+    return Case(
+        ["compile", "run.include_path=/", "run.tasks=[mini]", "--out", str(tmp / "o.msgpack")],
+        ("run.include_path '/'", "file-system root"),
+        absent=[tmp / "o.msgpack"],
+        timeout=60,
+    )
 
 
 @case("overrides")
@@ -48,6 +58,12 @@ def data_prompt_field_missing_or_null_strict(tmp: Path, base: Base) -> Case:
     data = data_dir_with(tmp, [json.dumps(r) for r in rows])
     d = task_dir(tmp, MINI_YAML)
     argv = [*compile_task(d, "mini", data, tmp), "run.strict_fields=true"]
-    needles = (str(data / "mini" / "test.jsonl"), "task mini", "field doc_to_text", "'question'",
-               "in 2 document(s), first doc 1", "run.strict_fields")  # fmt: skip
+    needles = (
+        str(data / "mini" / "test.jsonl"),
+        "task mini",
+        "field doc_to_text",
+        "'question'",
+        "in 2 document(s), first doc 1",
+        "run.strict_fields",
+    )
     return Case(argv, needles, absent=[tmp / "out.msgpack"])

@@ -39,8 +39,12 @@ def part_flipped_byte_resume(tmp: Path, base: Base) -> Case:
 def part_flipped_byte_score(tmp: Path, base: Base) -> Case:
     r = copytree(base.results, tmp / "r")
     part = _flip(r)
-    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(part), "checksum"), keep=[part],
-                absent=[r / "results.json"])  # fmt: skip
+    return Case(
+        ["score", str(r), "--plan", str(base.plan), "--quiet"],
+        (str(part), "checksum"),
+        keep=[part],
+        absent=[r / "results.json"],
+    )
 
 
 @case("parts")
@@ -78,8 +82,12 @@ def part_flipped_byte_reuse(tmp: Path, base: Base) -> Case:
 def part_is_a_fifo_score(tmp: Path, base: Base) -> Case:
     r = copytree(base.results, tmp / "r")
     os.mkfifo(r / "part-000099.parquet")
-    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], ("part-000099.parquet", "FIFO"),
-                absent=[r / "results.json"], timeout=30)  # fmt: skip
+    return Case(
+        ["score", str(r), "--plan", str(base.plan), "--quiet"],
+        ("part-000099.parquet", "FIFO"),
+        absent=[r / "results.json"],
+        timeout=30,
+    )
 
 
 @case("parts")
@@ -101,8 +109,11 @@ def _forged_ids(tmp: Path, base: Base, ids: Any, *needles: str) -> Case:
     part.unlink()
     plain = r / "part-000000.parquet"
     df.with_columns(ids.alias("instance_id")).write_parquet(plain)
-    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], (str(plain), "instance_id", *needles),
-                absent=[r / "results.json"])  # fmt: skip
+    return Case(
+        ["score", str(r), "--plan", str(base.plan), "--quiet"],
+        (str(plain), "instance_id", *needles),
+        absent=[r / "results.json"],
+    )
 
 
 def _null_first(n: int) -> Any:
@@ -159,8 +170,12 @@ def manifest_shard_claim_all_rows_score(tmp: Path, base: Base) -> Case:
     """A manifest claiming shard 1/2 over the parts of the whole plan: score refuses it as resume does."""
     r = copytree(base.results, tmp / "r")
     (r / "manifest.json").write_bytes(forged_manifest(base, shard="1/2"))
-    return Case(["score", str(r), "--plan", str(base.plan), "--quiet"], ("part-", "another shard"),
-                keep=sorted(r.glob("part-*")), absent=[r / "results.json"])  # fmt: skip
+    return Case(
+        ["score", str(r), "--plan", str(base.plan), "--quiet"],
+        ("part-", "another shard"),
+        keep=sorted(r.glob("part-*")),
+        absent=[r / "results.json"],
+    )
 
 
 @case("parts")

@@ -64,8 +64,9 @@ def env() -> dict[str, str]:
 
 
 def lmeval(*argv: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "lmeval", *argv], env=env(), cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [PY, "-m", "lmeval", *argv], env=env(), cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def snapshot(p: Path) -> dict[str, bytes]:
@@ -106,8 +107,14 @@ def task_dir(tmp: Path, yaml_text: str, name: str = "t.yaml", extra: dict[str, s
 
 
 def compile_task(d: Path, task: str, data: Path, tmp: Path) -> list[str]:
-    return ["compile", f"run.include_path={d}", f"run.tasks=[{task}]", f"run.data_dir={data}",
-            "--out", str(tmp / "out.msgpack")]  # fmt: skip
+    return [
+        "compile",
+        f"run.include_path={d}",
+        f"run.tasks=[{task}]",
+        f"run.data_dir={data}",
+        "--out",
+        str(tmp / "out.msgpack"),
+    ]
 
 
 def data_dir_with(tmp: Path, lines: list[str] | bytes) -> Path:
@@ -122,13 +129,22 @@ def row_case(tmp: Path, base: Base, bad_line: str, *needles: str) -> Case:
     good = [json.dumps(r) for r in MINI_ROWS]
     data = data_dir_with(tmp, [good[0], bad_line, good[1]])
     path = data / "mini" / "test.jsonl"
-    return Case(compile_task(base.tasks, "mini", data, tmp), (str(path), ":2", "task mini", *needles),
-                absent=[tmp / "out.msgpack"])  # fmt: skip
+    return Case(
+        compile_task(base.tasks, "mini", data, tmp),
+        (str(path), ":2", "task mini", *needles),
+        absent=[tmp / "out.msgpack"],
+    )
 
 
 def spec_line(**over: Any) -> dict[str, Any]:
-    rec: dict[str, Any] = {"task_id": "t1", "category": "arithmetic", "prompt": "What is 2+2?", "targets": ["4"],
-                           "metric_name": "exact_match", "post_process": "strip_whitespace"}  # fmt: skip
+    rec: dict[str, Any] = {
+        "task_id": "t1",
+        "category": "arithmetic",
+        "prompt": "What is 2+2?",
+        "targets": ["4"],
+        "metric_name": "exact_match",
+        "post_process": "strip_whitespace",
+    }
     rec.update(over)
     return rec
 
@@ -173,8 +189,17 @@ def forge_plan(src: Path, dst: Path, edit: Callable[[Any], Any]) -> Path:
     for rec in recs:
         if isinstance(rec, InstanceRecord):
             rec = edit(rec)
-            rec = replace(rec, request_hash=request_hash_of(rec.request_type, rec.context, rec.continuation,
-                          rec.generation_kwargs, rec.context_ids, rec.continuation_ids))  # fmt: skip
+            rec = replace(
+                rec,
+                request_hash=request_hash_of(
+                    rec.request_type,
+                    rec.context,
+                    rec.continuation,
+                    rec.generation_kwargs,
+                    rec.context_ids,
+                    rec.continuation_ids,
+                ),
+            )
         out.append(rec)
     write_plan(dst, header, out)
     return dst
@@ -194,6 +219,8 @@ def mount_shell(target: Path, how: str, cmd: list[str]) -> str:
     if how == "ro":
         return f"mount --bind {t} {t} && mount -o remount,bind,ro {t} && {line}"
     after = q(str(target) + ".after")
-    return (f"cp -a {t} {t}.src && mount -t tmpfs -o size=256k tmpfs {t} && cp -a {t}.src/. {t}/ && "
-            f"(dd if=/dev/zero of={t}/.filler bs=4k >/dev/null 2>&1; true) && "
-            f"{line}; rc=$?; rm -f {t}/.filler; mkdir -p {after} && cp -a {t}/. {after}/; exit $rc")  # fmt: skip
+    return (
+        f"cp -a {t} {t}.src && mount -t tmpfs -o size=256k tmpfs {t} && cp -a {t}.src/. {t}/ && "
+        f"(dd if=/dev/zero of={t}/.filler bs=4k >/dev/null 2>&1; true) && "
+        f"{line}; rc=$?; rm -f {t}/.filler; mkdir -p {after} && cp -a {t}/. {after}/; exit $rc"
+    )

@@ -85,8 +85,10 @@ def forge(
         if isinstance(name, str):
             c = counts.get(name, [0, 0])
             t["n_docs"], t["n_instances"] = c
-            summary = {k: t.get(k) for k in ("name", "output_type", "num_fewshot", "version", "metric_list",
-                                             "filter_list", "config")}  # fmt: skip
+            summary = {
+                k: t.get(k)
+                for k in ("name", "output_type", "num_fewshot", "version", "metric_list", "filter_list", "config")
+            }
             h = hashlib.sha256(canonical_bytes(summary))
             for b in per_task.get(name, []):
                 h.update(b)

@@ -33,10 +33,20 @@ def _measure(root: Path, name: str, template: str) -> dict[str, Any]:
     (d / "data" / "mini" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in MINI_ROWS))
     yaml_text = MINI_YAML.replace('doc_to_text: "Q: {{question}}\\nA:"', f"doc_to_text: {json.dumps(template)}")
     (d / "tasks" / "t.yaml").write_text(yaml_text, encoding="utf-8")
-    argv = [sys.executable, "-m", "lmeval", "compile", f"run.include_path={d / 'tasks'}", "run.tasks=[mini]",
-            f"run.data_dir={d / 'data'}", "--out", str(d / "out.msgpack")]  # fmt: skip
-    p = subprocess.run([sys.executable, "-c", _WRAP, *argv], env=env(), cwd=d, capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "lmeval",
+        "compile",
+        f"run.include_path={d / 'tasks'}",
+        "run.tasks=[mini]",
+        f"run.data_dir={d / 'data'}",
+        "--out",
+        str(d / "out.msgpack"),
+    ]
+    p = subprocess.run(
+        [sys.executable, "-c", _WRAP, *argv], env=env(), cwd=d, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     out: dict[str, Any] = json.loads(p.stdout)
     out["written"] = (d / "out.msgpack").exists()

@@ -132,8 +132,9 @@ print(json.dumps(out))
 @pytest.mark.parametrize("kind", ["zero", "fifo"])
 def test_hostile_cache_files_are_misses_quickly(kind: str, tmp_path: Path) -> None:
     e = {k: v for k, v in env().items() if k not in ("LMEVAL_BUILD_CACHE_DIR", "LMEVAL_NO_CATALOG")}
-    p = subprocess.run([sys.executable, "-c", _PROBE, kind, str(tmp_path)], env=e, capture_output=True, text=True,
-                       timeout=20)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-c", _PROBE, kind, str(tmp_path)], env=e, capture_output=True, text=True, timeout=20
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     got: dict[str, Any] = json.loads(p.stdout)
     assert got["catalog"] == ["t1"] and got["catalog_rewritten"], got

@@ -43,10 +43,13 @@ def _base(root: Path) -> Base:
     (tasks / "mini.yaml").write_text(MINI_YAML, encoding="utf-8")
     (data / "mini").mkdir(parents=True)
     (data / "mini" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in MINI_ROWS), encoding="utf-8")
-    for argv in (["compile", "+task=arith", "run.limit=4", f"run.data_dir={DATA}", "--out", str(plan)],
-                 ["execute", str(plan), FAKE, "--out", str(results), "--no-progress"]):  # fmt: skip
-        p = subprocess.run([PY, "-m", "lmeval", *argv], env=env(), cwd=root, capture_output=True, text=True,
-                           timeout=300)  # fmt: skip
+    for argv in (
+        ["compile", "+task=arith", "run.limit=4", f"run.data_dir={DATA}", "--out", str(plan)],
+        ["execute", str(plan), FAKE, "--out", str(results), "--no-progress"],
+    ):
+        p = subprocess.run(
+            [PY, "-m", "lmeval", *argv], env=env(), cwd=root, capture_output=True, text=True, timeout=300
+        )
         assert p.returncode == 0, p.stderr
     return Base(plan=plan, results=results, tasks=tasks, data=data)
 

@@ -16,8 +16,14 @@ from tests.hostile.forge import forge
 
 # fields where every canonical value is a valid one (shown, never computed with)
 ANY_VALUE = {"TaskSummary.version", "GroupSummary.version", "DocRecord.target"}
-PREFIX = {PlanHeader: "h_", TaskSummary: "h_task_", ModelInfo: "h_model_", GroupSummary: "h_groups",
-          DocRecord: "d_", InstanceRecord: "i_"}  # fmt: skip
+PREFIX = {
+    PlanHeader: "h_",
+    TaskSummary: "h_task_",
+    ModelInfo: "h_model_",
+    GroupSummary: "h_groups",
+    DocRecord: "d_",
+    InstanceRecord: "i_",
+}
 
 
 def test_forged_family_covers_every_header_and_record_field() -> None:
@@ -29,8 +35,12 @@ def test_forged_family_covers_every_header_and_record_field() -> None:
             if key in ANY_VALUE:
                 continue
             stem = prefix if cls is GroupSummary else prefix + f.name
-            alias = {"TaskSummary.name": "h_task_name_twice", "PlanHeader.tasks": "h_no_tasks",
-                     "PlanHeader.model": "h_model_not_a_map", "PlanHeader.extra": "h_extra"}.get(key)  # fmt: skip
+            alias = {
+                "TaskSummary.name": "h_task_name_twice",
+                "PlanHeader.tasks": "h_no_tasks",
+                "PlanHeader.model": "h_model_not_a_map",
+                "PlanHeader.extra": "h_extra",
+            }.get(key)
             if not any(n.startswith(stem) or n == alias for n in names):
                 missing.append(key)
     assert missing == []
@@ -39,8 +49,13 @@ def test_forged_family_covers_every_header_and_record_field() -> None:
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     p = tmp_path_factory.mktemp("forged") / "arith.msgpack"
-    r = subprocess.run([PY, "-m", "lmeval", "compile", "+task=arith", "run.limit=3", f"run.data_dir={DATA}",
-                        "--out", str(p)], env=env(), capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [PY, "-m", "lmeval", "compile", "+task=arith", "run.limit=3", f"run.data_dir={DATA}", "--out", str(p)],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return p
 

@@ -13,8 +13,15 @@ DIGITS = "9" * 5000
 
 
 def _compile(*overrides: str) -> tuple[int, str]:
-    rc, _, err = cli_in_process("compile", *overrides, "run.limit=2", "model=tiny", f"run.data_dir={data_dir()}",
-                                "--out", "/nonexistent/never-written.msgpack")  # fmt: skip
+    rc, _, err = cli_in_process(
+        "compile",
+        *overrides,
+        "run.limit=2",
+        "model=tiny",
+        f"run.data_dir={data_dir()}",
+        "--out",
+        "/nonexistent/never-written.msgpack",
+    )
     return rc, err
 
 

@@ -139,7 +139,8 @@ def test_task_names_compile_byte_identical_to_lmeval(
 
 def test_catalog_route_reads_lmeval_yaml() -> None:
     """The lm_eval: route really compiles lm-eval's installed YAML, not conf/task's copy."""
-    from lmeval.compiler.config import compose, run_config
+    from lmeval.compiler.config import compose
+    from lmeval.compiler.runconfig import run_config
     from lmeval.compiler.tasks.select import select_tasks
 
     cfg = compose(["run.tasks=[lm_eval:piqa,arc_easy]", f"run.data_dir={default_data_dir()}"])

@@ -16,18 +16,36 @@ from lmeval import compiler
 pytestmark = pytest.mark.lmeval_parity
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "gp_mc": dict(output_type="multiple_choice", doc_to_text="Question: {{question}}", gen_prefix="Answer:",
-                  doc_to_target="{{choices.label.index(answerKey)}}", doc_to_choice="{{choices.text}}",
-                  description="Science questions about {{id[:3]}}.\n\n"),
-    "gp_gen": dict(output_type="generate_until", doc_to_text="Q: {{question}}\n", gen_prefix="A:",
-                   doc_to_target="{{answerKey}}",
-                   fewshot_config={"doc_to_text": "Example: {{question}}", "target_delimiter": " => ",
-                                   "fewshot_delimiter": "\n---\n"}),
-    "gp_list": dict(output_type="generate_until", doc_to_text="{{question}}", doc_to_target="{{[answerKey, 'x']}}",
-                    target_delimiter="\n", generation_kwargs={"max_gen_toks": 5}),
-    "gp_ll": dict(output_type="loglikelihood", doc_to_text="{{question}} ", doc_to_target="{{answerKey}}",
-                  fewshot_split="test"),
-}  # fmt: skip
+    "gp_mc": dict(
+        output_type="multiple_choice",
+        doc_to_text="Question: {{question}}",
+        gen_prefix="Answer:",
+        doc_to_target="{{choices.label.index(answerKey)}}",
+        doc_to_choice="{{choices.text}}",
+        description="Science questions about {{id[:3]}}.\n\n",
+    ),
+    "gp_gen": dict(
+        output_type="generate_until",
+        doc_to_text="Q: {{question}}\n",
+        gen_prefix="A:",
+        doc_to_target="{{answerKey}}",
+        fewshot_config={
+            "doc_to_text": "Example: {{question}}",
+            "target_delimiter": " => ",
+            "fewshot_delimiter": "\n---\n",
+        },
+    ),
+    "gp_list": dict(
+        output_type="generate_until",
+        doc_to_text="{{question}}",
+        doc_to_target="{{[answerKey, 'x']}}",
+        target_delimiter="\n",
+        generation_kwargs={"max_gen_toks": 5},
+    ),
+    "gp_ll": dict(
+        output_type="loglikelihood", doc_to_text="{{question}} ", doc_to_target="{{answerKey}}", fewshot_split="test"
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +57,12 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     for split, n in (("train", 40), ("test", 10)):
         lines = (src / f"{split}.jsonl").read_text().splitlines()[:n]
         (root / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
-    base = {"dataset_path": "json", "training_split": "train", "test_split": "test",
-            "dataset_kwargs": {"data_files": {s: str(root / f"{s}.jsonl") for s in ("train", "test")}}}  # fmt: skip
+    base = {
+        "dataset_path": "json",
+        "training_split": "train",
+        "test_split": "test",
+        "dataset_kwargs": {"data_files": {s: str(root / f"{s}.jsonl") for s in ("train", "test")}},
+    }
     tasks = root / "tasks"
     tasks.mkdir()
     for name, v in VARIANTS.items():

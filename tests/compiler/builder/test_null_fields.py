@@ -52,8 +52,15 @@ def test_a_missing_or_null_prompt_field_is_one_warning_with_the_count(holes: Pat
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1, err
     w = warnings[0]
-    for needle in (str(holes / "arc_easy" / "test.jsonl"), "task arc_easy", "field doc_to_text", "'question'",
-                   "in 3 document(s)", "first doc 3", "'None'"):  # fmt: skip
+    for needle in (
+        str(holes / "arc_easy" / "test.jsonl"),
+        "task arc_easy",
+        "field doc_to_text",
+        "'question'",
+        "in 3 document(s)",
+        "first doc 3",
+        "'None'",
+    ):
         assert needle in w, (needle, w)
 
 
@@ -83,8 +90,15 @@ def test_strict_fields_stops_the_compile_with_one_line(holes: Path, tmp_path: Pa
     out = tmp_path / "p.msgpack"
     rc, _, err = cli("compile", *_overrides(holes, "run.strict_fields=true"), "--out", str(out))
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    for needle in (str(holes / "arc_easy" / "test.jsonl"), "task arc_easy", "field doc_to_text", "'question'",
-                   "in 3 document(s)", "first doc 3", "run.strict_fields"):  # fmt: skip
+    for needle in (
+        str(holes / "arc_easy" / "test.jsonl"),
+        "task arc_easy",
+        "field doc_to_text",
+        "'question'",
+        "in 3 document(s)",
+        "first doc 3",
+        "run.strict_fields",
+    ):
         assert needle in err, (needle, err)
     assert not out.exists()
     # the rows before the first hole compile under the flag; a flag that is not a boolean is refused

@@ -46,8 +46,9 @@ def test_seed_drives_the_fewshot_draw(data: Path) -> None:
 
 def test_leakage_guard_when_pool_is_the_eval_split(data: Path) -> None:
     # asdiv: no test_split and no fewshot_split ("both unset" counts as equal), pool = validation = eval split
-    header, records = compiler.compile_plan(["+task=asdiv", f"run.data_dir={data}", "run.num_fewshot=5",
-                                             "run.limit=60"])  # fmt: skip
+    header, records = compiler.compile_plan(
+        ["+task=asdiv", f"run.data_dir={data}", "run.num_fewshot=5", "run.limit=60"]
+    )
     for d in _docs(records):
         assert len(d.fewshot_ids) == 5 and d.doc_id not in d.fewshot_ids
 
@@ -64,8 +65,9 @@ def test_task_explicit_zero_shot_wins(tmp_path: Path, data: Path) -> None:
         'training_split: train\ntest_split: test\nnum_fewshot: 0\ndoc_to_text: "Q: {{question}}\\nA:"\n'
         'doc_to_target: "{{choices.label.index(answerKey)}}"\ndoc_to_choice: "{{choices.text}}"\n'
     )
-    header, records = compiler.compile_plan([f"run.include_path={tmp_path}", "run.tasks=[zs]",
-                                             f"run.data_dir={data}", "run.num_fewshot=5", "run.limit=2"])  # fmt: skip
+    header, records = compiler.compile_plan(
+        [f"run.include_path={tmp_path}", "run.tasks=[zs]", f"run.data_dir={data}", "run.num_fewshot=5", "run.limit=2"]
+    )
     assert header.task("zs").num_fewshot == 0
     assert all(d.fewshot_ids == [] for d in _docs(records))
     assert any("num_fewshot is 0" in n for n in header.extra["notes"])

@@ -77,8 +77,12 @@ def test_tokenizing_thread_does_not_change_bytes(tmp_path: Path, data: Path, mon
 def test_first_failing_task_is_reported_as_serial(data: Path) -> None:
     from lmeval.compiler.errors import CompileError
 
-    ov = ["+task=[arc_easy,boolq,winogrande]", f"run.data_dir={data}", "run.limit=2",
-          'task.boolq.doc_to_text="{{ no_such_field.x }}"']  # fmt: skip
+    ov = [
+        "+task=[arc_easy,boolq,winogrande]",
+        f"run.data_dir={data}",
+        "run.limit=2",
+        'task.boolq.doc_to_text="{{ no_such_field.x }}"',
+    ]
     msgs = []
     for w in (1, 2):
         with pytest.raises(CompileError) as e:
@@ -92,8 +96,13 @@ def test_first_failing_task_is_reported_when_the_last_fails_too(data: Path) -> N
     workers' tasks before it, and boolq's, the first in task order, is the one raised, as in a serial compile."""
     from lmeval.compiler.errors import CompileError
 
-    ov = ["+task=[arc_easy,boolq,winogrande,piqa]", f"run.data_dir={data}", "run.limit=2",
-          'task.boolq.doc_to_text="{{ no_such_field.x }}"', 'task.piqa.doc_to_text="{{ other_field.y }}"']  # fmt: skip
+    ov = [
+        "+task=[arc_easy,boolq,winogrande,piqa]",
+        f"run.data_dir={data}",
+        "run.limit=2",
+        'task.boolq.doc_to_text="{{ no_such_field.x }}"',
+        'task.piqa.doc_to_text="{{ other_field.y }}"',
+    ]
     msgs = []
     for w in (1, 2, 3):
         with pytest.raises(CompileError) as e:
@@ -211,8 +220,9 @@ def test_cache_is_bounded_and_can_be_off(tmp_path: Path, data: Path, monkeypatch
     # off: nothing read, nothing written
     monkeypatch.delenv("LMEVAL_BUILD_CACHE_MB")
     before = {p: p.stat().st_mtime_ns for p in _entries(cache)}
-    off = compile_located(["+task=boolq", f"run.data_dir={data}", "run.limit=2"],
-                          BuildSettings(cache=False, workers=1, cache_dir=cache))  # fmt: skip
+    off = compile_located(
+        ["+task=boolq", f"run.data_dir={data}", "run.limit=2"], BuildSettings(cache=False, workers=1, cache_dir=cache)
+    )
     assert off.cache.hits == off.cache.stored == 0
     assert {p: p.stat().st_mtime_ns for p in _entries(cache)} == before
 

@@ -53,8 +53,12 @@ def test_preset_compiles_the_same_tokens(copies: tuple[Path, Path]) -> None:
     by_path = _compile(f"model.path={copies[0]}")
     preset = _compile("model=smollm2")
     pm, mm = preset.model, by_path.model
-    assert (pm.name, pm.tokenizer, pm.tokenizer_hash, pm.config_hash) == ("smollm2", mm.tokenizer, mm.tokenizer_hash,
-                                                                          mm.config_hash)  # fmt: skip
+    assert (pm.name, pm.tokenizer, pm.tokenizer_hash, pm.config_hash) == (
+        "smollm2",
+        mm.tokenizer,
+        mm.tokenizer_hash,
+        mm.config_hash,
+    )
     assert "package" not in preset.config["model"]
 
 
@@ -64,7 +68,11 @@ def test_converted_tokenizer_is_smollm2s(copies: tuple[Path, Path]) -> None:
     d = convert_gguf(SMOL, weights=False)  # the folder compiling made (or the full one, if converted already)
     cfg = json.loads((d / "config.json").read_text())
     assert (cfg["architectures"], cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"]) == (
-        ["LlamaForCausalLM"], 30, 576, 49152)  # fmt: skip
+        ["LlamaForCausalLM"],
+        30,
+        576,
+        49152,
+    )
     assert "quantization_config" not in cfg
     from tokenizers import Tokenizer
 

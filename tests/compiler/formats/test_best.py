@@ -62,11 +62,13 @@ def test_best_end_to_end_on_the_tiny_model(tmp_path: Path, data: Path) -> None:
     from lmeval.executor import execute
     from lmeval.scorer import score
 
-    plan = compiler.compile_to_file(["+task=arc_easy@best", f"run.data_dir={data}", "run.limit=5"],
-                                    out=str(tmp_path / "best.msgpack"))  # fmt: skip
+    plan = compiler.compile_to_file(
+        ["+task=arc_easy@best", f"run.data_dir={data}", "run.limit=5"], out=str(tmp_path / "best.msgpack")
+    )
     out = tmp_path / "run"
-    execute(str(plan), out=str(out), overrides=["model.backend=hf", f"model.path={ensure_tiny_model()}"],
-            progress=False)  # fmt: skip
+    execute(
+        str(plan), out=str(out), overrides=["model.backend=hf", f"model.path={ensure_tiny_model()}"], progress=False
+    )
     score(str(out))
     doc = json.loads((out / "results.json").read_text())
     res, cf, mcf = (doc["results"][n] for n in ("arc_easy@best", "arc_easy@cf", "arc_easy@mcf"))

@@ -21,8 +21,7 @@ from tests.parity.compare import compare, instance_dicts
 
 HERE = Path(__file__).resolve().parents[2] / "parity" / "lm_eval_05"
 YAMLS = HERE / "yaml"
-CATALOG = ("arc_easy", "arc_challenge", "mmlu_anatomy", "mmlu_astronomy", "mmlu_high_school_geography", "piqa",
-           "boolq")  # fmt: skip
+CATALOG = ("arc_easy", "arc_challenge", "mmlu_anatomy", "mmlu_astronomy", "mmlu_high_school_geography", "piqa", "boolq")
 FORMATS = ("mcqa", "cloze", "generate", "cot")
 BLOCKS = ("arc_formats", "arc_format_string", "arc_format_type")
 
@@ -113,8 +112,11 @@ def test_every_case_is_accepted_or_refused_as_lm_eval_05_does() -> None:
     refused = {cid.split("/")[0] for cid, _ in _refused()}
     # its own multiple-choice YAMLs: @mcqa and @cloze (boolq's local data has no `label`: refused too),
     # never @generate / @cot; a YAML in 0.5's style: all four
-    assert refused == {f"{t}@{f}" for t in CATALOG for f in ("generate", "cot")} | {"boolq@mcqa", "boolq@cloze",
-                                                                                    "arc_formats@cot"}  # fmt: skip
+    assert refused == {f"{t}@{f}" for t in CATALOG for f in ("generate", "cot")} | {
+        "boolq@mcqa",
+        "boolq@cloze",
+        "arc_formats@cot",
+    }
 
 
 @pytest.mark.parametrize(("cid", "error"), _refused(), ids=[c for c, _ in _refused()])
@@ -178,7 +180,8 @@ def test_a_bad_formats_block_is_refused_in_one_line(formats: Any, message: str, 
     cfg = yaml.safe_load((YAMLS / "arc_easy_05.yaml").read_text())
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**cfg, "task": "bad", "formats": formats}))
     with pytest.raises(CompileError) as e:
-        compiler.compile_plan(["run.tasks=[bad]", f"run.include_path={tmp_path}", f"run.data_dir={data}",
-                               "run.limit=1"])  # fmt: skip
+        compiler.compile_plan(
+            ["run.tasks=[bad]", f"run.include_path={tmp_path}", f"run.data_dir={data}", "run.limit=1"]
+        )
     msg = str(e.value)
     assert message in msg and "\n" not in msg and "bad.yaml" in msg and "field formats" in msg

@@ -31,8 +31,9 @@ def test_no_suffix_keeps_its_hash_and_run_format_unset_is_absent(data: Path) -> 
 
 
 def test_several_formats_of_one_task_in_one_plan(data: Path) -> None:
-    _, names, _ = _plan("run.tasks=[arc_easy@cf,arc_easy@mcf,arc_easy@gen,arc_easy]", f"run.data_dir={data}",
-                        "run.limit=2")  # fmt: skip
+    _, names, _ = _plan(
+        "run.tasks=[arc_easy@cf,arc_easy@mcf,arc_easy@gen,arc_easy]", f"run.data_dir={data}", "run.limit=2"
+    )
     assert names == ["arc_easy", "arc_easy@cf", "arc_easy@gen", "arc_easy@mcf"]
 
 
@@ -44,8 +45,9 @@ def test_run_format_applies_to_multiple_choice_tasks_only(data: Path) -> None:
 def test_a_group_in_a_format(data: Path) -> None:
     _, names, groups = _plan("run.tasks=[mmlu@gen]", f"run.data_dir={data}", "run.limit=1")
     assert len(names) == 57 and all(n.endswith("@gen") for n in names)
-    assert set(groups) == {f"{g}@gen" for g in ("mmlu", "mmlu_stem", "mmlu_other", "mmlu_social_sciences",
-                                                 "mmlu_humanities")}  # fmt: skip
+    assert set(groups) == {
+        f"{g}@gen" for g in ("mmlu", "mmlu_stem", "mmlu_other", "mmlu_social_sciences", "mmlu_humanities")
+    }
     top = groups["mmlu@gen"]
     assert [a["metric"] for a in top.aggregate_metric_list] == ["exact_match"]  # type: ignore[attr-defined]
     assert [a["filter_list"] for a in top.aggregate_metric_list] == [["letter"]]  # type: ignore[attr-defined]
@@ -86,8 +88,9 @@ def test_a_task_without_an_adapter_gets_one_from_its_fields(tmp_path: Path, data
         'test_split: test\ndoc_to_text: "Question: {{question}}\\nAnswer:"\n'
         "doc_to_target: '{{choices.label.index(answerKey)}}'\ndoc_to_choice: '{{choices.text}}'\n"
     )
-    ours = compiler.compile_plan(["run.tasks=[my_arc@mcf]", f"run.include_path={tmp_path}", f"run.data_dir={data}",
-                                  "run.limit=3"])  # fmt: skip
+    ours = compiler.compile_plan(
+        ["run.tasks=[my_arc@mcf]", f"run.include_path={tmp_path}", f"run.data_dir={data}", "run.limit=3"]
+    )
     shipped = compiler.compile_plan(["run.tasks=[arc_easy@mcf]", f"run.data_dir={data}", "run.limit=3"])
     contexts = [getattr(r, "context", None) for r in ours[1]]
     assert contexts == [getattr(r, "context", None) for r in shipped[1]] and any(contexts)

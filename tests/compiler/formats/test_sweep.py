@@ -84,8 +84,12 @@ def test_one_variant_is_selectable_by_name(data: Path) -> None:
 
 
 def test_a_group_sweeps_as_formatted_groups(data: Path) -> None:
-    header, _ = _compiled("run.tasks=[mmlu@sweep]", "+run.sweep={formats:[mcf],labels:[letters,parens]}",
-                          f"run.data_dir={data}", "run.limit=1")  # fmt: skip
+    header, _ = _compiled(
+        "run.tasks=[mmlu@sweep]",
+        "+run.sweep={formats:[mcf],labels:[letters,parens]}",
+        f"run.data_dir={data}",
+        "run.limit=1",
+    )
     groups = {g.name: g for g in header.groups}  # type: ignore[attr-defined]
     assert groups["mmlu@sweep"].subtasks == ["mmlu@mcf", "mmlu@mcf+parens"]
     assert {"mmlu_stem@mcf+parens", "mmlu_humanities@mcf"} <= set(groups)
@@ -140,16 +144,25 @@ def test_sweep_end_to_end_on_the_tiny_model(tmp_path: Path, data: Path) -> None:
     from lmeval.scorer import score
 
     sweep = "+run.sweep={formats:[cf,mcf],labels:[letters,parens],seeds:[1234,7]}"
-    plan = compiler.compile_to_file(["+task=arc_easy@sweep", sweep, f"run.data_dir={data}", "run.limit=5",
-                                     "run.num_fewshot=1"], out=str(tmp_path / "sweep.msgpack"))  # fmt: skip
+    plan = compiler.compile_to_file(
+        ["+task=arc_easy@sweep", sweep, f"run.data_dir={data}", "run.limit=5", "run.num_fewshot=1"],
+        out=str(tmp_path / "sweep.msgpack"),
+    )
     out = tmp_path / "run"
-    execute(str(plan), out=str(out), overrides=["model.backend=hf", f"model.path={ensure_tiny_model()}"],
-            progress=False)  # fmt: skip
+    execute(
+        str(plan), out=str(out), overrides=["model.backend=hf", f"model.path={ensure_tiny_model()}"], progress=False
+    )
     score(str(out))
     doc = json.loads((out / "results.json").read_text())
     members = doc["group_subtasks"]["arc_easy@sweep"]
-    assert members == ["arc_easy@cf", "arc_easy@cf+seed7", "arc_easy@mcf", "arc_easy@mcf+seed7",
-                       "arc_easy@mcf+parens", "arc_easy@mcf+parens+seed7"]  # fmt: skip
+    assert members == [
+        "arc_easy@cf",
+        "arc_easy@cf+seed7",
+        "arc_easy@mcf",
+        "arc_easy@mcf+seed7",
+        "arc_easy@mcf+parens",
+        "arc_easy@mcf+parens+seed7",
+    ]
     keys = {m: doc["configs"][m]["format"]["metric"] for m in members}
     assert keys["arc_easy@cf"] == "acc_norm,none" and keys["arc_easy@mcf+parens"] == "acc,none"
     values = [doc["results"][m][keys[m]] for m in members]

@@ -70,8 +70,9 @@ def test_compile_by_catalog_name(tmp_path: Path, cli) -> None:
     from tests.compiler.conftest import data_dir
 
     out = tmp_path / "p.msgpack"
-    rc, _, err = cli("compile", "+task=[lm_eval:winogrande,arc_easy]", f"run.data_dir={data_dir()}",
-                     "run.limit=2", f"--out={out}")  # fmt: skip
+    rc, _, err = cli(
+        "compile", "+task=[lm_eval:winogrande,arc_easy]", f"run.data_dir={data_dir()}", "run.limit=2", f"--out={out}"
+    )
     assert rc == 0, err
     from lmeval.plans import read_plan
 
@@ -144,8 +145,13 @@ def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> N
     offline here: one line saying so and where the local folder was looked for."""
     from tests.compiler.conftest import data_dir
 
-    rc, _, err = cli("compile", "run.tasks=[arc_easy,hellaswag]", f"run.data_dir={data_dir()}", "run.limit=2",
-                     f"--out={tmp_path / 'p.msgpack'}")  # fmt: skip
+    rc, _, err = cli(
+        "compile",
+        "run.tasks=[arc_easy,hellaswag]",
+        f"run.data_dir={data_dir()}",
+        "run.limit=2",
+        f"--out={tmp_path / 'p.msgpack'}",
+    )
     assert rc == 2
     line = err.strip()
     assert "\n" not in line and "task hellaswag" in line and "datasets library" in line
@@ -155,7 +161,8 @@ def test_dataset_not_under_data_dir_comes_from_the_hub(cli, tmp_path: Path) -> N
 def test_catalog_tag_members_are_lmevals_not_conf_tasks() -> None:
     """lm-eval's tag ai2_arc names arc_easy and arc_challenge, which conf/task also defines: inside a catalog
     group or tag, members resolve in the catalog (as in lm-eval's own index); by name alone, conf/task wins."""
-    from lmeval.compiler.config import compose, run_config
+    from lmeval.compiler.config import compose
+    from lmeval.compiler.runconfig import run_config
     from lmeval.compiler.tasks.select import select_tasks
     from tests.compiler.conftest import data_dir
 

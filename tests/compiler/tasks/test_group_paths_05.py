@@ -103,12 +103,19 @@ def test_what_lm_eval_05_does_not_find_is_refused_in_one_line(path: str, message
 
 def test_overlapping_groups_two_tasks_where_they_differ_one_where_the_same(data: Path, tmp_path: Path) -> None:
     case = golden()["overlap_groups"]
-    assert case["tasks"] == {"overlap_a::arc_easy": 0, "overlap_a::piqa": 1, "overlap_b::arc_easy": 2,
-                             "overlap_b::piqa": 1}  # fmt: skip
+    assert case["tasks"] == {
+        "overlap_a::arc_easy": 0,
+        "overlap_a::piqa": 1,
+        "overlap_b::arc_easy": 2,
+        "overlap_b::piqa": 1,
+    }
     header, ours = _compile("overlap_a,overlap_b", data)
     shots = {t.name: (t.num_fewshot, t.groups) for t in header.tasks}
-    assert shots == {"overlap_a::arc_easy": (0, ["overlap_a"]), "overlap_b::arc_easy": (2, ["overlap_b"]),
-                     "piqa": (1, ["overlap_a", "overlap_b"])}  # fmt: skip
+    assert shots == {
+        "overlap_a::arc_easy": (0, ["overlap_a"]),
+        "overlap_b::arc_easy": (2, ["overlap_b"]),
+        "piqa": (1, ["overlap_a", "overlap_b"]),
+    }
     assert {g.name: g.subtasks for g in header.groups} == {
         "overlap_a": ["overlap_a::arc_easy", "piqa"],
         "overlap_b": ["overlap_b::arc_easy", "piqa"],

@@ -70,8 +70,16 @@ def _site(root: Path) -> dict[str, Path]:
 
 
 def _compile(site: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> Path:
-    rc = main(["compile", f"run.data_dir={site['data']}", f"run.include_path={site['inc']}", "run.tasks=[gsm8k_pr]",
-               "run.limit=5", f"--out={site['out']}"])  # fmt: skip
+    rc = main(
+        [
+            "compile",
+            f"run.data_dir={site['data']}",
+            f"run.include_path={site['inc']}",
+            "run.tasks=[gsm8k_pr]",
+            "run.limit=5",
+            f"--out={site['out']}",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     return site["out"]
 
@@ -146,9 +154,22 @@ def test_run_finds_the_folder_through_its_own_include_path(
 ) -> None:
     monkeypatch.delenv("LMEVAL_TRUST_CODE", raising=False)
     a = _site(tmp_path / "a")
-    rc = main(["run", f"run.data_dir={a['data']}", f"run.include_path={a['inc']}", "run.tasks=[gsm8k_pr]",
-               "run.limit=3", "model.backend=fake", "--out", str(tmp_path / "r"), "--plan-out",
-               str(tmp_path / "p.msgpack"), "--no-progress", "--trust-code"])  # fmt: skip
+    rc = main(
+        [
+            "run",
+            f"run.data_dir={a['data']}",
+            f"run.include_path={a['inc']}",
+            "run.tasks=[gsm8k_pr]",
+            "run.limit=3",
+            "model.backend=fake",
+            "--out",
+            str(tmp_path / "r"),
+            "--plan-out",
+            str(tmp_path / "p.msgpack"),
+            "--no-progress",
+            "--trust-code",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     res = json.loads((tmp_path / "r" / "results.json").read_text())["results"]["gsm8k_pr"]
     assert res["nchars,none"] > 0

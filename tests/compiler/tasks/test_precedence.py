@@ -31,8 +31,10 @@ def sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     data = tmp_path / "docs.jsonl"
     data.write_text("".join(json.dumps({"q": f"q{i}"}) + "\n" for i in range(2)))
     cat_root, inc = tmp_path / "lm_eval_tasks", tmp_path / "include"
-    for d, where, names in ((cat_root, "CATALOG", ("arc_easy", "zz_clash", "zz_cat")),
-                            (inc, "INCLUDE", ("arc_easy", "zz_clash"))):  # fmt: skip
+    for d, where, names in (
+        (cat_root, "CATALOG", ("arc_easy", "zz_clash", "zz_cat")),
+        (inc, "INCLUDE", ("arc_easy", "zz_clash")),
+    ):
         (d / "sub").mkdir(parents=True)
         for n in names:
             (d / "sub" / f"{n}.yaml").write_text(TASK.format(name=n, data=data, where=where))
