@@ -3,11 +3,11 @@
 ``FILTERS`` maps each filter name (exactly ``plans.scoring.FILTERS``) to its one implementation, as lm-eval's
 registry of that name; each built-in filter is a function of a module here that registers itself
 (``register_filter``), and the modules are imported in the line of built-ins below. Each takes the responses as
-one polars frame (``scorer.responses``) and returns a new one: the string filters and the structural ones
+one polars frame (``scorer.filters.responses``) and returns a new one: the string filters and the structural ones
 (take_first, take_first_k, majority_vote) are vectorised; ``map`` runs its Python rule once per distinct
 value; the filters that need documents or user code (multi_choice_regex, custom) loop in Python over
 lm-eval's nested lists. Rows polars cannot treat exactly like Python's ``re``/``str`` are redone one by one
-by ``scorer.regex_ops``, inside the same function.
+by ``scorer.regex.ops``, inside the same function.
 """
 
 import warnings

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from lmeval.scorer import regex_ops
+from lmeval.scorer import regex as regex_ops
 from lmeval.scorer.metrics.registry import builtin
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"

@@ -7,8 +7,9 @@ from typing import Any
 
 from lmeval.plans import GroupSummary
 from lmeval.scorer import aggregate as agg
-from lmeval.scorer import group_best, group_spread
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.groups import best as group_best
+from lmeval.scorer.groups import spread as group_spread
 
 
 def _by_name(groups: list[GroupSummary]) -> dict[str, GroupSummary]:
