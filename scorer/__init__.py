@@ -1,8 +1,11 @@
 """Scorer: results Parquet + plan -> lm-eval-compatible metrics, stderr and group aggregates (polars).
 
-Its face: ``score`` (and ``ScoreError``, its one error), ``check_user_code`` (the consent to run a task's code)
-and the paired statistics other tools build on (``paired_test``, ``mde``, ``Z_ALPHA``; ``lmeval.diff.runs``
-compares two scored runs with them)."""
+Its face: ``score``/``score_run`` (and ``ScoreError``, its one error), ``check_user_code`` (the consent to run a
+task's code), the paired statistics other tools build on (``paired_test``, ``mde``, ``Z_ALPHA``, ``plan_power``;
+``lmeval.diff.runs`` compares two scored runs with them), ``leaf_tasks``, ``judge_grades`` and the trajectory
+scores. Its wings, each behind its own face: ``filters``, ``metrics``, ``groups``, ``statistics``, ``regex``,
+``usercode``, ``sandbox``; beside them, the score path (``score``, ``taskscore``, ``samplescore`` and what they
+read) and the scores of particular tasks (judge grades, tool calls, trajectories, reasoning)."""
 
 from lmeval.scorer.errors import ScoreError as ScoreError
 from lmeval.scorer.groups import leaf_tasks as leaf_tasks

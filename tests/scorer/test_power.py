@@ -1,5 +1,6 @@
-"""``scorer.statistics.power``'s exact binomial tail (McNemar's test) against scipy's exact binomial test, over every flip
-count up to 60 and some large ones (beyond 20,000 flips: log-space sums), p from 1 down to underflow (#40)."""
+"""``scorer.statistics.power``'s exact binomial tail (McNemar's test) against scipy's exact binomial test, over
+every flip count up to 60 and some large ones (beyond 20,000 flips: log-space sums), p from 1 down to underflow
+(#40)."""
 
 from __future__ import annotations
 

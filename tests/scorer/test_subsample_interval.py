@@ -1,5 +1,5 @@
-"""``run.subsample``'s interval (#40, scorer/statistics/subsample.py): in a seeded simulation of 200 subsets drawn by the
-compiler's rule (plans/subsample.py) from real data, the 95% interval covers the full population's score at
+"""``run.subsample``'s interval (#40, scorer/statistics/subsample.py): in a seeded simulation of 200 subsets drawn by
+the compiler's rule (plans/subsample.py) from real data, the 95% interval covers the full population's score at
 about the nominal rate; and ``lmeval score`` of a subsampled run reports it (results.json ``subsample``).
 """
 
