@@ -20,11 +20,11 @@ SEPARATOR = "@"
 # distinct names, so ``NAME@mcqa`` and ``NAME@mcf`` never mean one another; also accepted by ``run.format``
 LM_EVAL_FORMATS = ("mcqa", "cloze", "generate", "cot")
 # ``NAME@best`` (selection only, not ``run.format``): ``NAME@cf`` and ``NAME@mcf`` plus a group ``NAME@best``
-# that reports, per task, the better of the two (OLMES' rule; scorer/groups/best.py); both stay in the results
+# that reports, per task, the better of the two (OLMES' rule; scorer/group_best.py); both stay in the results
 BEST = "best"
 BEST_OF = ("cf", "mcf")
 # ``NAME@sweep`` (selection only): every variant ``run.sweep`` lists plus a group ``NAME@sweep`` reporting the
-# spread of their scores (scorer/groups/spread.py)
+# spread of their scores (scorer/group_spread.py)
 SWEEP = "sweep"
 SPREAD = "spread"
 # backends that return no log-probabilities of given text (a chat endpoint): a plan compiled for one takes
