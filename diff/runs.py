@@ -46,7 +46,7 @@ class MetricDelta:
     se: float | None = None
     z: float | None = None
     p: float | None = None
-    # scorer.power: the test for this metric ("mcnemar", "bootstrap"; "normal" for groups), its p-value, the
+    # scorer.statistics.power: the test for this metric ("mcnemar", "bootstrap"; "normal" for groups), its p-value, the
     # 95% interval of the difference, the minimum detectable effect at 80% power, McNemar's flip counts
     test: str | None = None
     p_test: float | None = None

@@ -86,11 +86,11 @@ def fallback_format() -> str:
 
 SEPARATOR = "@"
 # ``NAME@best`` (selection only, not ``run.format``): ``NAME@cf`` and ``NAME@mcf`` plus a group ``NAME@best``
-# that reports, per task, the better of the two (OLMES' rule; scorer/group_best.py); both stay in the results
+# that reports, per task, the better of the two (OLMES' rule; scorer/groups/best.py); both stay in the results
 BEST = "best"
 BEST_OF = ("cf", "mcf")
 # ``NAME@sweep`` (selection only): every variant ``run.sweep`` lists plus a group ``NAME@sweep`` reporting the
-# spread of their scores (scorer/group_spread.py)
+# spread of their scores (scorer/groups/spread.py)
 SWEEP = "sweep"
 SPREAD = "spread"
 VARIANT_SEPARATOR = "+"

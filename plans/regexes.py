@@ -15,7 +15,7 @@ _REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT"})  # backtracking repeats (poss
 
 def compile_regex(pattern: str) -> str | None:
     """None when ``pattern`` compiles with the engine the scorer runs it with (Python's ``re``; polars only
-    runs patterns translated exactly from it, see scorer/regex_translate.py), else the error."""
+    runs patterns translated exactly from it, see scorer/regex/translation.py), else the error."""
     try:
         re.compile(pattern)
     except re.error as e:

@@ -5,7 +5,7 @@ estimate of the full run's, with its interval (design note: plans/SCORED.md, "Ho
 "metrics": {"metric,filter": {"estimate", "stderr", "ci95": [lo, hi]}}}}}``: ``population`` is the task's
 documents in the full split, ``sampled`` the documents scored; ``estimate`` is the stratified mean (each
 stratum weighed by its share of the population), ``stderr`` its standard error with the finite-population
-correction, ``ci95`` the normal 95% interval (``scorer/subsample.py``). Only per-document numeric metrics
+correction, ``ci95`` the normal 95% interval (``scorer/statistics/subsample.py``). Only per-document numeric metrics
 aggregated by ``mean`` get one.
 """
 

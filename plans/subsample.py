@@ -2,7 +2,7 @@
 
 The compiler chooses the documents (``choose``) and records what it chose in the task's config
 (``Drawn.to_dict``, key ``subsample``); the scorer reads that record back (``Drawn.from_dict``) to weigh
-each stratum and report the estimator's interval (``scorer/subsample.py``).
+each stratum and report the estimator's interval (``scorer/statistics/subsample.py``).
 
 The scheme is ``random``: a simple random sample without replacement, stratified by a document field
 (``strata``, e.g. the field a clustered standard error clusters on) with proportional allocation. The order

@@ -1,76 +1,33 @@
 """Scorer: results Parquet + plan -> lm-eval-compatible metrics, stderr and group aggregates (polars).
 
-Its face: ``score`` (and ``ScoreError``, its one error), ``check_user_code`` (the consent to run a task's code)
-and the paired statistics other tools build on (``paired_test``, ``mde``, ``Z_ALPHA``; ``lmeval.diff.runs``
-compares two scored runs with them); the metric and aggregation registries (``register_metric``,
-``register_aggregation``: a new metric or aggregation is one registration)."""
+Its face: ``score``/``score_run`` (and ``ScoreError``, its one error), ``check_user_code`` (the consent to run a task's
+code), the paired statistics other tools build on (``paired_test``, ``mde``, ``Z_ALPHA``, ``plan_power``;
+``lmeval.diff.runs`` compares two scored runs with them), ``leaf_tasks``, ``judge_grades`` and the trajectory scores;
+the metric and aggregation registries (``register_metric``, ``register_aggregation``: a new metric or aggregation is one
+registration). Its wings, each behind its own face: ``filters``, ``metrics``, ``groups``, ``statistics``, ``regex``,
+``usercode``, ``sandbox``; beside them, the score path (``score``, ``taskscore``, ``samplescore`` and what they read)
+and the scores of particular tasks (judge grades, tool calls, trajectories, reasoning)."""
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.metrics import (
-    AGGREGATION_REGISTRY,
-    METRICS,
-    Aggregation,
-    ChoiceArrays,
-    ChoiceDoc,
-    Metric,
-    metric_of_key,
-    metrics_for,
-    register_aggregation,
-    register_metric,
-)
-from lmeval.scorer.power import Z_ALPHA, mde, paired_test
-from lmeval.scorer.score import ScoreOutcome, score, score_run
-from lmeval.scorer.usercode import check_user_code
-
-if TYPE_CHECKING:
-    from lmeval.scorer.groups import leaf_tasks
-    from lmeval.scorer.judgegrades import judge_grades
-    from lmeval.scorer.power import plan_power
-    from lmeval.scorer.trajectories import step_scores, trajectory_scores
-
-
-__all__ = [
-    "AGGREGATION_REGISTRY",
-    "METRICS",
-    "Aggregation",
-    "ChoiceArrays",
-    "ChoiceDoc",
-    "Metric",
-    "metric_of_key",
-    "metrics_for",
-    "register_aggregation",
-    "register_metric",
-    "judge_grades",
-    "leaf_tasks",
-    "plan_power",
-    "ScoreError",
-    "ScoreOutcome",
-    "Z_ALPHA",
-    "check_user_code",
-    "mde",
-    "paired_test",
-    "score",
-    "score_run",
-    "step_scores",
-    "trajectory_scores",
-]
-
-# re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
-_LAZY = {
-    "judge_grades": "lmeval.scorer.judgegrades",
-    "leaf_tasks": "lmeval.scorer.groups",
-    "plan_power": "lmeval.scorer.power",
-    "step_scores": "lmeval.scorer.trajectories",
-    "trajectory_scores": "lmeval.scorer.trajectories",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A re-exported name, imported from its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
+from lmeval.scorer.errors import ScoreError as ScoreError
+from lmeval.scorer.groups import leaf_tasks as leaf_tasks
+from lmeval.scorer.judgegrades import judge_grades as judge_grades
+from lmeval.scorer.metrics import AGGREGATION_REGISTRY as AGGREGATION_REGISTRY
+from lmeval.scorer.metrics import METRICS as METRICS
+from lmeval.scorer.metrics import Aggregation as Aggregation
+from lmeval.scorer.metrics import ChoiceArrays as ChoiceArrays
+from lmeval.scorer.metrics import ChoiceDoc as ChoiceDoc
+from lmeval.scorer.metrics import Metric as Metric
+from lmeval.scorer.metrics import metric_of_key as metric_of_key
+from lmeval.scorer.metrics import metrics_for as metrics_for
+from lmeval.scorer.metrics import register_aggregation as register_aggregation
+from lmeval.scorer.metrics import register_metric as register_metric
+from lmeval.scorer.score import ScoreOutcome as ScoreOutcome
+from lmeval.scorer.score import score as score
+from lmeval.scorer.score import score_run as score_run
+from lmeval.scorer.statistics import Z_ALPHA as Z_ALPHA
+from lmeval.scorer.statistics import mde as mde
+from lmeval.scorer.statistics import paired_test as paired_test
+from lmeval.scorer.statistics import plan_power as plan_power
+from lmeval.scorer.trajectories import step_scores as step_scores
+from lmeval.scorer.trajectories import trajectory_scores as trajectory_scores
+from lmeval.scorer.usercode import check_user_code as check_user_code

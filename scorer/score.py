@@ -35,9 +35,9 @@ from lmeval.plans import (
     write_scored,
 )
 from lmeval.scorer import groups as grp
-from lmeval.scorer import intervals as ivl
 from lmeval.scorer import metrics as agg
 from lmeval.scorer import metrics as met
+from lmeval.scorer import statistics as ivl
 from lmeval.scorer.errors import PartialResultsError, ScoreError
 from lmeval.scorer.filters import pipelines_of
 from lmeval.scorer.filterscores import MISSING, FilterScores, without_docs
@@ -47,7 +47,7 @@ from lmeval.scorer.rows import COLUMNS as ROW_COLUMNS
 from lmeval.scorer.rows import Rows, read_rows
 from lmeval.scorer.sampleframes import sample_frames, samples_table
 from lmeval.scorer.samplescore import with_repeats
-from lmeval.scorer.subsample import console_lines, drawn_of, task_subset
+from lmeval.scorer.statistics import console_lines, drawn_of, task_subset
 from lmeval.scorer.taskscore import describe_missing, score_task
 from lmeval.scorer.usercode import Trust
 

@@ -121,12 +121,13 @@ def test_a_circle_through_a_face_is_found() -> None:
     """The planted circle of #52: regex_ops (which the filters use) importing the filters' face."""
     modules = _module_graph()
     planted = importgraph.parse_module(
-        "lmeval.scorer.regex_ops",
-        (ROOT / "scorer" / "regex_ops.py").read_text(encoding="utf-8") + "\nfrom lmeval.scorer.filters import apply\n",
+        "lmeval.scorer.regex.ops",
+        (ROOT / "scorer" / "regex" / "ops.py").read_text(encoding="utf-8")
+        + "\nfrom lmeval.scorer.filters import apply\n",
         is_face=False,
     )
     found = importgraph.cycles(importgraph.edges({**modules, planted.name: planted}))
-    assert any("lmeval.scorer.regex_ops" in c and "lmeval.scorer.filters" in c for c in found), found
+    assert any("lmeval.scorer.regex.ops" in c and "lmeval.scorer.filters" in c for c in found), found
 
 
 def test_long_modules_say_why() -> None:
@@ -239,7 +240,13 @@ def test_import_does_not_pull_heavy_modules(pkg: str, forbidden: list[str], tmp_
 
 
 # Subsystems are subpackages with a public face (their __init__), not file-name prefixes among flat modules.
-SUBSYSTEMS = {"scorer/sandbox": "lmeval.scorer.sandbox", "executor/pool": "lmeval.executor.pool"}
+SUBSYSTEMS = {
+    "executor/pool": "lmeval.executor.pool",
+    "scorer/groups": "lmeval.scorer.groups",
+    "scorer/regex": "lmeval.scorer.regex",
+    "scorer/sandbox": "lmeval.scorer.sandbox",
+    "scorer/statistics": "lmeval.scorer.statistics",
+}
 
 
 @pytest.mark.parametrize("room", sorted(SUBSYSTEMS))

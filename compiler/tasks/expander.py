@@ -287,7 +287,7 @@ class Expander:
 
     def add_best(self, base: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
         """``NAME@best``: ``NAME@cf`` and ``NAME@mcf`` exactly as selected alone (their tasks' records do not
-        name this group), and the group ``NAME@best`` over the two that reports the better (scorer/group_best)."""
+        name this group), and the group ``NAME@best`` over the two that reports the better (scorer/groups/best.py)."""
         subtasks: list[str] = []
         for fmt in BEST_OF:
             subtasks += self.add_named(format_name(base, fmt), parents, overrides, where)
@@ -300,7 +300,7 @@ class Expander:
     def add_sweep(self, base: str, parents: list[str], overrides: dict[str, Any] | None, where: str | None) -> str:
         """``NAME@sweep``: every variant of ``run.sweep`` (all three formats by default) as ``NAME@FMT[+...]``
         exactly as selected alone, and the group ``NAME@sweep`` over them reporting their spread
-        (scorer/group_spread.py)."""
+        (scorer/groups/spread.py)."""
         self.swept = True
         subtasks: list[str] = []
         for v in (self.sweep or Sweep()).variants(self.run_seed):

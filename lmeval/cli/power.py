@@ -1,5 +1,5 @@
 """``lmeval plan-power PLAN --baseline RESULTS``: before a plan runs, the difference between two models that
-a comparison on its documents could detect (``scorer.power``)."""
+a comparison on its documents could detect (``scorer.statistics.power``)."""
 
 from __future__ import annotations
 

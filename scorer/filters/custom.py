@@ -7,7 +7,7 @@ from typing import Any
 from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters.registry import Context, register_filter
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 
 @register_filter("custom")

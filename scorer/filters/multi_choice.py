@@ -9,7 +9,7 @@ import unicodedata
 from typing import Any
 
 from lmeval.scorer.filters.registry import Context, register_filter
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 
 @register_filter("multi_choice_regex")

@@ -15,7 +15,7 @@ import polars as pl
 from lmeval.scorer import usercode as pyref
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.filters.registry import FILTERS, Context
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 DEFAULT_PIPELINE: list[dict[str, Any]] = [{"function": "take_first"}]
 

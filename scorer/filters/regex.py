@@ -1,12 +1,12 @@
-"""The ``regex`` filter: lm-eval's RegexFilter, vectorised (``scorer.regex_ops``)."""
+"""The ``regex`` filter: lm-eval's RegexFilter, vectorised (``scorer.regex.ops``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lmeval.scorer import regex_ops
+from lmeval.scorer import regex as regex_ops
 from lmeval.scorer.filters.registry import Context, register_filter, string_values
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 
 @register_filter("regex")

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.scorer import usercode as pyref
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 
 @dataclass(frozen=True)

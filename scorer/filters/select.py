@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.scorer.filters.registry import Context, register_filter
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 
 @register_filter("take_first")

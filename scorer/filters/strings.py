@@ -7,9 +7,9 @@ from typing import Any
 
 import polars as pl
 
-from lmeval.scorer import regex_ops
+from lmeval.scorer import regex as regex_ops
 from lmeval.scorer.filters.registry import Context, register_filter, string_values
-from lmeval.scorer.responses import Responses
+from lmeval.scorer.filters.responses import Responses
 
 
 def _string_op(name: str, op: Callable[[pl.Series], pl.Series], doc: str) -> None:

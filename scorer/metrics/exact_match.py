@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from lmeval.plans import METRIC_SPECS as VOCABULARY
-from lmeval.scorer import regex_ops
+from lmeval.scorer import regex as regex_ops
 from lmeval.scorer.errors import ScoreError
 
 _PUNCT_CLASS = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in string.punctuation) + "]"

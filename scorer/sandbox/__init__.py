@@ -51,26 +51,19 @@ from typing import Any
 
 from lmeval.plans import UserError
 from lmeval.scorer.sandbox.cgroup import SampleCgroup, cgroup_root
-from lmeval.scorer.sandbox.result import (
-    FAILED,
-    KILLED,
-    MEMORY,
-    OUTPUT_LIMIT,
-    PASSED,
-    PROCESS_LIMIT,
-    SANDBOX_ERROR,
-    TIMEOUT,
-    ExecResult,
-)
-from lmeval.scorer.sandbox.run import LAUNCHER, PROGRAM_NAME, Isolation
-from lmeval.scorer.sandbox.run import SANDBOX_UID_BASE as _SANDBOX_UID_BASE
+from lmeval.scorer.sandbox.result import FAILED as FAILED
+from lmeval.scorer.sandbox.result import KILLED as KILLED
+from lmeval.scorer.sandbox.result import MEMORY as MEMORY
+from lmeval.scorer.sandbox.result import OUTPUT_LIMIT as OUTPUT_LIMIT
+from lmeval.scorer.sandbox.result import PASSED as PASSED
+from lmeval.scorer.sandbox.result import PROCESS_LIMIT as PROCESS_LIMIT
+from lmeval.scorer.sandbox.result import SANDBOX_ERROR as SANDBOX_ERROR
+from lmeval.scorer.sandbox.result import TIMEOUT as TIMEOUT
+from lmeval.scorer.sandbox.result import ExecResult as ExecResult
+from lmeval.scorer.sandbox.run import LAUNCHER as LAUNCHER
+from lmeval.scorer.sandbox.run import PROGRAM_NAME as PROGRAM_NAME
+from lmeval.scorer.sandbox.run import Isolation as Isolation
 from lmeval.scorer.sandbox.run import run_isolated as _run  # module global: tests replace it
-
-__all__ = [
-    "FAILED", "KILLED", "LAUNCHER", "MEMORY", "OUTPUT_LIMIT", "PASSED", "PROCESS_LIMIT", "PROGRAM_NAME",
-    "SANDBOX_ERROR", "TIMEOUT", "_SANDBOX_UID_BASE", "ExecResult", "Isolation", "SandboxUnavailable",
-    "check_many", "check_program", "run_program", "sandbox_support",
-]  # fmt: skip
 
 
 class SandboxUnavailable(UserError):

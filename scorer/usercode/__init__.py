@@ -6,10 +6,13 @@ makes before a model runs (``check_user_code``), and lmeval's own built-in hooks
 from collections.abc import Callable
 from typing import Any
 
-from lmeval.scorer.usercode.consent import check_user_code
-from lmeval.scorer.usercode.refs import Located, Trust, is_ref, load_ref, locate_ref, ref_name
-
-__all__ = ["Located", "Trust", "builtin_hooks", "check_user_code", "is_ref", "load_ref", "locate_ref", "ref_name"]
+from lmeval.scorer.usercode.consent import check_user_code as check_user_code
+from lmeval.scorer.usercode.refs import Located as Located
+from lmeval.scorer.usercode.refs import Trust as Trust
+from lmeval.scorer.usercode.refs import is_ref as is_ref
+from lmeval.scorer.usercode.refs import load_ref as load_ref
+from lmeval.scorer.usercode.refs import locate_ref as locate_ref
+from lmeval.scorer.usercode.refs import ref_name as ref_name
 
 
 def builtin_hooks() -> dict[str, Callable[..., Any]]:

@@ -154,8 +154,8 @@ def test_plan_power_is_the_mde_formula(runs: dict[str, Path]) -> None:
 @pytest.mark.vllm
 def test_bad_cluster_key_and_intervals_version(runs: dict[str, Path], tmp_path: Path) -> None:
     from lmeval.scorer.errors import ScoreError
-    from lmeval.scorer.intervals import cluster_labels
     from lmeval.scorer.planload import load
+    from lmeval.scorer.statistics.clustered import cluster_labels
 
     td = load(str(runs["plan-a"])).tasks[MIXED]
     with pytest.raises(ScoreError, match=rf"task {MIXED}: field metadata.cluster_key: doc 0 has no field 'passage'"):

@@ -76,7 +76,7 @@ MUTATIONS = [
     ),
     Mutation(
         "regex: all-empty-groups fallback not stripped",
-        "scorer/regex_ops.py",
+        "scorer/regex/ops.py",
         "            return fallback.strip()  # lm-eval strips the fallback in this one case\n",
         "            return fallback\n",
         ("tests/scorer/test_regex.py",),
@@ -210,7 +210,7 @@ MUTATIONS = [
     # --- #26: scoring branches no golden reaches (area 2) ----------------------------------------------
     Mutation(
         "group: weight_by_size false ignored (always by size)",
-        "scorer/groups.py",
+        "scorer/groups/tree.py",
         '                weight = bool(cfg.get("weight_by_size", True))\n',
         "                weight = True\n",
         (f"{UB}::test_group_weight_by_size_false_is_the_plain_mean_of_subtasks",),
@@ -218,7 +218,7 @@ MUTATIONS = [
     ),
     Mutation(
         "group: pooled stderr for an equal-weight mean",
-        "scorer/groups.py",
+        "scorer/groups/tree.py",
         "                            agg.pooled_sample_stderr(stderrs, sizes) if weight else "
         "agg.unweighted_mean_stderr(stderrs)\n",
         "                            agg.pooled_sample_stderr(stderrs, sizes)\n",
@@ -508,7 +508,7 @@ MUTATIONS = [
     ),
     Mutation(
         "plan-power: the baseline's sd from the plan's document count (MDE off by sqrt(plan/baseline))",
-        "scorer/power.py",
+        "scorer/statistics/power.py",
         "            sd = se_f * math.sqrt(n_base)\n",
         "            sd = se_f * math.sqrt(n)\n",
         (EG + "::test_plan_power_takes_the_sd_from_the_baselines_document_count",),
@@ -516,7 +516,7 @@ MUTATIONS = [
     ),
     Mutation(
         "subsample: strata with nothing scored yet weighted in the stratified estimate",
-        "scorer/subsample.py",
+        "scorer/statistics/subsample.py",
         "    pop = sum(present.values())  # strata with no scored document drop out (partial results)\n",
         "    pop = sum(sizes.values())\n",
         (EG + "::test_strata_without_a_scored_document_carry_no_weight",),

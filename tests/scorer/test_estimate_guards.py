@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 from lmeval.scorer import plan_power
-from lmeval.scorer.power import MDE_FACTOR
-from lmeval.scorer.subsample import stratified
+from lmeval.scorer.statistics.power import MDE_FACTOR
+from lmeval.scorer.statistics.subsample import stratified
 
 
 def test_plan_power_takes_the_sd_from_the_baselines_document_count() -> None:

@@ -1,11 +1,11 @@
-"""The best-of rule (scorer/group_best.py) on hand-made results: each member's primary metric, the better
+"""The best-of rule (scorer/groups/best.py) on hand-made results: each member's primary metric, the better
 one chosen with its stderr, cf on a tie, no best when a member has no score; groups.py dispatches to it."""
 
 from __future__ import annotations
 
 from lmeval.plans import GroupSummary, best_aggregate
-from lmeval.scorer import group_best
 from lmeval.scorer.groups import aggregate_groups
+from lmeval.scorer.groups import best as group_best
 
 CF = {"acc,none": 0.40, "acc_stderr,none": 0.04, "acc_norm,none": 0.55, "acc_norm_stderr,none": 0.05, "sample_len": 20}
 MCF = {"acc,none": 0.50, "acc_stderr,none": 0.03, "sample_len": 20}

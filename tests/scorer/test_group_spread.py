@@ -1,4 +1,4 @@
-"""The spread of a sweep's variants (scorer/group_spread.py) on hand-made results: each member's
+"""The spread of a sweep's variants (scorer/groups/spread.py) on hand-made results: each member's
 ``format.metric``, min / max / range / mean / sample std, the variants at the extremes (first of equals),
 nothing for a partial run; groups.py dispatches to it, member groups judged by their first task's metric."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 from lmeval.plans import GroupSummary, spread_aggregate
-from lmeval.scorer import group_spread
 from lmeval.scorer.groups import aggregate_groups
+from lmeval.scorer.groups import spread as group_spread
 
 MEMBERS = ["x@cf", "x@mcf", "x@mcf+parens", "x@gen+seed1"]
 RESULTS = {

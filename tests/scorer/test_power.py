@@ -1,12 +1,13 @@
-"""``scorer.power``'s exact binomial tail (McNemar's test) against scipy's exact binomial test, over every flip
-count up to 60 and some large ones (beyond 20,000 flips: log-space sums), p from 1 down to underflow (#40)."""
+"""``scorer.statistics.power``'s exact binomial tail (McNemar's test) against scipy's exact binomial test, over
+every flip count up to 60 and some large ones (beyond 20,000 flips: log-space sums), p from 1 down to underflow
+(#40)."""
 
 from __future__ import annotations
 
 import pytest
 from scipy.stats import binomtest
 
-from lmeval.scorer.power import binomial_two_sided
+from lmeval.scorer.statistics.power import binomial_two_sided
 from tests.bounds import ARITHMETIC, SCORES
 
 
@@ -27,7 +28,7 @@ def test_no_flips_is_p_one() -> None:
 def test_paired_bootstrap_for_non_binary_metrics() -> None:
     """Per-document numbers that are not 0/1 (MMLU answer lengths as a stand-in score): the bootstrap's
     interval holds the mean difference, p is 1 for no difference and 1/(B+1) for a shift far beyond the noise."""
-    from lmeval.scorer.power import BOOT_ITERS, MDE_FACTOR, paired_test
+    from lmeval.scorer.statistics.power import BOOT_ITERS, MDE_FACTOR, paired_test
     from tests.support import jsonl_rows
 
     a = [float(len(r["question"])) for r in jsonl_rows("mmlu/anatomy", "test", 40)]

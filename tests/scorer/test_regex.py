@@ -11,8 +11,8 @@ import zlib
 import polars as pl
 import pytest
 
-from lmeval.scorer import regex_ops
-from lmeval.scorer.regex_translate import translate
+from lmeval.scorer.regex import ops as regex_ops
+from lmeval.scorer.regex.translation import translate
 
 PATTERNS = [
     (r"#### (\-?[0-9\.\,]+)", 0),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.scorer import sandbox
 from lmeval.scorer.sandbox import run_program
+from lmeval.scorer.sandbox.run import SANDBOX_UID_BASE
 from tests.scorer.sandbox_env import weaker
 
 
@@ -31,7 +31,7 @@ def test_runs_as_a_throwaway_uid_not_root() -> None:
         assert seen["uid"] == os.geteuid()
         return
     assert seen["uid"] == seen["euid"] and seen["uid"] != 0 and seen["gid"] != 0
-    assert int(str(seen["uid"])) >= sandbox._SANDBOX_UID_BASE  # far from any real account
+    assert int(str(seen["uid"])) >= SANDBOX_UID_BASE  # far from any real account
     # every program gets its own uid, so two programs cannot signal or read each other
     again = _observe("import os, json\nprint(json.dumps({'uid': os.getuid()}))\n")
     assert again["uid"] != seen["uid"]

@@ -1,5 +1,5 @@
 """``NAME@best`` (#38): the cloze and lettered tasks exactly as selected alone, plus a group over the two that
-scores the better of them (scorer/group_best.py); refused as ``run.format``; end to end on the tiny model."""
+scores the better of them (scorer/groups/best.py); refused as ``run.format``; end to end on the tiny model."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from lmeval import compiler
-from lmeval.scorer.regex_ops import py_regex_extract
+from lmeval.scorer.regex.ops import py_regex_extract
 from tests.support import data_dir
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from lmeval.scorer.regex_translate import PY_ASCII_WHITESPACE, RustPattern, translate
+from lmeval.scorer.regex.translation import PY_ASCII_WHITESPACE, RustPattern, translate
 
 _NON_ASCII = r"[^\x00-\x7F]"
 

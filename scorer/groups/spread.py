@@ -1,6 +1,6 @@
 """``NAME@sweep`` groups (issue #38, sensitivity sweeps): over the variants of one task (formats, label
 styles, few-shot seeds: compiler/formats/sweep.py), the spread of their scores, each member judged by its
-``format.metric`` (scorer/group_members.py). Keys: ``spread_min,none``, ``spread_max,none``,
+``format.metric`` (scorer/groups/members.py). Keys: ``spread_min,none``, ``spread_max,none``,
 ``spread_range,none`` (max - min), ``spread_mean,none``, ``spread_std,none`` (the sample standard deviation
 over the variants, n - 1 in the denominator; "N/A" for one variant), ``spread_n`` and the variants at the
 extremes, ``spread_argmin`` and ``spread_argmax`` (the first of equals). The spread is of the variants'
@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from lmeval.plans import SPREAD, GroupSummary
-from lmeval.scorer.group_members import compared_metrics, member_scores
+from lmeval.scorer.groups.members import compared_metrics, member_scores
 
 
 def is_spread(g: GroupSummary) -> bool:

@@ -1,7 +1,7 @@
 """``NAME@best`` groups (issue #38, OLMES' rule): per task, the better of its cloze (``NAME@cf``) and lettered
 (``NAME@mcf``) scores. The group reports ``best,none`` (the better score), ``best_stderr,none`` (the chosen
 member's stderr), ``best_format`` (cf or mcf) and ``best_metric`` (the member's ``metric,filter``); both
-members keep their own results. A member's score is its ``format.metric`` (scorer/group_members.py); on a
+members keep their own results. A member's score is its ``format.metric`` (scorer/groups/members.py); on a
 tie the first member (cf) wins. Taking the larger of two is optimistic (a selection effect): both are shown."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lmeval.plans import BEST, GroupSummary, format_of
-from lmeval.scorer.group_members import compared_metrics, member_scores
+from lmeval.scorer.groups.members import compared_metrics, member_scores
 
 
 def is_best(g: GroupSummary) -> bool:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from lmeval.plans import GroupSummary
-from lmeval.scorer import group_best, group_spread
 from lmeval.scorer import metrics as agg
 from lmeval.scorer.errors import ScoreError
+from lmeval.scorer.groups import best as group_best
+from lmeval.scorer.groups import spread as group_spread
 
 
 def _by_name(groups: list[GroupSummary]) -> dict[str, GroupSummary]:
