@@ -57,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         from lmeval.compiler.encode.modelinfo import load_model_info as model_identity
         from lmeval.compiler.scorecheck import check_groups, check_task
         from lmeval.compiler.tasks.select import select_tasks
-        from lmeval.plans.identity import split_locations
-        from lmeval.plans.packids import IdsPacker
-        from lmeval.plans.sealparts import EncodedTask, encode_frames, seal_tasks, write_tasks
+        from lmeval.plans.plan.identity import split_locations
+        from lmeval.plans.plan.packids import IdsPacker
+        from lmeval.plans.plan.sealparts import EncodedTask, encode_frames, seal_tasks, write_tasks
 
     ov = [*args.overrides, f"run.data_dir={args.data_dir.resolve()}"]
     with phase("Hydra composition"):

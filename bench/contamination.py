@@ -34,8 +34,8 @@ def make_corpus(plan: str, path: Path, mb: int, planted: int) -> list[int]:
     """Write the corpus; return the planted (doc index order) question positions of the plan's docs."""
     import numpy as np
 
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import DocRecord
+    from lmeval.plans.plan.io import PlanReader
+    from lmeval.plans.plan.records import DocRecord
 
     vocab: list[str] = []
     with open(DATA / "boolq" / "validation.jsonl", encoding="utf-8") as f:
@@ -96,8 +96,8 @@ def _plain(
     """The plainest correct implementations: a set of n-grams, one corpus line at a time."""
     from lmeval.contamination.ngrams import words
     from lmeval.contamination.plantext import question_of
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan.io import PlanReader
+    from lmeval.plans.plan.records import InstanceRecord
 
     n = 13
     t0 = time.perf_counter()

@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from lmeval.diff import diff_plans  # noqa: E402
-from lmeval.plans.canonical import content_hash  # noqa: E402
-from lmeval.plans.io import write_plan  # noqa: E402
-from lmeval.plans.records import (  # noqa: E402
+from lmeval.plans.plan.canonical import content_hash  # noqa: E402
+from lmeval.plans.plan.io import write_plan  # noqa: E402
+from lmeval.plans.plan.records import (  # noqa: E402
     DocRecord,
     GroupSummary,
     InstanceRecord,

@@ -149,7 +149,7 @@ def combine(plans: list[Path], out: Path) -> Path:
     """One plan holding the tasks of several compiled plans (same model)."""
     from dataclasses import replace
 
-    from lmeval.plans.io import read_plan, write_plan
+    from lmeval.plans.plan.io import read_plan, write_plan
 
     header = None
     tasks = []
@@ -263,7 +263,7 @@ def main() -> None:
     model_over = [f"model.path={a.model_path}"] if a.model_path else ([] if a.model == "tiny" else [f"model={a.model}"])
 
     from lmeval.compiler import compile_to_file
-    from lmeval.plans.results import read_manifest
+    from lmeval.plans.results.manifest import read_manifest
 
     py = sys.executable
     scratch = Path(tempfile.mkdtemp(prefix="lmeval-bench-execute-"))
@@ -277,7 +277,7 @@ def main() -> None:
             out=str(scratch / "gsm8k.msgpack"),
         )
         plan = combine([Path(arc), Path(gsm)], scratch / "plan.msgpack")
-        from lmeval.plans.io import read_plan
+        from lmeval.plans.plan.io import read_plan
 
         p = read_plan(plan)
         n_ll = sum(i.request_type == "loglikelihood" for i in p.instances)

@@ -77,7 +77,7 @@ def _agreement(out: Path) -> dict[str, float]:
     (``@mcf``'s argmax over the labels' log-likelihoods): 1.0 means greedy generation is MCF read another way."""
     import polars as pl
 
-    from lmeval.plans.results import read_results
+    from lmeval.plans.results.manifest import read_results
 
     rows = read_results(out).select("task", "doc_id", "idx", "loglikelihood")
     mcf = (

@@ -40,7 +40,7 @@ def build_plan(path: Path, arc: int, gsm8k: int) -> None:
 
 def one_round(plan: Path, out: Path, workers: int, latency: float) -> dict[str, Any]:
     from lmeval.executor import execute
-    from lmeval.plans.results import read_manifest
+    from lmeval.plans.results.manifest import read_manifest
 
     t = time.monotonic()
     execute(

@@ -175,7 +175,7 @@ def timed(cmd: list[str], env: dict[str, str], log: Path) -> float:
 
 
 def ours_side(out: Path, wall: float) -> Side:
-    from lmeval.plans.results import read_manifest, read_results
+    from lmeval.plans.results.manifest import read_manifest, read_results
 
     res = json.loads((out / "results.json").read_text())["results"]
     rows = read_results(out).filter(read_results(out)["request_type"].is_in(["loglikelihood"]))

@@ -277,13 +277,13 @@ class RunConfig:
     gen_kwargs: dict[str, Any] | None = None
     seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/build/seeds.py)
     seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/build/seeds.py)
-    reasoning: Reasoning | None = None  # run.reasoning (plans/reasoning.py): scoring only
+    reasoning: Reasoning | None = None  # run.reasoning (plans/vocab/reasoning.py): scoring only
     chat_template_kwargs: dict[str, Any] | None = None  # run.chat_template_kwargs: into the chat template
-    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
+    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/vocab/budgets.py)
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker at most
     strict_fields: bool = False  # run.strict_fields: a field rendering None is an error (compiler/build/nullfields.py)
-    subsample: Subsample | None = None  # run.subsample (plans/subsample.py): a seeded, stratified subset
-    sample_scores: list[str] | None = None  # run.sample_scores (plans/samplescores.py): every repeat scored
+    subsample: Subsample | None = None  # run.subsample (plans/vocab/subsample.py): a seeded, stratified subset
+    sample_scores: list[str] | None = None  # run.sample_scores (plans/vocab/samplescores.py): every repeat scored
     format: str | None = None  # run.format (compiler/formats): every multiple-choice task in this prompt format
     sweep: Sweep | None = None  # run.sweep (compiler/formats/sweep.py): the variants NAME@sweep compiles
 

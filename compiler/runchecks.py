@@ -1,4 +1,4 @@
-"""Checks of the run options that need more than a type: the budgets (plans/budgets.py) and the statistics
+"""Checks of the run options that need more than a type: the budgets (plans/vocab/budgets.py) and the statistics
 options (``run.subsample``, ``run.sample_scores``); ``compiler.config.run_config`` calls them."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def is_int(v: Any) -> bool:
 
 
 def statistics_options(raw: dict[str, Any], limit: int | float | None) -> tuple[Subsample | None, list[str] | None]:
-    """``run.subsample`` (plans/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
+    """``run.subsample`` (plans/vocab/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
     try:
         sub = parse_subsample(raw.get("subsample"))
         scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
@@ -38,7 +38,7 @@ def statistics_options(raw: dict[str, Any], limit: int | float | None) -> tuple[
 
 
 def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:
-    """``run.thinking_budget`` and ``run.answer_budget`` (plans/budgets.py); 0 or null is none."""
+    """``run.thinking_budget`` and ``run.answer_budget`` (plans/vocab/budgets.py); 0 or null is none."""
     got: list[int | None] = []
     for key in ("thinking_budget", "answer_budget"):
         v = raw.get(key)

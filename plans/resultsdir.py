@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.io import PlanReader, read_header
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
+from lmeval.plans.plan import DocRecord, InstanceRecord, PlanHeader, PlanReader, read_header
 from lmeval.plans.scored import ScoredRun
 
 

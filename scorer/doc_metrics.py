@@ -111,7 +111,7 @@ def mc_doc(
     n_tokens: Sequence[int | None] | None = None,
 ) -> dict[str, Any]:
     """lm-eval's process_results for multiple_choice: ``results`` are (loglikelihood, is_greedy) per request
-    (the choices, then each unconditional block, plans/scoring.py); ``n_tokens`` each request's continuation
+    (the choices, then each unconditional block, plans/vocab/scoring.py); ``n_tokens`` each request's continuation
     token count (acc_per_token)."""
     names = tm.names()
     lls, is_greedy = zip(*results, strict=True)

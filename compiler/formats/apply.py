@@ -35,7 +35,7 @@ from lmeval.compiler.formats.templates import (
 )
 from lmeval.plans import PROMPT_FORMATS, Variant, format_name
 
-# every cloze normalisation (OLMES: none, per character, per token, PMI against "Answer:"; plans/scoring.py)
+# every cloze normalisation (OLMES: none, per character, per token, PMI against "Answer:"; plans/vocab/scoring.py)
 CF_METRICS = ("acc", "acc_norm", "acc_per_token", "acc_pmi")
 _FEWSHOT_FIELDS = ("doc_to_text", "doc_to_choice", "doc_to_target", "gen_prefix")
 
@@ -63,7 +63,7 @@ def formatted(
 ) -> dict[str, Any]:
     """The config of task ``cfg['task']`` in format ``fmt`` (one of ``PROMPT_FORMATS``), its MCF labels in style
     ``labels`` and, when ``seed`` is given, its few-shot examples drawn with that seed instead of the run's
-    (a sweep's variant: ``arc_easy@mcf+parens+seed1``, plans/promptformats.py)."""
+    (a sweep's variant: ``arc_easy@mcf+parens+seed1``, plans/vocab/promptformats.py)."""
     base = str(cfg.get("task"))
     if cfg.get("output_type") != "multiple_choice":
         raise fail(

@@ -93,7 +93,7 @@ REGISTRY: dict[str, Format05] = {
         gen_prefix=None,
     ),
 }
-NAMES = LM_EVAL_FORMATS  # mcqa, cloze, generate, cot (the contract's names: plans/promptformats.py)
+NAMES = LM_EVAL_FORMATS  # mcqa, cloze, generate, cot (the contract's names: plans/vocab/promptformats.py)
 assert tuple(REGISTRY) == NAMES
 _FIELDS = tuple(f.name for f in fields(Format05) if f.name != "name")
 

@@ -8,8 +8,8 @@ import pytest
 
 from lmeval import compiler
 from lmeval.compiler.config import CONF_DIR
-from lmeval.plans.io import read_plan
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan.io import read_plan
+from lmeval.plans.plan.records import DocRecord, InstanceRecord
 
 LMEVAL_TASKS = Path(__import__("importlib").util.find_spec("lm_eval").origin).parent / "tasks"  # type: ignore[arg-type]
 

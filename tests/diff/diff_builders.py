@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.canonical import content_hash
-from lmeval.plans.io import write_plan
-from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
+from lmeval.plans.plan.canonical import content_hash
+from lmeval.plans.plan.io import write_plan
+from lmeval.plans.plan.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
 from tests.support import instance_record, jsonl_rows
 
 LETTERS = ["A", "B", "C", "D"]

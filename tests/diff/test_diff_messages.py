@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from lmeval.diff import diff_plans
-from lmeval.plans.io import read_plan, write_plan
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan.io import read_plan, write_plan
+from lmeval.plans.plan.records import DocRecord, InstanceRecord
 from tests.executor import plantools as pt
 
 

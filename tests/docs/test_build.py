@@ -75,7 +75,7 @@ def test_design_notes_are_included_not_copied(site: Path) -> None:
         body = page.read_text(encoding="utf-8")
         assert "## Function references" not in body, f"{page}: plans/FORMAT.md copied instead of included"
     # the results schema lists every result column
-    from lmeval.plans.results import RESULT_COLUMNS
+    from lmeval.plans.results.manifest import RESULT_COLUMNS
 
     schema = _text(site / "reference" / "results-schema.html")
     assert all(c in schema for c in RESULT_COLUMNS)

@@ -122,14 +122,14 @@ def aggregate_rows(ours: dict[str, Any], ref: dict[str, Any]) -> list[AggRow]:
 
 
 def _our_instances(results_dir: Path, task: str) -> pl.DataFrame:
-    from lmeval.plans.results import read_results
+    from lmeval.plans.results.manifest import read_results
 
     return read_results(results_dir).filter(pl.col("task") == task).sort(["doc_id", "idx"])
 
 
 def _plan_instances(plan: Path, task: str) -> dict[tuple[int, int], Any]:
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan.io import PlanReader
+    from lmeval.plans.plan.records import InstanceRecord
 
     out = {}
     with PlanReader(plan) as r:
@@ -140,8 +140,8 @@ def _plan_instances(plan: Path, task: str) -> dict[tuple[int, int], Any]:
 
 
 def _plan_choices(plan: Path, task: str) -> dict[int, list[str]]:
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import DocRecord
+    from lmeval.plans.plan.io import PlanReader
+    from lmeval.plans.plan.records import DocRecord
 
     out = {}
     with PlanReader(plan) as r:

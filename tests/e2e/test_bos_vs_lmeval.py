@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans.io import read_header
+from lmeval.plans.plan.io import read_header
 from tests.bos_model import build_bos_model
 from tests.bounds import SCORES, VS_LM_EVAL
 from tests.e2e import bos_ref
@@ -80,7 +80,7 @@ def _lmeval_run(
 
 
 def _our_rows(out: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
-    from lmeval.plans.results import read_results
+    from lmeval.plans.results.manifest import read_results
 
     return {(r["task"], r["doc_id"], r["idx"]): r for r in read_results(out).iter_rows(named=True)}
 
@@ -208,8 +208,8 @@ def test_bos_changes_the_numbers(setup: dict[str, Any]) -> None:
 
 
 def _plan_rows(plan: Path) -> list[tuple[str, str, list[int]]]:
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan.io import PlanReader
+    from lmeval.plans.plan.records import InstanceRecord
 
     with PlanReader(plan) as r:
         return [(x.task, x.context, list(x.context_ids or [])) for x in r if isinstance(x, InstanceRecord)]

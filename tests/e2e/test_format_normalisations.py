@@ -11,9 +11,9 @@ from pathlib import Path
 
 import polars as pl
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import DocRecord, InstanceRecord
-from lmeval.plans.results import read_results
+from lmeval.plans.plan.io import PlanReader
+from lmeval.plans.plan.records import DocRecord, InstanceRecord
+from lmeval.plans.results.manifest import read_results
 from tests.support import cli_in_process as cli
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

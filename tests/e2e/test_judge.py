@@ -9,8 +9,8 @@ import re
 import shutil
 from pathlib import Path
 
-from lmeval.plans.io import read_header
-from lmeval.plans.results import read_results
+from lmeval.plans.plan.io import read_header
+from lmeval.plans.results.manifest import read_results
 from tests.support import cli_in_process as cli
 
 PREFILLED = "rubric=Question: {{ question }}\nAnswer: {{ answer }}\nRate the answer from 1 to 10.\nRating: [["

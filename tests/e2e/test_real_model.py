@@ -67,8 +67,8 @@ def test_same_prompts_and_shots(real_runs: Runs, backend: str) -> None:
 
 def test_chat_prompts_are_chatml_multiturn(real_runs: Runs) -> None:
     """The chat task's prompts are SmolLM2's ChatML, its default system turn, one user/assistant turn per shot."""
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan.io import PlanReader
+    from lmeval.plans.plan.records import InstanceRecord
 
     n, shots = 0, SIZES[CHAT].num_fewshot or 0
     with PlanReader(_ours(real_runs, "vllm", CHAT)["plan"]) as r:
@@ -112,7 +112,7 @@ def test_rolling_loglikelihoods_and_perplexities(real_runs: Runs, backend: str) 
 
 def _divergences(real_runs: Runs, backend: str, task: str) -> list[Divergence]:
     """Every document whose greedy generation differs from lm-eval's, with the top-two gap where it parted."""
-    from lmeval.plans.results import read_results
+    from lmeval.plans.results.manifest import read_results
 
     ours = _ours(real_runs, backend, task)
     rows = read_results(ours["out"]).filter(pl.col("task") == task)

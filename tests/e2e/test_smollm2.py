@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lmeval.common.gguf import smollm2_gguf
-from lmeval.plans.results import read_manifest, read_results
+from lmeval.plans.results.manifest import read_manifest, read_results
 from tests.e2e.smollm2_run import CAPITAL
 from tests.support import cli_in_process as cli
 

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from lmeval.plans.scored import read_scored
+from lmeval.plans.scored.files import read_scored
 from tests.bounds import ARITHMETIC, SCORES
 from tests.e2e.mmlu_clusters import GROUP, MIXED, SUBJECTS, write_mmlu_clusters
 from tests.support import cli_in_process as cli

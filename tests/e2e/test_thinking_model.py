@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from lmeval.plans import read_plan
-from lmeval.plans.results import read_results
+from lmeval.plans.results.manifest import read_results
 from tests.bounds import ARITHMETIC
 from tests.executor.vllm_plan import SharedEngine
 from tests.support import cli_in_process as cli

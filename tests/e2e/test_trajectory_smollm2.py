@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from lmeval.plans import read_plan
-from lmeval.plans.results import read_results
+from lmeval.plans.results.manifest import read_results
 from lmeval.scorer.trajectories import step_scores, trajectory_scores
 from tests.bounds import ARITHMETIC, LOGLIKELIHOOD
 from tests.support import cli_in_process as cli
@@ -95,6 +95,6 @@ def test_trajectory_steps_equal_plain_loglikelihood_instances(tmp_path: Path) ->
 
 
 def _plan_path(rdir: Path) -> Path:
-    from lmeval.plans.results import plan_of, read_manifest
+    from lmeval.plans.results.manifest import plan_of, read_manifest
 
     return Path(plan_of(rdir, read_manifest(rdir)))

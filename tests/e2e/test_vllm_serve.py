@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from lmeval.executor import execute
-from lmeval.plans.io import read_plan
-from lmeval.plans.results import read_results
+from lmeval.plans.plan.io import read_plan
+from lmeval.plans.results.manifest import read_results
 from lmeval.scorer import score
 from tests.e2e import realmodel
 from tests.executor import plantools as pt

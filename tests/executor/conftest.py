@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans.results import read_results
+from lmeval.plans.results.manifest import read_results
 from tests.executor import plantools as pt
 
 REPO = Path(__file__).resolve().parents[2]

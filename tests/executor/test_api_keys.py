@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans.results import read_results
+from lmeval.plans.results.manifest import read_results
 from tests.executor.chatstub import Stub, serving
 from tests.support import cli_in_process as cli
 from tests.support import data_dir

@@ -16,8 +16,8 @@ import pytest
 from lmeval.executor import execute
 from lmeval.executor.backends.http import HttpClient, RequestFailed
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans.io import read_plan
-from lmeval.plans.results import read_manifest, read_results
+from lmeval.plans.plan.io import read_plan
+from lmeval.plans.results.manifest import read_manifest, read_results
 from lmeval.scorer import score
 from tests.executor import plantools as pt
 from tests.executor.chatstub import Stub, serving

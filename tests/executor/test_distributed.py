@@ -20,7 +20,7 @@ import pytest
 from lmeval.executor import execute, merge
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.pool.chunkstore import CHUNK_PART_RE
-from lmeval.plans.results import part_files, read_manifest
+from lmeval.plans.results.manifest import part_files, read_manifest
 from tests.executor.conftest import frame, run_cli
 from tests.support import row_diffs
 

@@ -20,7 +20,7 @@ from lmeval.executor.backends.openai_api import completion_output, scored
 from lmeval.executor.backends.openai_chat import chat_output
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.requests import ScoreInput
-from lmeval.plans.results import read_manifest, read_results
+from lmeval.plans.results.manifest import read_manifest, read_results
 from tests.executor import plantools as pt
 from tests.executor.chatstub import Stub, serving
 from tests.support import cli_in_process

@@ -14,7 +14,7 @@ import pytest
 from lmeval.executor import execute, merge
 from lmeval.executor.hardware import kernel_path
 from lmeval.plans.errors import PlanError
-from lmeval.plans.results import VECTOR_FLAGS, KernelPath, RunManifest, part_files, read_manifest
+from lmeval.plans.results.manifest import VECTOR_FLAGS, KernelPath, RunManifest, part_files, read_manifest
 from tests.bounds import LOGLIKELIHOOD, SCORES
 from tests.executor.conftest import REPO
 

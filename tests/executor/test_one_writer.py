@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans.io import read_header
-from lmeval.plans.results import part_files, read_manifest, read_results
+from lmeval.plans.plan.io import read_header
+from lmeval.plans.results.manifest import part_files, read_manifest, read_results
 from tests.executor.conftest import REPO, run_cli
 
 FAKE = ["model.backend=fake"]

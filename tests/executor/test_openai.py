@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from lmeval.executor import execute
-from lmeval.plans.results import read_manifest
+from lmeval.plans.results.manifest import read_manifest
 from tests.executor import plantools as pt
 from tests.executor.conftest import frame
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans.io import read_plan
-from lmeval.plans.results import read_manifest, read_results
+from lmeval.plans.plan.io import read_plan
+from lmeval.plans.results.manifest import read_manifest, read_results
 from tests.bounds import VS_LM_EVAL
 from tests.executor.conftest import run_cli
 from tests.executor.plantools import data_dir

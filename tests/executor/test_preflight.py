@@ -10,9 +10,9 @@ import pytest
 
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.preflight import preflight
-from lmeval.plans.io import read_plan
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.results import read_manifest, read_results
+from lmeval.plans.plan.io import read_plan
+from lmeval.plans.plan.records import InstanceRecord
+from lmeval.plans.results.manifest import read_manifest, read_results
 from tests.executor import plantools as pt
 from tests.executor.conftest import run_cli
 

@@ -14,7 +14,7 @@ import pytest
 from lmeval.executor.backends.fake import FakeBackend
 from lmeval.executor.options import RunOptions
 from lmeval.executor.run import run_plan
-from lmeval.plans.results import read_results
+from lmeval.plans.results.manifest import read_results
 
 
 def noisy(spec: Any, model_dir: Path | None) -> FakeBackend:

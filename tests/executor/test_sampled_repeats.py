@@ -19,8 +19,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan.io import PlanReader
+from lmeval.plans.plan.records import InstanceRecord
 
 pytestmark = pytest.mark.vllm
 
@@ -87,7 +87,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _responses(out: Path) -> dict[tuple[int, int], list[str]]:
-    from lmeval.plans.results import read_results
+    from lmeval.plans.results.manifest import read_results
 
     df = read_results(out).sort(["doc_id", "idx"])
     return {(d, i): list(r) for d, i, r in df.select(["doc_id", "idx", "responses"]).iter_rows()}

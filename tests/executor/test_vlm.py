@@ -15,7 +15,7 @@ import pytest
 
 from lmeval.compiler import compile_to_file
 from lmeval.executor import execute
-from lmeval.plans.results import read_results
+from lmeval.plans.results.manifest import read_results
 from tests.imagedata import lm_eval_generations, make_chartqa
 from tests.support import cli_in_process
 from tests.vlmmodel import ensure_tiny_idefics3, ensure_tiny_vlm

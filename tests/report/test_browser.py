@@ -15,9 +15,9 @@ from selenium.webdriver.support.ui import Select
 
 from lmeval.diff import visible_lines
 from lmeval.diff.runs import compare
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.results import read_results
+from lmeval.plans.plan.io import PlanReader
+from lmeval.plans.plan.records import InstanceRecord
+from lmeval.plans.results.manifest import read_results
 from lmeval.report.html import fmt
 
 PAGE_SIZE = 20

@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
-from lmeval.plans.results import read_results
+from lmeval.plans.plan.io import PlanReader
+from lmeval.plans.plan.records import InstanceRecord
+from lmeval.plans.results.manifest import read_results
 from lmeval.report import build_report
 from lmeval.report.html import script_json
 from tests.report.conftest import pipeline

@@ -15,8 +15,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan.io import PlanReader
+from lmeval.plans.plan.records import InstanceRecord
 from lmeval.report.export import export
 from lmeval.report.export.eee import SCHEMA_DIR
 from lmeval.scorer.score import score_run

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 from selenium.webdriver.common.by import By
 
-from lmeval.plans.scored import read_scored
+from lmeval.plans.scored.files import read_scored
 from lmeval.report import write_report
 from lmeval.scorer.score import score_run
 from tests.scorer.test_reasoning import THINK, _compile, _results, thinking

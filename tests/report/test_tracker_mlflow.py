@@ -114,7 +114,7 @@ def test_a_tracker_failing_leaves_the_scored_run(tmp_path: Path, monkeypatch: py
     written = {p: (rdir / p).read_bytes() for p in ("results.json", "samples.parquet")}
     rc, _, err = cli("log", str(rdir), "--to", "mlflow")
     assert rc == 2 and {p: (rdir / p).read_bytes() for p in written} == written
-    from lmeval.plans.scored import read_scored
+    from lmeval.plans.scored.files import read_scored
 
     assert read_scored(rdir).samples.height > 300  # still a valid scored run
     client = _client(rdir / "trackers" / "mlflow")

@@ -15,8 +15,8 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans import read_plan
-from lmeval.plans.io import write_plan
-from lmeval.plans.records import (
+from lmeval.plans.plan.io import write_plan
+from lmeval.plans.plan.records import (
     DocRecord,
     GroupSummary,
     InstanceRecord,
@@ -26,7 +26,7 @@ from lmeval.plans.records import (
     instance_id_for,
     request_hash_of,
 )
-from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from lmeval.plans.results.manifest import RunManifest, polars_schema, write_manifest
 from tests.bounds import SCORES
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"

@@ -15,7 +15,7 @@ import pytest
 from lmeval import compiler
 from lmeval.cli import main
 from lmeval.plans import read_plan
-from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from lmeval.plans.results.manifest import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
 from tests.bounds import ARITHMETIC
 

@@ -10,7 +10,7 @@ import pytest
 
 from lmeval import compiler, scorer
 from lmeval.plans import read_plan
-from lmeval.plans.results import RunManifest, polars_schema, write_manifest
+from lmeval.plans.results.manifest import RunManifest, polars_schema, write_manifest
 from tests.bounds import ARITHMETIC
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spec" / "tasks.jsonl"

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans.funcref import is_ref, ref_attr
-from lmeval.plans.promptformats import best_aggregate, spread_aggregate
-from lmeval.plans.regexes import compile_regex
+from lmeval.plans.usercode import is_ref, ref_attr
+from lmeval.plans.vocab.promptformats import best_aggregate, spread_aggregate
+from lmeval.plans.vocab.regexes import compile_regex
 
 # option kinds: how an option's value is checked
 BOOL, INT, POS_INT, INTS, NUMBER, STR, REGEX, REGEXES, MAPPING, FUNCTION, ANY = (
@@ -354,7 +354,7 @@ def check_group_metric(entry: Any, produced: Iterable[set[str] | None]) -> list[
     if not isinstance(metric, str) or not metric:
         return [("aggregate_metric_list.metric", f"must be a metric name, got {metric!r}")]
     if entry in (best_aggregate(), spread_aggregate()):
-        return []  # the compiler's NAME@best / NAME@sweep groups (plans/promptformats.py), over members' scores
+        return []  # the compiler's NAME@best / NAME@sweep groups (plans/vocab/promptformats.py), over members' scores
     for key in sorted(set(entry) - set(GROUP_METRIC_KEYS)):
         known = ", ".join(GROUP_METRIC_KEYS)
         msg = f"unknown key{_hint(key, GROUP_METRIC_KEYS)} of group metric {metric!r}; known: {known}"
