@@ -9,8 +9,8 @@ wings, each a subpackage with its own face:
 - ``vocab/``: the vocabulary both stages share (scoring specs, prompt formats, reasoning, budgets, ...);
 - ``usercode/``: user code a task names (function references);
 
-and at the top the floor they stand on (errors.py, limits.py, apikeys.py) and the results directory read as a whole
-(resultsdir.py, openrun.py). This face re-exports every public name of the contract, one line each."""
+and at the top of plans/ the modules on which the wings stand or which stand on them: apikeys.py, errors.py,
+limits.py, resultsdir.py. This face re-exports every public name of the contract, one line each."""
 
 from lmeval.plans.apikeys import API_KEY_ENV as API_KEY_ENV
 from lmeval.plans.apikeys import BASE_URL_ENV as BASE_URL_ENV
