@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
-from lmeval.plans.io import PlanReader  # noqa: E402
+from lmeval.plans.plan import PlanReader  # noqa: E402
 from tests.parity.lmeval_reference import RefSpec, default_data_dir, lmeval_version, run_worker  # noqa: E402
 
 

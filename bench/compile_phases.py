@@ -58,9 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         from lmeval.compiler.runconfig import run_config
         from lmeval.compiler.scorecheck import check_groups, check_task
         from lmeval.compiler.tasks.select import select_tasks
-        from lmeval.plans.identity import split_locations
-        from lmeval.plans.packids import IdsPacker
-        from lmeval.plans.sealparts import EncodedTask, encode_frames, seal_tasks, write_tasks
+        from lmeval.plans.plan import IdsPacker, split_locations
+        from lmeval.plans.plan.sealparts import EncodedTask, encode_frames, seal_tasks, write_tasks
 
     ov = [*args.overrides, f"run.data_dir={args.data_dir.resolve()}"]
     with phase("Hydra composition"):

@@ -34,8 +34,7 @@ def make_corpus(plan: str, path: Path, mb: int, planted: int) -> list[int]:
     """Write the corpus; return the planted (doc index order) question positions of the plan's docs."""
     import numpy as np
 
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import DocRecord
+    from lmeval.plans.plan import DocRecord, PlanReader
 
     vocab: list[str] = []
     with open(DATA / "boolq" / "validation.jsonl", encoding="utf-8") as f:
@@ -106,8 +105,7 @@ def _plain(
     """The plainest correct implementations: a set of n-grams, one corpus line at a time."""
     from lmeval.contamination.ngrams import words
     from lmeval.contamination.plantext import question_of
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord, PlanReader
 
     n = 13
     t0 = time.perf_counter()

@@ -34,17 +34,17 @@ sys.path.insert(0, str(ROOT))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
 from lmeval.diff import diff_plans  # noqa: E402
-from lmeval.plans.canonical import content_hash  # noqa: E402
-from lmeval.plans.io import write_plan  # noqa: E402
-from lmeval.plans.records import (  # noqa: E402
+from lmeval.plans.plan import (  # noqa: E402
     DocRecord,
     GroupSummary,
     InstanceRecord,
     ModelInfo,
     PlanHeader,
     TaskSummary,
+    content_hash,  # noqa: E402
     instance_id_for,
     request_hash_of,
+    write_plan,  # noqa: E402
 )
 
 LETTERS = ["A", "B", "C", "D"]

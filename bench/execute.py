@@ -149,7 +149,7 @@ def combine(plans: list[Path], out: Path) -> Path:
     """One plan holding the tasks of several compiled plans (same model)."""
     from dataclasses import replace
 
-    from lmeval.plans.io import read_plan, write_plan
+    from lmeval.plans.plan import read_plan, write_plan
 
     header = None
     tasks = []
@@ -281,7 +281,7 @@ def main() -> None:
             out=str(scratch / "gsm8k.msgpack"),
         )
         plan = combine([Path(arc), Path(gsm)], scratch / "plan.msgpack")
-        from lmeval.plans.io import read_plan
+        from lmeval.plans.plan import read_plan
 
         p = read_plan(plan)
         n_ll = sum(i.request_type == "loglikelihood" for i in p.instances)

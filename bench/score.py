@@ -37,8 +37,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from machine_info import cpu_model  # noqa: E402  (bench/ is sys.path[0])
 
-from lmeval.plans.io import write_plan  # noqa: E402
-from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for  # noqa: E402
+from lmeval.plans.plan import (  # noqa: E402
+    DocRecord,
+    InstanceRecord,
+    ModelInfo,
+    PlanHeader,
+    TaskSummary,
+    instance_id_for,
+    write_plan,  # noqa: E402
+)
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest  # noqa: E402
 
 GSM_METRICS: list[dict[str, Any]] = [
@@ -225,7 +232,7 @@ def lm_eval_loop(
     from lm_eval.filters import build_filter_ensemble
     from lm_eval.utils import handle_non_serializable, hash_string
 
-    from lmeval.plans.io import PlanReader
+    from lmeval.plans.plan import PlanReader
 
     df = pl.read_parquet(rdir / "part-00000.parquet")
     plan_path = next(rdir.parent.glob(f"{rdir.name.removesuffix('-results')}.msgpack"))

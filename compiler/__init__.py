@@ -13,7 +13,7 @@ the environment).
 - ``compile_sweep(overrides, out=None) -> [(combo, Compiled)]`` (``lmeval compile -m``)
 - ``expand_sweep(overrides) -> list[list[str]]``
 - ``compile_next(plan, results, located=None) -> (results_hash, StageCompiled | None)``: a chained plan's
-  next stage from this stage's plan and results (``compiler/chain``, plans/chain.py)
+  next stage from this stage's plan and results (``compiler/chain``, plans/plan/chain.py)
 - ``load_model_info(model_cfg, apply_chat_template) -> (tokenizer, ModelInfo, chat function)`` (the judge plan's
   compile, ``compiler/judge``)
 

@@ -103,7 +103,7 @@ def compile_located(overrides: list[str], settings: BuildSettings | None = None)
 
 
 def with_budget_marker(run: RunConfig, opts: BuildOptions, tok: Any) -> BuildOptions:
-    """``opts`` with the forced end marker of ``run.thinking_budget`` and its token ids (``plans/budgets.py``):
+    """``opts`` with the forced end marker of ``run.thinking_budget`` and its token ids (``plans/vocab/budgets.py``):
     the first of ``run.reasoning.end``, encoded by the model's tokenizer without special tokens."""
     if not run.thinking_budget or run.reasoning is None:
         return opts

@@ -1,6 +1,6 @@
 """The run options (``run.*`` of the composed config, conf/run/): the keys (``RUN_KEYS``), their typed record
 (``RunConfig``) and ``run_config``, which checks each one, naming its field: the seeds (compiler/build/seeds.py),
-the budgets (plans/budgets.py), the statistics options (``run.subsample``, ``run.sample_scores``), the prompt
+the budgets (plans/vocab/budgets.py), the statistics options (``run.subsample``, ``run.sample_scores``), the prompt
 format and the sweep (compiler/formats). Hydra's composition of them is ``compiler/config.py``."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def is_int(v: Any) -> bool:
 
 
 def statistics_options(raw: dict[str, Any], limit: int | float | None) -> tuple[Subsample | None, list[str] | None]:
-    """``run.subsample`` (plans/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
+    """``run.subsample`` (plans/vocab/subsample.py; not with ``run.limit``) and ``run.sample_scores``."""
     try:
         sub = parse_subsample(raw.get("subsample"))
         scores = parse_sample_scores(raw.get("sample_scores"), "run.sample_scores")
@@ -54,7 +54,7 @@ def statistics_options(raw: dict[str, Any], limit: int | float | None) -> tuple[
 
 
 def budget_options(raw: dict[str, Any], reasoning: Reasoning | None) -> tuple[int | None, int | None]:
-    """``run.thinking_budget`` and ``run.answer_budget`` (plans/budgets.py); 0 or null is none."""
+    """``run.thinking_budget`` and ``run.answer_budget`` (plans/vocab/budgets.py); 0 or null is none."""
     got: list[int | None] = []
     for key in ("thinking_budget", "answer_budget"):
         v = raw.get(key)
@@ -105,13 +105,13 @@ class RunConfig:
     gen_kwargs: dict[str, Any] | None = None
     seeds: Seeds = Seeds(None, None, None, 1234)  # run.seed (compiler/build/seeds.py)
     seed_mode: str = DEFAULT_SEED_MODE  # run.seed_mode (compiler/build/seeds.py)
-    reasoning: Reasoning | None = None  # run.reasoning (plans/reasoning.py): scoring only
+    reasoning: Reasoning | None = None  # run.reasoning (plans/vocab/reasoning.py): scoring only
     chat_template_kwargs: dict[str, Any] | None = None  # run.chat_template_kwargs: into the chat template
-    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
+    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/vocab/budgets.py)
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker at most
     strict_fields: bool = False  # run.strict_fields: a field rendering None is an error (compiler/build/nullfields.py)
-    subsample: Subsample | None = None  # run.subsample (plans/subsample.py): a seeded, stratified subset
-    sample_scores: list[str] | None = None  # run.sample_scores (plans/samplescores.py): every repeat scored
+    subsample: Subsample | None = None  # run.subsample (plans/vocab/subsample.py): a seeded, stratified subset
+    sample_scores: list[str] | None = None  # run.sample_scores (plans/vocab/samplescores.py): every repeat scored
     format: str | None = None  # run.format (compiler/formats): every multiple-choice task in this prompt format
     sweep: Sweep | None = None  # run.sweep (compiler/formats/sweep.py): the variants NAME@sweep compiles
 

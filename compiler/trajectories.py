@@ -9,7 +9,7 @@ Two file forms, told apart by their content:
 - Harbor's ATIF trajectory (one JSON object with ``steps``; ATIF v1.x): a ``system`` step is a system message,
   a ``user`` step a user message, an ``agent`` step an assistant message: its ``message`` text followed by its
   ``tool_calls``, each written as ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` on a line of its own
-  (the Hermes form of plans/toolcalls.py; ATIF records calls as data, a plain chat template has no place for
+  (the Hermes form of plans/plan/toolcalls.py; ATIF records calls as data, a plain chat template has no place for
   them), then its ``observation`` results, joined by a blank line, as a user message (a plan's messages have no
   tool role). The trajectory's id is its ``session_id``. Metrics, timestamps and ``extra`` are not scored.
 

@@ -5,8 +5,8 @@
     report = diff_plans("old.msgpack", "new.msgpack", show=5)  # a DiffReport: plain data, JSON-ready
     print(render_text(report))  # or report.to_json()
 
-Plans are read and their hashes checked through the contract (``lmeval.plans.io.PlanReader``,
-``lmeval.plans.integrity``). These names are the package's public face; its modules are: ``compare``
+Plans are read and their hashes checked through the contract (``lmeval.plans.plan.io.PlanReader``,
+``lmeval.plans.plan.integrity``). These names are the package's public face; its modules are: ``compare``
 (``diff_plans``), ``runs`` (two scored runs compared: ``compare_runs``), ``tasks`` (one task compared doc by doc),
 ``chains`` (two chained runs, stage by stage: ``diff_chains``), ``docs`` (a task's documents of both plans joined
 by doc_id), ``changes`` (config differences and their causes), ``model`` (the report's types) and ``render`` (text,

@@ -1,4 +1,4 @@
-"""Two chained runs (plans/chain.py: folders with ``chain.json``) compared stage by stage: each stage's plans
+"""Two chained runs (plans/plan/chain.py: folders with ``chain.json``) compared stage by stage: each stage's plans
 diffed as any two plans (``diff_plans``), and the first stage whose prompts differ named with its turn, task and
 document. A stage's prompts hold every earlier answer, so once one stage differs, later ones usually do too: the
 first is the one that says why."""

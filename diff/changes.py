@@ -60,7 +60,7 @@ _KEY_CAUSES: dict[str, str] = {
 }
 # Whole paths with a cause of their own: the global generators' seeding changes what a task's own Python
 # functions draw (gpqa's process_docs shuffle), i.e. the processed documents (compiler/seeds.py).
-# ``run.reasoning`` (plans/reasoning.py) splits responses at score time: scoring only, at any depth.
+# ``run.reasoning`` (plans/vocab/reasoning.py) splits responses at score time: scoring only, at any depth.
 _PATH_CAUSES: dict[str, str] = {"run.seed": "doc", "run.seed_mode": "doc", "run.reasoning": "scoring"}
 _SEG = re.compile(r"[.\[\]]+")
 

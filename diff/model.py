@@ -28,7 +28,7 @@ CAUSES: dict[str, str] = {
     "scoring": "metrics/filters/aggregation (scoring only: no re-execution needed)",
     "config": "other task config",
     "prompt": "prompt text (cause not shown in the plan)",
-    "images": "images shown (bytes or placement: plans/media.py)",
+    "images": "images shown (bytes or placement: plans/plan/media.py)",
 }
 
 

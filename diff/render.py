@@ -133,7 +133,7 @@ def render_text(r: DiffReport, max_changes: int = 40) -> str:
         ("plan", r.meta),
     ):
         for c in changes[:max_changes]:
-            # run.reasoning splits responses when scoring (plans/reasoning.py): no request depends on it
+            # run.reasoning splits responses when scoring (plans/vocab/reasoning.py): no request depends on it
             note = f"  ({CAUSES['scoring']})" if title == "config" and _is_reasoning(c.path) else ""
             out.append(f"  {title}: {change_line(c)}{note}")
         if len(changes) > max_changes:

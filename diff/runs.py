@@ -65,12 +65,12 @@ class Flip:
     doc_id: int
     a: float
     b: float
-    # run.reasoning (plans/reasoning.py): each side's answer part and reasoning length, where it has them
+    # run.reasoning (plans/vocab/reasoning.py): each side's answer part and reasoning length, where it has them
     a_answer: str | None = None
     b_answer: str | None = None
     a_reasoning_chars: int | None = None
     b_reasoning_chars: int | None = None
-    a_reasoning_tokens: int | None = None  # the executor's count (plans/results.py); None where it has none
+    a_reasoning_tokens: int | None = None  # the executor's count (plans/results/manifest.py); None where it has none
     b_reasoning_tokens: int | None = None
 
 

@@ -24,9 +24,9 @@ _INST_FIELDS = (
     "repeats",
     "context_ids",
     "continuation_ids",
-    "messages",  # a chat-templated generation's messages (plans/chatmessages.py)
-    "media",  # the images it shows (plans/media.py)
-    "tools",  # a tool-call task's tools (plans/toolcalls.py)
+    "messages",  # a chat-templated generation's messages (plans/plan/chatmessages.py)
+    "media",  # the images it shows (plans/plan/media.py)
+    "tools",  # a tool-call task's tools (plans/plan/toolcalls.py)
 )
 
 

@@ -1,4 +1,4 @@
-"""The execute stage: a compiled plan in, one Parquet row per Instance out (see plans/results.py).
+"""The execute stage: a compiled plan in, one Parquet row per Instance out (see plans/results/manifest.py).
 
 ``execute`` never renders a prompt and never runs code from the plan: it feeds the plan's token ids to a
 backend (vllm by default; hf, openai, fake) and writes what the model said. Heavy libraries (vllm, torch,

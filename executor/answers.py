@@ -3,7 +3,7 @@
 ``sample_text`` is lm-eval's decode-then-cut (``cut_at_stop``); a sample generated under a thinking budget
 (``executor/budgets.py``) has its task's stop strings applied to its answer part only (the ids from
 ``answer_from``), so a ``\\n\\n`` in the reasoning does not end the response. ``reasoning_tokens`` counts the
-generated tokens before the reasoning's end under the plan's ``run.reasoning`` (``plans/reasoning.py``):
+generated tokens before the reasoning's end under the plan's ``run.reasoning`` (``plans/vocab/reasoning.py``):
 what ``samples.parquet``, the report and ``compare`` show as the reasoning's length in tokens.
 """
 

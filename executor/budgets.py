@@ -1,4 +1,4 @@
-"""Thinking and answer budgets enforced (``plans/budgets.py`` says what the plan holds): budget forcing.
+"""Thinking and answer budgets enforced (``plans/vocab/budgets.py`` says what the plan holds): budget forcing.
 
 Generation inputs with a ``budget`` run in two phases through the same backend call. Phase 1: up to
 ``thinking`` tokens, with the end marker as the only stop string. A sample that wrote the marker is closed;

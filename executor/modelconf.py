@@ -51,7 +51,7 @@ class ModelSpec:
     backend: str
     dtype: str = "auto"
     max_model_len: int | None = None
-    add_bos_token: bool | None = None  # None: the tokenizer's own default (plans/tokenization.py)
+    add_bos_token: bool | None = None  # None: the tokenizer's own default (plans/plan/tokenization.py)
     prefix_token_id: int | None = None  # None: BOS, else EOS
     engine: dict[str, Any] = field(default_factory=dict)
     batch_size: int | None = None

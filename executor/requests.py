@@ -86,9 +86,9 @@ class GenInput:
     params: GenParams
     key: str
     text: str = ""  # the context string (for text-only backends and fakes)
-    budget: ThinkingBudget | None = None  # run.thinking_budget (plans/budgets.py): run in two phases
+    budget: ThinkingBudget | None = None  # run.thinking_budget (plans/vocab/budgets.py): run in two phases
     messages: list[dict[str, str]] | None = None  # a chat-templated plan's messages (chat endpoints send them)
-    media: tuple[dict[str, Any], ...] = ()  # the images it shows (plans/media.py:MediaRef maps), in order
+    media: tuple[dict[str, Any], ...] = ()  # the images it shows (plans/plan/media.py:MediaRef maps), in order
     images: tuple[bytes, ...] = ()  # their bytes, read from the plan's companion folder and checked
 
 

@@ -1,7 +1,7 @@
 """A results directory on disk: manifest, atomic Parquet parts, resume state and a run lock.
 
 Parts are written to a hidden temporary file, fsynced and renamed to ``part-NNNNNN-s<sha256>.parquet`` (its
-content checksum, ``plans/partsum.py``): a part is either complete or absent, whenever the process dies. One
+content checksum, ``plans/results/partsum.py``): a part is either complete or absent, whenever the process dies. One
 writer per directory: the lock (flock on an open descriptor of the directory itself, and of ``.lock`` in it)
 is taken before the directory is read; deleting ``.lock`` under a running execute does not let a second one
 in (the directory's lock stays). Resume reads the key columns of the parts already there and checks every row
@@ -65,7 +65,8 @@ def write_parquet(df: Any, dest: Any) -> None:
 
 
 def write_parquet_atomic(df: Any, directory: Path, stem: str) -> Path:
-    """Write ``df`` as the part ``stem`` of ``directory``, named with its content's sha256 (``plans/partsum.py``),
+    """Write ``df`` as the part ``stem`` of ``directory``, named with its content's sha256
+    (``plans/results/partsum.py``),
     atomically (temporary file, fsync, one rename); returns the part's path."""
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}.parquet.", suffix=".tmp", dir=directory)
     os.close(fd)

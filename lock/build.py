@@ -72,7 +72,8 @@ def overrides_for(name: str, data_dir: Path, limit: int | None) -> list[str]:
 def needs_chat_template(name: str, conf_dir: Path = CONF_DIR / "task") -> bool:
     """A task that compiles only through the model's chat template, so it is locked with
     ``run.apply_chat_template=true``: a conversation task (``doc_to_messages``/``doc_to_tools``:
-    compiler/tasks/conversation.py) or a multi-turn one (``turns_field``: a chained plan's turn 1, plans/chain.py)."""
+    compiler/tasks/conversation.py) or a multi-turn one (``turns_field``: a chained plan's turn 1,
+    plans/plan/chain.py)."""
     import yaml
 
     path = conf_dir / f"{name.split('@')[0]}.yaml"

@@ -1,784 +1,308 @@
 """The contract between lmeval's stages: the plan format, canonical encoding, hashing and the results schema.
 
-Every stage imports this package and nothing else of lmeval's; see FORMAT.md for the design note.
-"""
+Every stage imports this package and nothing else of lmeval's; see FORMAT.md for the design note. The contract is in
+wings, each a subpackage with its own face:
 
-# size: the contract's face: every public name of the contract, one line each (eager for the light core, lazy
-# (PEP 562) for the rest, so that importing the face loads no polars)
+- ``plan/``: the plan itself (records, encoding, storage, validation, hashing, images, chains);
+- ``results/``: what the executor writes (manifest, result rows, part checksums);
+- ``scored/``: what the scorer writes (results.json, samples.parquet and their optional fields);
+- ``vocab/``: the vocabulary both stages share (scoring specs, prompt formats, reasoning, budgets, ...);
+- ``usercode/``: user code a task names (function references);
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+and at the top of plans/ the modules on which the wings stand or which stand on them: apikeys.py, errors.py,
+limits.py, openrun.py (``open_run``: the one way into a results directory), resultsdir.py. This face re-exports
+every public name of the contract, one line each."""
 
-from lmeval.plans.canonical import canonical_bytes, content_hash, sha256_hex
-from lmeval.plans.errors import PlanError, UserError, reraised_as
-from lmeval.plans.integrity import same_task_records, verify_plans
-from lmeval.plans.io import PlanReader, peek_header, read_header, read_plan, write_plan
-from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular, read_lines
-from lmeval.plans.reasoning import parse_reasoning, split_response
-from lmeval.plans.records import (
-    FORMAT,
-    VERSION,
-    DocRecord,
-    GroupSummary,
-    InstanceRecord,
-    ModelInfo,
-    Plan,
-    PlanHeader,
-    TaskSummary,
-    instance_id_for,
-)
-from lmeval.plans.results import MANIFEST, read_results
-from lmeval.plans.resultsdir import PlanTask, read_plan_by_task
-from lmeval.plans.scored import RESULTS_JSON, ScoredRun, read_scored
-from lmeval.plans.scoredclean import side_by_side
-from lmeval.plans.verified import show_check_cost
-
-if TYPE_CHECKING:
-    from lmeval.plans.apikeys import (
-        API_KEY_ENV,
-        BASE_URL_ENV,
-        SECRET_KEYS,
-        Destination,
-        KeyRefused,
-        api_key_from_env,
-        check_secretless,
-        key_destination,
-        override_problem,
-        secret_problem,
-        without_secrets,
-    )
-    from lmeval.plans.budgets import BUDGET_KEY, ThinkingBudget, read_budget
-    from lmeval.plans.chain import (
-        ANSWERS_KEY,
-        CHAIN_FILE,
-        CHAIN_KEY,
-        TURNS_FIELD,
-        Chain,
-        ChainLink,
-        Stage,
-        chain_link,
-        is_chain,
-        next_messages,
-        plan_turn,
-        read_chain,
-        results_hash,
-        stage_dir,
-        stage_plan,
-        turns_field,
-        turns_problem,
-        write_chain,
-    )
-    from lmeval.plans.chatmessages import messages_problem
-    from lmeval.plans.funcload import (
-        FolderSearch,
-        default_task_roots,
-        find_task_folder,
-        first_mismatch,
-        load_module,
-        module_name_for,
-    )
-    from lmeval.plans.funcref import (
-        BUILTIN_HOOKS,
-        BUILTIN_MODULE,
-        REF_KEY,
-        CodeRefused,
-        builtin_data,
-        builtin_for,
-        describe_ref,
-        hash_tree,
-        hashed_data,
-        is_inside,
-        is_ref,
-        is_user_ref,
-        lm_eval_tasks_dir,
-        module_file,
-        name_data,
-        ref_attr,
-        ref_data,
-        ref_qualname,
-        sha256_file,
-        split_qualname,
-        user_ref_problem,
-        walk_code,
-    )
-    from lmeval.plans.identity import split_locations
-    from lmeval.plans.integrity import header_hash_bytes, plan_hasher, task_hash, verify_plan
-    from lmeval.plans.io import seal, span_order, unpack_stream, write_sealed
-    from lmeval.plans.jsonl_spec import (
-        ALL_FIELDS,
-        CATEGORIES,
-        EXAMPLE_FIELDS,
-        MCQ_LETTERS,
-        POST_PROCESS,
-        REQUIRED_FIELDS,
-        SPEC_METRICS,
-    )
-    from lmeval.plans.judging import (
-        MODES,
-        PARSE_SECONDS,
-        TASK_PREFIX,
-        ParseRule,
-        add_metrics,
-        consistent,
-        judge_section,
-        write_grades,
-    )
-    from lmeval.plans.limits import MAX_DEPTH, MAX_GEN_TOKS, MAX_REPEATS, MAX_ROW_BYTES, MAX_YAML_BYTES, value_problem
-    from lmeval.plans.media import (
-        IMAGE_PLACEHOLDER,
-        MAX_IMAGE_BYTES,
-        MAX_IMAGE_PIXELS,
-        MAX_IMAGE_SIDE,
-        MAX_IMAGES_PER_INSTANCE,
-        MIME_TYPES,
-        MediaInfo,
-        MediaRef,
-        check_media,
-        media_dir,
-        media_hashes,
-        pixel_digest,
-        placements,
-        read_image,
-        write_media,
-    )
-    from lmeval.plans.packids import IdsPacker
-    from lmeval.plans.partsum import checksummed, part_sha256
-    from lmeval.plans.promptformats import (
-        BEST,
-        BEST_OF,
-        DEFAULT_LABEL_STYLE,
-        GENERATION_ONLY_BACKENDS,
-        LM_EVAL_05,
-        LM_EVAL_FORMATS,
-        MAX_SEED,
-        OLMES,
-        PROMPT_FORMATS,
-        SEPARATOR,
-        SPREAD,
-        SWEEP,
-        PromptFormat,
-        Variant,
-        VariantError,
-        best_aggregate,
-        fallback_format,
-        format_name,
-        format_names,
-        format_of,
-        parse_variant,
-        prompt_format,
-        register_prompt_format,
-        split_name,
-        spread_aggregate,
-        unregister_prompt_format,
-        variant_of,
-    )
-    from lmeval.plans.reasoning import Reasoning, ReasoningError, Split, canonical_reasoning, reasoning_end
-    from lmeval.plans.recordcodec import (
-        Record,
-        decode_record,
-        encode_doc,
-        encode_doc_instances,
-        encode_instance,
-        record_maps,
-    )
-    from lmeval.plans.records import OUTPUT_TYPES, REQUEST_TYPES, request_hash_of, shard_of
-    from lmeval.plans.regexes import RegexTimeout, compile_regex, nested_quantifier, search_bounded
-    from lmeval.plans.results import (
-        PART,
-        RESULT_COLUMNS,
-        VECTOR_FLAGS,
-        KernelPath,
-        Numerics,
-        RunManifest,
-        part_files,
-        plan_of,
-        polars_schema,
-        read_manifest,
-        read_parts,
-        write_manifest,
-    )
-    from lmeval.plans.rowcheck import KEY_COLUMNS, check_rows, plan_keys, read_row_keys, shard_keys
-    from lmeval.plans.samplescores import (
-        MAJORITY,
-        MEAN,
-        SAMPLE_SCORES_KEY,
-        SampleScoresError,
-        check_repeats,
-        parse_sample_scores,
-        pass_k,
-        reduced_key,
-    )
-    from lmeval.plans.scored import ITEMS, REASONING_COLUMNS, MissingInstance, TaskPartial, empty_samples, write_scored
-    from lmeval.plans.scoredclean import Contamination
-    from lmeval.plans.scoredintervals import DOCUMENT, FIELD_PREFIX, SUBTASK, Intervals, MetricInterval
-    from lmeval.plans.scoredrepeats import read_repeats, write_repeats
-    from lmeval.plans.scoredsubset import SubsetScores
-    from lmeval.plans.scoring import (
-        AGGREGATIONS,
-        DEFAULT_METRICS,
-        METRIC_ALIASES,
-        METRIC_KEYS,
-        METRIC_SPECS,
-        PMI_CONTEXT,
-        UNCONDITIONAL_CONTEXTS,
-        check_filter_list,
-        check_group_metric,
-        check_metric_list,
-        produced_metrics,
-        unconditional_metrics,
-    )
-    from lmeval.plans.sealparts import EncodedTask, encode_frames, plan_digest, seal_header, write_tasks
-    from lmeval.plans.storage import DEFAULT_CODEC, FRAME_MAX, MAX_WINDOW, chunks, hashed, open_layout
-    from lmeval.plans.subsample import (
-        SUBSAMPLE_KEY,
-        Drawn,
-        Subsample,
-        SubsampleError,
-        canonical_subsample,
-        choose,
-        parse_subsample,
-        stratum_of,
-    )
-    from lmeval.plans.tokenization import BatchEncode, TokenRule, choose_prefix_token, encode_pairs, encode_texts
-    from lmeval.plans.toolcalls import TOOL_PARSERS, Call, parse_calls, template_tools, tools_problem
-    from lmeval.plans.verified import PlanCheck
-
-
-__all__ = [
-    "ANSWERS_KEY",
-    "CHAIN_FILE",
-    "CHAIN_KEY",
-    "TURNS_FIELD",
-    "Chain",
-    "ChainLink",
-    "Stage",
-    "chain_link",
-    "is_chain",
-    "next_messages",
-    "plan_turn",
-    "read_chain",
-    "results_hash",
-    "stage_dir",
-    "stage_plan",
-    "turns_field",
-    "turns_problem",
-    "write_chain",
-    "API_KEY_ENV",
-    "BASE_URL_ENV",
-    "Destination",
-    "KeyRefused",
-    "override_problem",
-    "SECRET_KEYS",
-    "api_key_from_env",
-    "check_secretless",
-    "key_destination",
-    "secret_problem",
-    "without_secrets",
-    "BEST",
-    "BEST_OF",
-    "DEFAULT_LABEL_STYLE",
-    "GENERATION_ONLY_BACKENDS",
-    "PROMPT_FORMATS",
-    "LM_EVAL_FORMATS",
-    "SEPARATOR",
-    "SPREAD",
-    "SWEEP",
-    "Variant",
-    "VariantError",
-    "best_aggregate",
-    "format_name",
-    "format_of",
-    "parse_variant",
-    "split_name",
-    "spread_aggregate",
-    "variant_of",
-    "MAX_SEED",
-    "LM_EVAL_05",
-    "OLMES",
-    "PromptFormat",
-    "fallback_format",
-    "format_names",
-    "prompt_format",
-    "register_prompt_format",
-    "unregister_prompt_format",
-    "AGGREGATIONS",
-    "Record",
-    "METRIC_SPECS",
-    "ALL_FIELDS",
-    "BUILTIN_HOOKS",
-    "BUILTIN_MODULE",
-    "BatchEncode",
-    "CATEGORIES",
-    "CodeRefused",
-    "Contamination",
-    "DEFAULT_CODEC",
-    "DEFAULT_METRICS",
-    "DOCUMENT",
-    "Drawn",
-    "EXAMPLE_FIELDS",
-    "EncodedTask",
-    "FIELD_PREFIX",
-    "FRAME_MAX",
-    "FolderSearch",
-    "ITEMS",
-    "IdsPacker",
-    "Intervals",
-    "BUDGET_KEY",
-    "REF_KEY",
-    "SAMPLE_SCORES_KEY",
-    "SUBSAMPLE_KEY",
-    "KEY_COLUMNS",
-    "KernelPath",
-    "MAJORITY",
-    "MAX_DEPTH",
-    "MAX_GEN_TOKS",
-    "MAX_REPEATS",
-    "MAX_ROW_BYTES",
-    "MAX_WINDOW",
-    "MAX_YAML_BYTES",
-    "MCQ_LETTERS",
-    "MEAN",
-    "SPEC_METRICS",
-    "METRIC_ALIASES",
-    "METRIC_KEYS",
-    "MODES",
-    "MetricInterval",
-    "MissingInstance",
-    "Numerics",
-    "OUTPUT_TYPES",
-    "PART",
-    "POST_PROCESS",
-    "PARSE_SECONDS",
-    "ParseRule",
-    "RegexTimeout",
-    "compile_regex",
-    "PMI_CONTEXT",
-    "UNCONDITIONAL_CONTEXTS",
-    "unconditional_metrics",
-    "nested_quantifier",
-    "search_bounded",
-    "PlanCheck",
-    "REASONING_COLUMNS",
-    "REQUEST_TYPES",
-    "REQUIRED_FIELDS",
-    "RESULT_COLUMNS",
-    "Reasoning",
-    "ReasoningError",
-    "RunManifest",
-    "SUBTASK",
-    "SampleScoresError",
-    "Split",
-    "Subsample",
-    "SubsampleError",
-    "SubsetScores",
-    "TASK_PREFIX",
-    "TaskPartial",
-    "ThinkingBudget",
-    "TokenRule",
-    "VECTOR_FLAGS",
-    "add_metrics",
-    "builtin_data",
-    "builtin_for",
-    "canonical_reasoning",
-    "canonical_subsample",
-    "check_filter_list",
-    "check_group_metric",
-    "check_metric_list",
-    "check_repeats",
-    "check_rows",
-    "checksummed",
-    "choose",
-    "choose_prefix_token",
-    "chunks",
-    "consistent",
-    "decode_record",
-    "default_task_roots",
-    "describe_ref",
-    "empty_samples",
-    "encode_doc",
-    "encode_doc_instances",
-    "encode_frames",
-    "encode_instance",
-    "encode_pairs",
-    "encode_texts",
-    "find_task_folder",
-    "first_mismatch",
-    "hash_tree",
-    "hashed",
-    "hashed_data",
-    "header_hash_bytes",
-    "is_inside",
-    "is_ref",
-    "is_user_ref",
-    "judge_section",
-    "lm_eval_tasks_dir",
-    "load_module",
-    "module_file",
-    "module_name_for",
-    "name_data",
-    "open_layout",
-    "parse_sample_scores",
-    "parse_subsample",
-    "part_files",
-    "part_sha256",
-    "pass_k",
-    "plan_digest",
-    "plan_hasher",
-    "plan_keys",
-    "plan_of",
-    "polars_schema",
-    "produced_metrics",
-    "read_budget",
-    "read_manifest",
-    "read_parts",
-    "read_row_keys",
-    "reasoning_end",
-    "record_maps",
-    "reduced_key",
-    "ref_attr",
-    "ref_data",
-    "ref_qualname",
-    "request_hash_of",
-    "seal",
-    "seal_header",
-    "sha256_file",
-    "shard_keys",
-    "shard_of",
-    "span_order",
-    "split_locations",
-    "split_qualname",
-    "stratum_of",
-    "task_hash",
-    "unpack_stream",
-    "user_ref_problem",
-    "value_problem",
-    "verify_plan",
-    "walk_code",
-    "write_grades",
-    "write_manifest",
-    "read_repeats",
-    "write_repeats",
-    "write_scored",
-    "write_sealed",
-    "write_tasks",
-    "read_plan_by_task",
-    "DocRecord",
-    "FORMAT",
-    "GroupSummary",
-    "InputError",
-    "InstanceRecord",
-    "MANIFEST",
-    "MAX_MANIFEST_BYTES",
-    "ModelInfo",
-    "Plan",
-    "PlanError",
-    "PlanHeader",
-    "PlanTask",
-    "PlanReader",
-    "RESULTS_JSON",
-    "ScoredRun",
-    "TaskSummary",
-    "UserError",
-    "VERSION",
-    "canonical_bytes",
-    "content_hash",
-    "instance_id_for",
-    "loads_json",
-    "open_regular",
-    "read_lines",
-    "parse_reasoning",
-    "peek_header",
-    "read_header",
-    "read_plan",
-    "read_results",
-    "read_scored",
-    "reraised_as",
-    "same_task_records",
-    "sha256_hex",
-    "show_check_cost",
-    "side_by_side",
-    "split_response",
-    "verify_plans",
-    "write_plan",
-    "Call",
-    "TOOL_PARSERS",
-    "parse_calls",
-    "template_tools",
-    "tools_problem",
-    "messages_problem",
-]
-
-# re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
-_LAZY = {
-    "API_KEY_ENV": "lmeval.plans.apikeys",
-    "BASE_URL_ENV": "lmeval.plans.apikeys",
-    "Destination": "lmeval.plans.apikeys",
-    "KeyRefused": "lmeval.plans.apikeys",
-    "override_problem": "lmeval.plans.apikeys",
-    "SECRET_KEYS": "lmeval.plans.apikeys",
-    "api_key_from_env": "lmeval.plans.apikeys",
-    "check_secretless": "lmeval.plans.apikeys",
-    "key_destination": "lmeval.plans.apikeys",
-    "secret_problem": "lmeval.plans.apikeys",
-    "without_secrets": "lmeval.plans.apikeys",
-    "AGGREGATIONS": "lmeval.plans.scoring",
-    "Record": "lmeval.plans.recordcodec",
-    "ALL_FIELDS": "lmeval.plans.jsonl_spec",
-    "BUILTIN_HOOKS": "lmeval.plans.funcref",
-    "BUILTIN_MODULE": "lmeval.plans.funcref",
-    "BatchEncode": "lmeval.plans.tokenization",
-    "CATEGORIES": "lmeval.plans.jsonl_spec",
-    "CodeRefused": "lmeval.plans.funcref",
-    "Contamination": "lmeval.plans.scoredclean",
-    "DEFAULT_CODEC": "lmeval.plans.storage",
-    "DEFAULT_METRICS": "lmeval.plans.scoring",
-    "DOCUMENT": "lmeval.plans.scoredintervals",
-    "BEST": "lmeval.plans.promptformats",
-    "BEST_OF": "lmeval.plans.promptformats",
-    "best_aggregate": "lmeval.plans.promptformats",
-    "DEFAULT_LABEL_STYLE": "lmeval.plans.promptformats",
-    "GENERATION_ONLY_BACKENDS": "lmeval.plans.promptformats",
-    "SPREAD": "lmeval.plans.promptformats",
-    "SWEEP": "lmeval.plans.promptformats",
-    "Variant": "lmeval.plans.promptformats",
-    "VariantError": "lmeval.plans.promptformats",
-    "format_of": "lmeval.plans.promptformats",
-    "parse_variant": "lmeval.plans.promptformats",
-    "spread_aggregate": "lmeval.plans.promptformats",
-    "variant_of": "lmeval.plans.promptformats",
-    "LM_EVAL_05": "lmeval.plans.promptformats",
-    "OLMES": "lmeval.plans.promptformats",
-    "PromptFormat": "lmeval.plans.promptformats",
-    "fallback_format": "lmeval.plans.promptformats",
-    "format_names": "lmeval.plans.promptformats",
-    "prompt_format": "lmeval.plans.promptformats",
-    "register_prompt_format": "lmeval.plans.promptformats",
-    "unregister_prompt_format": "lmeval.plans.promptformats",
-    "MAX_SEED": "lmeval.plans.promptformats",
-    "PROMPT_FORMATS": "lmeval.plans.promptformats",
-    "LM_EVAL_FORMATS": "lmeval.plans.promptformats",
-    "SEPARATOR": "lmeval.plans.promptformats",
-    "format_name": "lmeval.plans.promptformats",
-    "split_name": "lmeval.plans.promptformats",
-    "Drawn": "lmeval.plans.subsample",
-    "EXAMPLE_FIELDS": "lmeval.plans.jsonl_spec",
-    "EncodedTask": "lmeval.plans.sealparts",
-    "FIELD_PREFIX": "lmeval.plans.scoredintervals",
-    "FRAME_MAX": "lmeval.plans.storage",
-    "FolderSearch": "lmeval.plans.funcload",
-    "ITEMS": "lmeval.plans.scored",
-    "IdsPacker": "lmeval.plans.packids",
-    "Intervals": "lmeval.plans.scoredintervals",
-    "BUDGET_KEY": "lmeval.plans.budgets",
-    "REF_KEY": "lmeval.plans.funcref",
-    "SAMPLE_SCORES_KEY": "lmeval.plans.samplescores",
-    "SUBSAMPLE_KEY": "lmeval.plans.subsample",
-    "KEY_COLUMNS": "lmeval.plans.rowcheck",
-    "KernelPath": "lmeval.plans.results",
-    "MAJORITY": "lmeval.plans.samplescores",
-    "MAX_DEPTH": "lmeval.plans.limits",
-    "MAX_GEN_TOKS": "lmeval.plans.limits",
-    "MAX_REPEATS": "lmeval.plans.limits",
-    "MAX_ROW_BYTES": "lmeval.plans.limits",
-    "MAX_WINDOW": "lmeval.plans.storage",
-    "MAX_YAML_BYTES": "lmeval.plans.limits",
-    "MCQ_LETTERS": "lmeval.plans.jsonl_spec",
-    "MEAN": "lmeval.plans.samplescores",
-    "SPEC_METRICS": "lmeval.plans.jsonl_spec",
-    "METRIC_ALIASES": "lmeval.plans.scoring",
-    "METRIC_SPECS": "lmeval.plans.scoring",
-    "PMI_CONTEXT": "lmeval.plans.scoring",
-    "UNCONDITIONAL_CONTEXTS": "lmeval.plans.scoring",
-    "unconditional_metrics": "lmeval.plans.scoring",
-    "METRIC_KEYS": "lmeval.plans.scoring",
-    "MODES": "lmeval.plans.judging",
-    "MetricInterval": "lmeval.plans.scoredintervals",
-    "MissingInstance": "lmeval.plans.scored",
-    "Numerics": "lmeval.plans.results",
-    "OUTPUT_TYPES": "lmeval.plans.records",
-    "PART": "lmeval.plans.results",
-    "POST_PROCESS": "lmeval.plans.jsonl_spec",
-    "PARSE_SECONDS": "lmeval.plans.judging",
-    "ParseRule": "lmeval.plans.judging",
-    "RegexTimeout": "lmeval.plans.regexes",
-    "compile_regex": "lmeval.plans.regexes",
-    "nested_quantifier": "lmeval.plans.regexes",
-    "search_bounded": "lmeval.plans.regexes",
-    "PlanCheck": "lmeval.plans.verified",
-    "REASONING_COLUMNS": "lmeval.plans.scored",
-    "REQUEST_TYPES": "lmeval.plans.records",
-    "REQUIRED_FIELDS": "lmeval.plans.jsonl_spec",
-    "RESULT_COLUMNS": "lmeval.plans.results",
-    "Reasoning": "lmeval.plans.reasoning",
-    "ReasoningError": "lmeval.plans.reasoning",
-    "RunManifest": "lmeval.plans.results",
-    "SUBTASK": "lmeval.plans.scoredintervals",
-    "SampleScoresError": "lmeval.plans.samplescores",
-    "Split": "lmeval.plans.reasoning",
-    "Subsample": "lmeval.plans.subsample",
-    "SubsampleError": "lmeval.plans.subsample",
-    "SubsetScores": "lmeval.plans.scoredsubset",
-    "TASK_PREFIX": "lmeval.plans.judging",
-    "TaskPartial": "lmeval.plans.scored",
-    "ThinkingBudget": "lmeval.plans.budgets",
-    "TokenRule": "lmeval.plans.tokenization",
-    "VECTOR_FLAGS": "lmeval.plans.results",
-    "add_metrics": "lmeval.plans.judging",
-    "builtin_data": "lmeval.plans.funcref",
-    "builtin_for": "lmeval.plans.funcref",
-    "canonical_reasoning": "lmeval.plans.reasoning",
-    "canonical_subsample": "lmeval.plans.subsample",
-    "check_filter_list": "lmeval.plans.scoring",
-    "check_group_metric": "lmeval.plans.scoring",
-    "check_metric_list": "lmeval.plans.scoring",
-    "check_repeats": "lmeval.plans.samplescores",
-    "check_rows": "lmeval.plans.rowcheck",
-    "checksummed": "lmeval.plans.partsum",
-    "choose": "lmeval.plans.subsample",
-    "choose_prefix_token": "lmeval.plans.tokenization",
-    "chunks": "lmeval.plans.storage",
-    "consistent": "lmeval.plans.judging",
-    "decode_record": "lmeval.plans.recordcodec",
-    "default_task_roots": "lmeval.plans.funcload",
-    "describe_ref": "lmeval.plans.funcref",
-    "empty_samples": "lmeval.plans.scored",
-    "encode_doc": "lmeval.plans.recordcodec",
-    "encode_doc_instances": "lmeval.plans.recordcodec",
-    "encode_frames": "lmeval.plans.sealparts",
-    "encode_instance": "lmeval.plans.recordcodec",
-    "encode_pairs": "lmeval.plans.tokenization",
-    "encode_texts": "lmeval.plans.tokenization",
-    "find_task_folder": "lmeval.plans.funcload",
-    "first_mismatch": "lmeval.plans.funcload",
-    "hash_tree": "lmeval.plans.funcref",
-    "hashed": "lmeval.plans.storage",
-    "hashed_data": "lmeval.plans.funcref",
-    "header_hash_bytes": "lmeval.plans.integrity",
-    "is_inside": "lmeval.plans.funcref",
-    "is_ref": "lmeval.plans.funcref",
-    "is_user_ref": "lmeval.plans.funcref",
-    "judge_section": "lmeval.plans.judging",
-    "lm_eval_tasks_dir": "lmeval.plans.funcref",
-    "load_module": "lmeval.plans.funcload",
-    "module_file": "lmeval.plans.funcref",
-    "module_name_for": "lmeval.plans.funcload",
-    "name_data": "lmeval.plans.funcref",
-    "open_layout": "lmeval.plans.storage",
-    "parse_sample_scores": "lmeval.plans.samplescores",
-    "parse_subsample": "lmeval.plans.subsample",
-    "part_files": "lmeval.plans.results",
-    "part_sha256": "lmeval.plans.partsum",
-    "pass_k": "lmeval.plans.samplescores",
-    "plan_digest": "lmeval.plans.sealparts",
-    "plan_hasher": "lmeval.plans.integrity",
-    "plan_keys": "lmeval.plans.rowcheck",
-    "plan_of": "lmeval.plans.results",
-    "polars_schema": "lmeval.plans.results",
-    "produced_metrics": "lmeval.plans.scoring",
-    "read_budget": "lmeval.plans.budgets",
-    "read_manifest": "lmeval.plans.results",
-    "read_parts": "lmeval.plans.results",
-    "read_row_keys": "lmeval.plans.rowcheck",
-    "reasoning_end": "lmeval.plans.reasoning",
-    "record_maps": "lmeval.plans.recordcodec",
-    "reduced_key": "lmeval.plans.samplescores",
-    "ref_attr": "lmeval.plans.funcref",
-    "ref_data": "lmeval.plans.funcref",
-    "ref_qualname": "lmeval.plans.funcref",
-    "request_hash_of": "lmeval.plans.records",
-    "seal": "lmeval.plans.io",
-    "seal_header": "lmeval.plans.sealparts",
-    "sha256_file": "lmeval.plans.funcref",
-    "shard_keys": "lmeval.plans.rowcheck",
-    "shard_of": "lmeval.plans.records",
-    "span_order": "lmeval.plans.io",
-    "split_locations": "lmeval.plans.identity",
-    "split_qualname": "lmeval.plans.funcref",
-    "stratum_of": "lmeval.plans.subsample",
-    "task_hash": "lmeval.plans.integrity",
-    "unpack_stream": "lmeval.plans.io",
-    "user_ref_problem": "lmeval.plans.funcref",
-    "value_problem": "lmeval.plans.limits",
-    "verify_plan": "lmeval.plans.integrity",
-    "walk_code": "lmeval.plans.funcref",
-    "write_grades": "lmeval.plans.judging",
-    "ANSWERS_KEY": "lmeval.plans.chain",
-    "CHAIN_FILE": "lmeval.plans.chain",
-    "CHAIN_KEY": "lmeval.plans.chain",
-    "TURNS_FIELD": "lmeval.plans.chain",
-    "Chain": "lmeval.plans.chain",
-    "ChainLink": "lmeval.plans.chain",
-    "Stage": "lmeval.plans.chain",
-    "chain_link": "lmeval.plans.chain",
-    "is_chain": "lmeval.plans.chain",
-    "next_messages": "lmeval.plans.chain",
-    "plan_turn": "lmeval.plans.chain",
-    "read_chain": "lmeval.plans.chain",
-    "results_hash": "lmeval.plans.chain",
-    "stage_dir": "lmeval.plans.chain",
-    "stage_plan": "lmeval.plans.chain",
-    "turns_field": "lmeval.plans.chain",
-    "turns_problem": "lmeval.plans.chain",
-    "write_chain": "lmeval.plans.chain",
-    "write_manifest": "lmeval.plans.results",
-    "write_repeats": "lmeval.plans.scoredrepeats",
-    "read_repeats": "lmeval.plans.scoredrepeats",
-    "write_scored": "lmeval.plans.scored",
-    "write_sealed": "lmeval.plans.io",
-    "write_tasks": "lmeval.plans.sealparts",
-    "Call": "lmeval.plans.toolcalls",
-    "TOOL_PARSERS": "lmeval.plans.toolcalls",
-    "parse_calls": "lmeval.plans.toolcalls",
-    "template_tools": "lmeval.plans.toolcalls",
-    "tools_problem": "lmeval.plans.toolcalls",
-    "messages_problem": "lmeval.plans.chatmessages",
-}
-
-__all__ += [  # images in a plan (plans/media.py)
-    "IMAGE_PLACEHOLDER",
-    "MAX_IMAGE_BYTES",
-    "MAX_IMAGE_PIXELS",
-    "MAX_IMAGE_SIDE",
-    "MAX_IMAGES_PER_INSTANCE",
-    "MIME_TYPES",
-    "MediaInfo",
-    "MediaRef",
-    "check_media",
-    "media_dir",
-    "media_hashes",
-    "pixel_digest",
-    "placements",
-    "read_image",
-    "write_media",
-]
-_LAZY.update(dict.fromkeys(__all__[-15:], "lmeval.plans.media"))
-
-# the backend table (plans/backends.py): eager, it imports nothing
-from lmeval.plans.backends import (  # noqa: E402
-    DEFAULT_BACKEND,
-    BackendEntry,
-    backend_names,
-    find_backend,
-    register_backend,
-    unknown_backend,
-)
-
-__all__ += ["DEFAULT_BACKEND", "BackendEntry", "backend_names", "find_backend", "register_backend", "unknown_backend"]
-
-
-# --- open a results directory (issue #52, helper openrun): one reader of a run (plans/openrun.py), one manifest
-# reader and one plan-name rule under it (plans/results.py)
-if TYPE_CHECKING:
-    from lmeval.plans.openrun import OpenRun, open_run
-    from lmeval.plans.results import plan_named, read_manifest_fields, require_plan
-__all__ += ["OpenRun", "open_run", "plan_named", "read_manifest_fields", "require_plan"]
-_LAZY.update(dict.fromkeys(["OpenRun", "open_run"], "lmeval.plans.openrun"))
-_LAZY.update(dict.fromkeys(["plan_named", "read_manifest_fields", "require_plan"], "lmeval.plans.results"))
-
-
-def __getattr__(name: str) -> Any:
-    """A re-exported name, imported from its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
+from lmeval.plans.apikeys import API_KEY_ENV as API_KEY_ENV
+from lmeval.plans.apikeys import BASE_URL_ENV as BASE_URL_ENV
+from lmeval.plans.apikeys import SECRET_KEYS as SECRET_KEYS
+from lmeval.plans.apikeys import Destination as Destination
+from lmeval.plans.apikeys import KeyRefused as KeyRefused
+from lmeval.plans.apikeys import api_key_from_env as api_key_from_env
+from lmeval.plans.apikeys import check_secretless as check_secretless
+from lmeval.plans.apikeys import key_destination as key_destination
+from lmeval.plans.apikeys import override_problem as override_problem
+from lmeval.plans.apikeys import secret_problem as secret_problem
+from lmeval.plans.apikeys import without_secrets as without_secrets
+from lmeval.plans.errors import PlanError as PlanError
+from lmeval.plans.errors import UserError as UserError
+from lmeval.plans.errors import reraised_as as reraised_as
+from lmeval.plans.limits import MAX_DEPTH as MAX_DEPTH
+from lmeval.plans.limits import MAX_GEN_TOKS as MAX_GEN_TOKS
+from lmeval.plans.limits import MAX_MANIFEST_BYTES as MAX_MANIFEST_BYTES
+from lmeval.plans.limits import MAX_REPEATS as MAX_REPEATS
+from lmeval.plans.limits import MAX_ROW_BYTES as MAX_ROW_BYTES
+from lmeval.plans.limits import MAX_YAML_BYTES as MAX_YAML_BYTES
+from lmeval.plans.limits import InputError as InputError
+from lmeval.plans.limits import loads_json as loads_json
+from lmeval.plans.limits import open_regular as open_regular
+from lmeval.plans.limits import read_lines as read_lines
+from lmeval.plans.limits import value_problem as value_problem
+from lmeval.plans.openrun import OpenRun as OpenRun
+from lmeval.plans.openrun import open_run as open_run
+from lmeval.plans.plan import ANSWERS_KEY as ANSWERS_KEY
+from lmeval.plans.plan import CHAIN_FILE as CHAIN_FILE
+from lmeval.plans.plan import CHAIN_KEY as CHAIN_KEY
+from lmeval.plans.plan import DEFAULT_CODEC as DEFAULT_CODEC
+from lmeval.plans.plan import FORMAT as FORMAT
+from lmeval.plans.plan import FRAME_MAX as FRAME_MAX
+from lmeval.plans.plan import IMAGE_PLACEHOLDER as IMAGE_PLACEHOLDER
+from lmeval.plans.plan import MAX_IMAGE_BYTES as MAX_IMAGE_BYTES
+from lmeval.plans.plan import MAX_IMAGE_PIXELS as MAX_IMAGE_PIXELS
+from lmeval.plans.plan import MAX_IMAGE_SIDE as MAX_IMAGE_SIDE
+from lmeval.plans.plan import MAX_IMAGES_PER_INSTANCE as MAX_IMAGES_PER_INSTANCE
+from lmeval.plans.plan import MAX_WINDOW as MAX_WINDOW
+from lmeval.plans.plan import MIME_TYPES as MIME_TYPES
+from lmeval.plans.plan import OUTPUT_TYPES as OUTPUT_TYPES
+from lmeval.plans.plan import REQUEST_TYPES as REQUEST_TYPES
+from lmeval.plans.plan import TOOL_PARSERS as TOOL_PARSERS
+from lmeval.plans.plan import TURNS_FIELD as TURNS_FIELD
+from lmeval.plans.plan import VERSION as VERSION
+from lmeval.plans.plan import BatchEncode as BatchEncode
+from lmeval.plans.plan import Call as Call
+from lmeval.plans.plan import Chain as Chain
+from lmeval.plans.plan import ChainLink as ChainLink
+from lmeval.plans.plan import DocRecord as DocRecord
+from lmeval.plans.plan import EncodedTask as EncodedTask
+from lmeval.plans.plan import GroupSummary as GroupSummary
+from lmeval.plans.plan import IdsPacker as IdsPacker
+from lmeval.plans.plan import InstanceRecord as InstanceRecord
+from lmeval.plans.plan import MediaInfo as MediaInfo
+from lmeval.plans.plan import MediaRef as MediaRef
+from lmeval.plans.plan import ModelInfo as ModelInfo
+from lmeval.plans.plan import Plan as Plan
+from lmeval.plans.plan import PlanCheck as PlanCheck
+from lmeval.plans.plan import PlanHeader as PlanHeader
+from lmeval.plans.plan import PlanReader as PlanReader
+from lmeval.plans.plan import Record as Record
+from lmeval.plans.plan import Stage as Stage
+from lmeval.plans.plan import TaskSummary as TaskSummary
+from lmeval.plans.plan import TokenRule as TokenRule
+from lmeval.plans.plan import canonical_bytes as canonical_bytes
+from lmeval.plans.plan import chain_link as chain_link
+from lmeval.plans.plan import check_media as check_media
+from lmeval.plans.plan import choose_prefix_token as choose_prefix_token
+from lmeval.plans.plan import chunks as chunks
+from lmeval.plans.plan import content_hash as content_hash
+from lmeval.plans.plan import decode_record as decode_record
+from lmeval.plans.plan import encode_doc as encode_doc
+from lmeval.plans.plan import encode_doc_instances as encode_doc_instances
+from lmeval.plans.plan import encode_frames as encode_frames
+from lmeval.plans.plan import encode_instance as encode_instance
+from lmeval.plans.plan import encode_pairs as encode_pairs
+from lmeval.plans.plan import encode_texts as encode_texts
+from lmeval.plans.plan import hashed as hashed
+from lmeval.plans.plan import header_hash_bytes as header_hash_bytes
+from lmeval.plans.plan import instance_id_for as instance_id_for
+from lmeval.plans.plan import is_chain as is_chain
+from lmeval.plans.plan import media_dir as media_dir
+from lmeval.plans.plan import media_hashes as media_hashes
+from lmeval.plans.plan import messages_problem as messages_problem
+from lmeval.plans.plan import next_messages as next_messages
+from lmeval.plans.plan import open_layout as open_layout
+from lmeval.plans.plan import parse_calls as parse_calls
+from lmeval.plans.plan import peek_header as peek_header
+from lmeval.plans.plan import pixel_digest as pixel_digest
+from lmeval.plans.plan import placements as placements
+from lmeval.plans.plan import plan_digest as plan_digest
+from lmeval.plans.plan import plan_hasher as plan_hasher
+from lmeval.plans.plan import plan_turn as plan_turn
+from lmeval.plans.plan import read_chain as read_chain
+from lmeval.plans.plan import read_header as read_header
+from lmeval.plans.plan import read_image as read_image
+from lmeval.plans.plan import read_plan as read_plan
+from lmeval.plans.plan import record_maps as record_maps
+from lmeval.plans.plan import request_hash_of as request_hash_of
+from lmeval.plans.plan import results_hash as results_hash
+from lmeval.plans.plan import same_task_records as same_task_records
+from lmeval.plans.plan import seal as seal
+from lmeval.plans.plan import seal_header as seal_header
+from lmeval.plans.plan import sha256_hex as sha256_hex
+from lmeval.plans.plan import shard_of as shard_of
+from lmeval.plans.plan import show_check_cost as show_check_cost
+from lmeval.plans.plan import span_order as span_order
+from lmeval.plans.plan import split_locations as split_locations
+from lmeval.plans.plan import stage_dir as stage_dir
+from lmeval.plans.plan import stage_plan as stage_plan
+from lmeval.plans.plan import task_hash as task_hash
+from lmeval.plans.plan import template_tools as template_tools
+from lmeval.plans.plan import tools_problem as tools_problem
+from lmeval.plans.plan import turns_field as turns_field
+from lmeval.plans.plan import turns_problem as turns_problem
+from lmeval.plans.plan import unpack_stream as unpack_stream
+from lmeval.plans.plan import verify_plan as verify_plan
+from lmeval.plans.plan import verify_plans as verify_plans
+from lmeval.plans.plan import write_chain as write_chain
+from lmeval.plans.plan import write_media as write_media
+from lmeval.plans.plan import write_plan as write_plan
+from lmeval.plans.plan import write_sealed as write_sealed
+from lmeval.plans.plan import write_tasks as write_tasks
+from lmeval.plans.results import KEY_COLUMNS as KEY_COLUMNS
+from lmeval.plans.results import MANIFEST as MANIFEST
+from lmeval.plans.results import PART as PART
+from lmeval.plans.results import RESULT_COLUMNS as RESULT_COLUMNS
+from lmeval.plans.results import VECTOR_FLAGS as VECTOR_FLAGS
+from lmeval.plans.results import KernelPath as KernelPath
+from lmeval.plans.results import Numerics as Numerics
+from lmeval.plans.results import RunManifest as RunManifest
+from lmeval.plans.results import check_rows as check_rows
+from lmeval.plans.results import checksummed as checksummed
+from lmeval.plans.results import part_files as part_files
+from lmeval.plans.results import part_sha256 as part_sha256
+from lmeval.plans.results import plan_keys as plan_keys
+from lmeval.plans.results import plan_named as plan_named
+from lmeval.plans.results import plan_of as plan_of
+from lmeval.plans.results import polars_schema as polars_schema
+from lmeval.plans.results import read_manifest as read_manifest
+from lmeval.plans.results import read_manifest_fields as read_manifest_fields
+from lmeval.plans.results import read_parts as read_parts
+from lmeval.plans.results import read_results as read_results
+from lmeval.plans.results import read_row_keys as read_row_keys
+from lmeval.plans.results import require_plan as require_plan
+from lmeval.plans.results import shard_keys as shard_keys
+from lmeval.plans.results import write_manifest as write_manifest
+from lmeval.plans.resultsdir import PlanTask as PlanTask
+from lmeval.plans.resultsdir import read_plan_by_task as read_plan_by_task
+from lmeval.plans.scored import DOCUMENT as DOCUMENT
+from lmeval.plans.scored import FIELD_PREFIX as FIELD_PREFIX
+from lmeval.plans.scored import ITEMS as ITEMS
+from lmeval.plans.scored import REASONING_COLUMNS as REASONING_COLUMNS
+from lmeval.plans.scored import RESULTS_JSON as RESULTS_JSON
+from lmeval.plans.scored import SUBTASK as SUBTASK
+from lmeval.plans.scored import Contamination as Contamination
+from lmeval.plans.scored import Intervals as Intervals
+from lmeval.plans.scored import MetricInterval as MetricInterval
+from lmeval.plans.scored import MissingInstance as MissingInstance
+from lmeval.plans.scored import ScoredRun as ScoredRun
+from lmeval.plans.scored import SubsetScores as SubsetScores
+from lmeval.plans.scored import TaskPartial as TaskPartial
+from lmeval.plans.scored import empty_samples as empty_samples
+from lmeval.plans.scored import read_repeats as read_repeats
+from lmeval.plans.scored import read_scored as read_scored
+from lmeval.plans.scored import side_by_side as side_by_side
+from lmeval.plans.scored import write_repeats as write_repeats
+from lmeval.plans.scored import write_scored as write_scored
+from lmeval.plans.usercode import BUILTIN_HOOKS as BUILTIN_HOOKS
+from lmeval.plans.usercode import BUILTIN_MODULE as BUILTIN_MODULE
+from lmeval.plans.usercode import REF_KEY as REF_KEY
+from lmeval.plans.usercode import CodeRefused as CodeRefused
+from lmeval.plans.usercode import FolderSearch as FolderSearch
+from lmeval.plans.usercode import builtin_data as builtin_data
+from lmeval.plans.usercode import builtin_for as builtin_for
+from lmeval.plans.usercode import default_task_roots as default_task_roots
+from lmeval.plans.usercode import describe_ref as describe_ref
+from lmeval.plans.usercode import find_task_folder as find_task_folder
+from lmeval.plans.usercode import first_mismatch as first_mismatch
+from lmeval.plans.usercode import hash_tree as hash_tree
+from lmeval.plans.usercode import hashed_data as hashed_data
+from lmeval.plans.usercode import is_inside as is_inside
+from lmeval.plans.usercode import is_ref as is_ref
+from lmeval.plans.usercode import is_user_ref as is_user_ref
+from lmeval.plans.usercode import lm_eval_tasks_dir as lm_eval_tasks_dir
+from lmeval.plans.usercode import load_module as load_module
+from lmeval.plans.usercode import module_file as module_file
+from lmeval.plans.usercode import module_name_for as module_name_for
+from lmeval.plans.usercode import name_data as name_data
+from lmeval.plans.usercode import ref_attr as ref_attr
+from lmeval.plans.usercode import ref_data as ref_data
+from lmeval.plans.usercode import ref_qualname as ref_qualname
+from lmeval.plans.usercode import sha256_file as sha256_file
+from lmeval.plans.usercode import split_qualname as split_qualname
+from lmeval.plans.usercode import user_ref_problem as user_ref_problem
+from lmeval.plans.usercode import walk_code as walk_code
+from lmeval.plans.vocab import AGGREGATIONS as AGGREGATIONS
+from lmeval.plans.vocab import ALL_FIELDS as ALL_FIELDS
+from lmeval.plans.vocab import BEST as BEST
+from lmeval.plans.vocab import BEST_OF as BEST_OF
+from lmeval.plans.vocab import BUDGET_KEY as BUDGET_KEY
+from lmeval.plans.vocab import CATEGORIES as CATEGORIES
+from lmeval.plans.vocab import DEFAULT_BACKEND as DEFAULT_BACKEND
+from lmeval.plans.vocab import DEFAULT_LABEL_STYLE as DEFAULT_LABEL_STYLE
+from lmeval.plans.vocab import DEFAULT_METRICS as DEFAULT_METRICS
+from lmeval.plans.vocab import EXAMPLE_FIELDS as EXAMPLE_FIELDS
+from lmeval.plans.vocab import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
+from lmeval.plans.vocab import LM_EVAL_05 as LM_EVAL_05
+from lmeval.plans.vocab import LM_EVAL_FORMATS as LM_EVAL_FORMATS
+from lmeval.plans.vocab import MAJORITY as MAJORITY
+from lmeval.plans.vocab import MAX_SEED as MAX_SEED
+from lmeval.plans.vocab import MCQ_LETTERS as MCQ_LETTERS
+from lmeval.plans.vocab import MEAN as MEAN
+from lmeval.plans.vocab import METRIC_ALIASES as METRIC_ALIASES
+from lmeval.plans.vocab import METRIC_KEYS as METRIC_KEYS
+from lmeval.plans.vocab import METRIC_SPECS as METRIC_SPECS
+from lmeval.plans.vocab import MODES as MODES
+from lmeval.plans.vocab import OLMES as OLMES
+from lmeval.plans.vocab import PARSE_SECONDS as PARSE_SECONDS
+from lmeval.plans.vocab import PMI_CONTEXT as PMI_CONTEXT
+from lmeval.plans.vocab import POST_PROCESS as POST_PROCESS
+from lmeval.plans.vocab import PROMPT_FORMATS as PROMPT_FORMATS
+from lmeval.plans.vocab import REQUIRED_FIELDS as REQUIRED_FIELDS
+from lmeval.plans.vocab import SAMPLE_SCORES_KEY as SAMPLE_SCORES_KEY
+from lmeval.plans.vocab import SEPARATOR as SEPARATOR
+from lmeval.plans.vocab import SPEC_METRICS as SPEC_METRICS
+from lmeval.plans.vocab import SPREAD as SPREAD
+from lmeval.plans.vocab import SUBSAMPLE_KEY as SUBSAMPLE_KEY
+from lmeval.plans.vocab import SWEEP as SWEEP
+from lmeval.plans.vocab import TASK_PREFIX as TASK_PREFIX
+from lmeval.plans.vocab import UNCONDITIONAL_CONTEXTS as UNCONDITIONAL_CONTEXTS
+from lmeval.plans.vocab import BackendEntry as BackendEntry
+from lmeval.plans.vocab import Drawn as Drawn
+from lmeval.plans.vocab import MetricSpec as MetricSpec
+from lmeval.plans.vocab import ParseRule as ParseRule
+from lmeval.plans.vocab import PromptFormat as PromptFormat
+from lmeval.plans.vocab import Reasoning as Reasoning
+from lmeval.plans.vocab import ReasoningError as ReasoningError
+from lmeval.plans.vocab import RegexTimeout as RegexTimeout
+from lmeval.plans.vocab import SampleScoresError as SampleScoresError
+from lmeval.plans.vocab import Split as Split
+from lmeval.plans.vocab import Subsample as Subsample
+from lmeval.plans.vocab import SubsampleError as SubsampleError
+from lmeval.plans.vocab import ThinkingBudget as ThinkingBudget
+from lmeval.plans.vocab import Variant as Variant
+from lmeval.plans.vocab import VariantError as VariantError
+from lmeval.plans.vocab import add_aggregation_name as add_aggregation_name
+from lmeval.plans.vocab import add_metric_spec as add_metric_spec
+from lmeval.plans.vocab import add_metrics as add_metrics
+from lmeval.plans.vocab import aggregation_names as aggregation_names
+from lmeval.plans.vocab import backend_names as backend_names
+from lmeval.plans.vocab import best_aggregate as best_aggregate
+from lmeval.plans.vocab import canonical_reasoning as canonical_reasoning
+from lmeval.plans.vocab import canonical_subsample as canonical_subsample
+from lmeval.plans.vocab import check_filter_list as check_filter_list
+from lmeval.plans.vocab import check_group_metric as check_group_metric
+from lmeval.plans.vocab import check_metric_list as check_metric_list
+from lmeval.plans.vocab import check_repeats as check_repeats
+from lmeval.plans.vocab import choose as choose
+from lmeval.plans.vocab import compile_regex as compile_regex
+from lmeval.plans.vocab import consistent as consistent
+from lmeval.plans.vocab import fallback_format as fallback_format
+from lmeval.plans.vocab import find_backend as find_backend
+from lmeval.plans.vocab import format_name as format_name
+from lmeval.plans.vocab import format_names as format_names
+from lmeval.plans.vocab import format_of as format_of
+from lmeval.plans.vocab import judge_section as judge_section
+from lmeval.plans.vocab import nested_quantifier as nested_quantifier
+from lmeval.plans.vocab import parse_reasoning as parse_reasoning
+from lmeval.plans.vocab import parse_sample_scores as parse_sample_scores
+from lmeval.plans.vocab import parse_subsample as parse_subsample
+from lmeval.plans.vocab import parse_variant as parse_variant
+from lmeval.plans.vocab import pass_k as pass_k
+from lmeval.plans.vocab import produced_metrics as produced_metrics
+from lmeval.plans.vocab import prompt_format as prompt_format
+from lmeval.plans.vocab import read_budget as read_budget
+from lmeval.plans.vocab import reasoning_end as reasoning_end
+from lmeval.plans.vocab import reduced_key as reduced_key
+from lmeval.plans.vocab import register_backend as register_backend
+from lmeval.plans.vocab import register_prompt_format as register_prompt_format
+from lmeval.plans.vocab import remove_aggregation_name as remove_aggregation_name
+from lmeval.plans.vocab import remove_metric_spec as remove_metric_spec
+from lmeval.plans.vocab import search_bounded as search_bounded
+from lmeval.plans.vocab import split_name as split_name
+from lmeval.plans.vocab import split_response as split_response
+from lmeval.plans.vocab import spread_aggregate as spread_aggregate
+from lmeval.plans.vocab import stratum_of as stratum_of
+from lmeval.plans.vocab import unconditional_metrics as unconditional_metrics
+from lmeval.plans.vocab import unknown_backend as unknown_backend
+from lmeval.plans.vocab import unregister_prompt_format as unregister_prompt_format
+from lmeval.plans.vocab import variant_of as variant_of
+from lmeval.plans.vocab import write_grades as write_grades

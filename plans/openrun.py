@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.results import RunManifest, part_files, plan_named, read_manifest_fields, read_results, require_plan
+from lmeval.plans.results import (
+    RunManifest,
+    part_files,
+    plan_named,
+    read_manifest_fields,
+    read_results,
+    require_plan,
+)
 from lmeval.plans.scored import RESULTS_JSON, ScoredFiles, read_scored
 
 if TYPE_CHECKING:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.records import DocRecord, InstanceRecord, PlanHeader
+from lmeval.plans.plan import DocRecord, InstanceRecord, PlanHeader, PlanReader, read_header
 
 
 @dataclass

@@ -120,7 +120,7 @@ def _answer_findings(run: Run, task: str) -> list[Finding]:
             out.append(Finding(run.index, task, "max_gen_toks", len(length), gen.height, _ids(length), detail=detail))
         flags = gen["thinking_forced"].to_list() if "thinking_forced" in gen.columns else []
         forced = [d for d, x in zip(docs, flags, strict=False) if x]
-        if forced:  # run.thinking_budget (plans/budgets.py)
+        if forced:  # run.thinking_budget (plans/vocab/budgets.py)
             out.append(
                 Finding(
                     run.index,
@@ -136,7 +136,7 @@ def _answer_findings(run: Run, task: str) -> list[Finding]:
 
 
 def _cut_parts(run: Run, resp: list[str | None], fin: list[str | None]) -> str:
-    """With the plan's ``run.reasoning`` (plans/reasoning.py): how many cut responses ended while thinking."""
+    """With the plan's ``run.reasoning`` (plans/vocab/reasoning.py): how many cut responses ended while thinking."""
     cfg = (run.plan.header.config.get("run") or {}) if run.plan is not None else {}
     try:
         fmt = parse_reasoning(cfg.get("reasoning") if isinstance(cfg, dict) else None)

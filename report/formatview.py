@@ -205,7 +205,7 @@ def _num(x: Any) -> float | None:
 
 
 def _requests(doc: DocView, blocks: list[str], got: dict[int, dict[str, Any]]) -> list[FormatRequest]:
-    """The document's requests labelled: the choices, then each unconditional block (plans/scoring.py)."""
+    """The document's requests labelled: the choices, then each unconditional block (plans/vocab/scoring.py)."""
     insts = sorted(doc.instances, key=lambda i: i.idx)
     k = len(doc.choices or [])
     ll_only = insts and all(i.request_type == "loglikelihood" for i in insts)

@@ -37,7 +37,7 @@ class InstanceView:
     n_continuation_ids: int | None
     max_gen_toks: int | None
     until: list[str] | None = None  # generate_until: the stop sequences
-    media: list[dict[str, Any]] | None = None  # the images it shows (plans/media.py:MediaRef maps)
+    media: list[dict[str, Any]] | None = None  # the images it shows (plans/plan/media.py:MediaRef maps)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Thumbnails of the images a plan's Instances show (plans/media.py), for the sample browser: each image read
+"""Thumbnails of the images a plan's Instances show (plans/plan/media.py), for the sample browser: each image read
 from the plan's companion folder (its sha256 checked), shrunk to at most ``THUMB`` pixels a side and embedded as
 a PNG ``data:`` URI (the page's content policy allows images from ``data:`` only). An image that is missing or
 altered is shown as such, never silently dropped."""

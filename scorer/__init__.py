@@ -21,6 +21,8 @@ from lmeval.scorer.metrics import metric_of_key as metric_of_key
 from lmeval.scorer.metrics import metrics_for as metrics_for
 from lmeval.scorer.metrics import register_aggregation as register_aggregation
 from lmeval.scorer.metrics import register_metric as register_metric
+from lmeval.scorer.metrics import unregister_aggregation as unregister_aggregation
+from lmeval.scorer.metrics import unregister_metric as unregister_metric
 from lmeval.scorer.score import ScoreOutcome as ScoreOutcome
 from lmeval.scorer.score import score as score
 from lmeval.scorer.score import score_run as score_run

@@ -43,7 +43,7 @@ from lmeval.plans import (
 )
 from lmeval.scorer.errors import ScoreError
 
-INDEX_VERSION = 4  # 4: built only from plans that passed plans/validate.py
+INDEX_VERSION = 4  # 4: built only from plans that passed plans/plan/validate.py
 DOC_SCHEMA: dict[str, Any] = {
     "doc_id": pl.Int64,
     "target_str": pl.String,  # the target when it is a str
@@ -160,7 +160,7 @@ def _read_plan(path: str, header: PlanHeader) -> PlanData:
         f, layout = open_layout(path)
         with f:
             h = plan_hasher(layout)
-            check = PlanCheck(f, path)  # the contract check, once per plan content (plans/verified.py)
+            check = PlanCheck(f, path)  # the contract check, once per plan content (plans/plan/verified.py)
             try:
                 # one streamed pass (compressed or not): hash every record byte, collect what scoring needs
                 objs = record_maps(unpack_stream(hashed(chunks(f, layout), h), path), path)

@@ -1,7 +1,7 @@
 """``run.reasoning`` at score time (the rule itself: ``plans.reasoning``): a generation task's responses
 split into reasoning and answer before its filters run, which see the answer only; samples.parquet gets
 each document's reasoning (its first Instance's first response, as ``filtered``), its length in chars and in
-tokens (the executor's ``reasoning_tokens``, plans/results.py)."""
+tokens (the executor's ``reasoning_tokens``, plans/results/manifest.py)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def cut_note(task: str, rows: pl.DataFrame, fmt: Reasoning) -> str | None:
     the reasoning block and how many in the answer; None when none was cut."""
     forced = int(rows["thinking_forced"].sum()) if "thinking_forced" in rows.columns else 0
     cut = rows.filter(pl.col("finish_reason") == "length")["response"].to_list()
-    if forced:  # under a thinking budget (plans/budgets.py): cut thinking was closed and answered
+    if forced:  # under a thinking budget (plans/vocab/budgets.py): cut thinking was closed and answered
         return (
             f"task {task}: {forced} of {rows.height} responses ran out of run.thinking_budget (end marker forced, "
             f"then answered) and {len(cut)} hit the answer budget"

@@ -1,4 +1,4 @@
-"""``sample_scores`` (plans/samplescores.py): every repeat of a generation task scored, and reduced per document.
+"""``sample_scores`` (plans/vocab/samplescores.py): every repeat of a generation task scored, and reduced per document.
 
 For each of the task's filters, every response of a document's first Instance goes through the filter's steps
 before its reducer (``take_first``, ``majority_vote``, ``take_first_k``: what turns N answers into one), is
@@ -7,7 +7,7 @@ scored by the task's metrics as lm-eval scores a single answer, and the N scores
 ``majority_vote``, maj@N) and ``pass@K`` (the unbiased estimator of ``scorer.metrics.pass_at_k``; the metric must be
 0/1).
 The reductions join the filter's per-document values (aggregated by mean, with its stderr); every repeat's
-answer and scores form repeats.parquet's rows (plans/scoredrepeats.py).
+answer and scores form repeats.parquet's rows (plans/scored/repeats.py).
 """
 
 from __future__ import annotations

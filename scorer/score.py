@@ -165,7 +165,7 @@ class _TaskScored:
     spec: dict[str, Any] | None
     partial: TaskPartial | None
     sample: ivl.TaskSample | None = None  # what its clustered stderrs and intervals are computed from
-    repeats: pl.DataFrame | None = None  # sample_scores: every repeat's rows (plans/scoredrepeats.py)
+    repeats: pl.DataFrame | None = None  # sample_scores: every repeat's rows (plans/scored/repeats.py)
     subset: dict[str, Any] | None = None  # run.subsample: results.json's subsample.tasks.TASK
 
 

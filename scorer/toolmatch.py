@@ -1,7 +1,7 @@
 """Tool calls scored as BFCL's AST categories score them (gorilla ``bfcl_eval/eval_checker/ast_eval/
 ast_checker.py``, Python rules; re-implemented from its documented behaviour, not copied).
 
-A reply is parsed into calls by the task's ``tool_parser`` (``plans/toolcalls.py``); no calls read: unparsed
+A reply is parsed into calls by the task's ``tool_parser`` (``plans/plan/toolcalls.py``); no calls read: unparsed
 (wrong, and counted in ``tool_call_unparsed``). The expected calls are a list of ``{function: {argument:
 [acceptable values]}}``. A reply is right when it has exactly as many calls as expected and the expected calls
 can be matched to distinct calls of the reply in any order (BFCL's no-order check: each expected call, in turn,

@@ -32,7 +32,7 @@ from tests.bounds import LOGLIKELIHOOD, Tolerance
 if TYPE_CHECKING:
     import polars as pl
 
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,8 +74,8 @@ Ids = tuple[list[int] | None, list[int] | None]  # context ids, continuation ids
 def instance_record(task: str, doc_id: int, idx: int, request_type: str, context: str, continuation: str | None = None,
                     generation_kwargs: dict[str, Any] | None = None, ids: Ids = (None, None),
                     repeats: int = 1) -> InstanceRecord:  # fmt: skip
-    """An ``InstanceRecord`` whose id and request hash come from ``lmeval.plans.records``."""
-    from lmeval.plans.records import InstanceRecord, instance_id_for, request_hash_of
+    """An ``InstanceRecord`` whose id and request hash come from ``lmeval.plans.plan.records``."""
+    from lmeval.plans.plan import InstanceRecord, instance_id_for, request_hash_of
 
     context_ids, continuation_ids = ids
     rh = request_hash_of(request_type, context, continuation, generation_kwargs, context_ids, continuation_ids)

@@ -74,7 +74,7 @@ def test_wheel_holds_the_lmeval_package_and_its_data(wheel: Path) -> None:
     # every file read at run time
     data = _source_files("conf", "*.yaml") | _source_files("report", "assets/*")
     data |= _source_files("report", "export/eee_schemas/*")  # Every Eval Ever's schemas (lmeval export)
-    data |= {"lmeval/lock/lock.json", "lmeval/plans/FORMAT.md", "lmeval/plans/SCORED.md"}
+    data |= {"lmeval/lock/lock.json", "lmeval/plans/FORMAT.md", "lmeval/plans/scored/SCORED.md"}
     data |= _source_files("compiler", "tasklib/*.jsonl")  # the shipped judged task's questions (open_questions)
     lock = json.loads((ROOT / "lock" / "lock.json").read_text())
     data.add(f"lmeval/lock/{lock['reference']['plan']}")
@@ -159,7 +159,7 @@ def test_installed_wheel_compiles_runs_and_reports_outside_the_checkout(venv: Pa
     out = _run(
         venv, cwd, "compile", "+task=arc_easy", f"run.data_dir={DATA}", f"run.limit={settings['limit']}"
     ).stdout.splitlines()
-    from lmeval.plans.io import read_header
+    from lmeval.plans.plan import read_header
 
     header = read_header(cwd / out[-1])
     assert header.task("arc_easy").task_hash == lock["tasks"]["arc_easy"]["task_hash"]

@@ -198,7 +198,7 @@ class TaskBuilder(TaskDocuments):
         return BuiltDoc(doc_id, doc, gold, choices, ids, requests)
 
     def _check_turns(self, doc: dict[str, Any], where: Callable[[str, str], Exception]) -> None:
-        """A multi-turn task's document lists its user turns (plans/chain.py), checked before turn 1 runs."""
+        """A multi-turn task's document lists its user turns (plans/plan/chain.py), checked before turn 1 runs."""
         name = turns_field(self.config.raw)
         if name is None:
             return

@@ -57,5 +57,5 @@ def construct_requests(
 
 
 def _unconditional(s: TaskConfig) -> list[str]:
-    """The task's metrics that score choices against an unconditional context (plans/scoring.py)."""
+    """The task's metrics that score choices against an unconditional context (plans/vocab/scoring.py)."""
     return unconditional_metrics(str(m.get("metric")) for m in s.metric_list or [] if isinstance(m, dict))

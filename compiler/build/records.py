@@ -14,7 +14,7 @@ from lmeval.compiler.build.render import Renderer
 from lmeval.compiler.tasks import TaskConfig
 from lmeval.plans import Drawn, Subsample
 
-# (messages, add_generation_prompt[, tools]) -> text; tools: the JSON schemas of plans/toolcalls.py, or None
+# (messages, add_generation_prompt[, tools]) -> text; tools: the JSON schemas of plans/plan/toolcalls.py, or None
 ChatFn = Callable[..., str]
 
 
@@ -32,16 +32,16 @@ class BuildOptions:
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
     data_dir: str | None = None
-    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/budgets.py)
+    thinking_budget: int | None = None  # run.thinking_budget: tokens of reasoning at most (plans/vocab/budgets.py)
     answer_budget: int | None = None  # run.answer_budget: tokens after the end marker (None: max_gen_toks)
     budget_end: str | None = None  # the forced end marker (run.reasoning.end[0]) and its token ids
     budget_end_ids: list[int] | None = None
-    subsample: Subsample | None = None  # run.subsample (plans/subsample.py)
+    subsample: Subsample | None = None  # run.subsample (plans/vocab/subsample.py)
     sample_scores: list[str] | None = None  # run.sample_scores: for generate_until tasks without their own
 
 
 def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
-    """A generation's kwargs with the run's thinking budget (``plans/budgets.py``): ``reasoning_budget`` and
+    """A generation's kwargs with the run's thinking budget (``plans/vocab/budgets.py``): ``reasoning_budget`` and
     ``max_gen_toks`` = thinking + end marker + answer, the answer budget being ``run.answer_budget`` or the
     task's own ``max_gen_toks`` (lm-eval's 256 when it has none); unchanged without a budget."""
     if not opts.thinking_budget:
@@ -53,7 +53,7 @@ def budgeted(gk: dict[str, Any], opts: BuildOptions) -> dict[str, Any]:
     assert opts.budget_end is not None and opts.budget_end_ids
     answer = opts.answer_budget or int(gk.get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS)
     b = ThinkingBudget(opts.thinking_budget, answer, opts.budget_end, tuple(opts.budget_end_ids))
-    if b.total > MAX_GEN_TOKS:  # a plan every reader would refuse (plans/validate.py): refused here instead
+    if b.total > MAX_GEN_TOKS:  # a plan every reader would refuse (plans/plan/validate.py): refused here instead
         from lmeval.compiler.errors import fail
 
         raise fail(
@@ -71,9 +71,9 @@ class Request:
     continuation: str | None
     generation_kwargs: dict[str, Any] | None
     idx: int
-    messages: list[dict[str, str]] | None = None  # a chat-templated generation's messages (plans/chatmessages.py)
-    media: list[dict[str, Any]] | None = None  # the images it shows, in order (plans/media.py:MediaRef maps)
-    tools: list[dict[str, Any]] | None = None  # a tool-call task's tools, as the template got them (plans/toolcalls.py)
+    messages: list[dict[str, str]] | None = None  # a chat-templated generation's messages (plans/plan/chatmessages.py)
+    media: list[dict[str, Any]] | None = None  # the images it shows, in order (plans/plan/media.py:MediaRef maps)
+    tools: list[dict[str, Any]] | None = None  # a tool-call task's tools, as templated (plans/plan/toolcalls.py)
 
 
 @dataclass
@@ -96,7 +96,7 @@ class BuiltTask:
     multiple_target: int
     notes: list[str] = field(default_factory=list)
     null_fields: list[NullField] = field(default_factory=list)  # never in the plan (compiler/build/nullfields.py)
-    subsample: Drawn | None = None  # run.subsample: what was chosen (plans/subsample.py)
+    subsample: Drawn | None = None  # run.subsample: what was chosen (plans/vocab/subsample.py)
     media: dict[str, bytes] = field(default_factory=dict)  # its images' bytes by sha256 (the plan's companion)
 
 

@@ -147,7 +147,7 @@ class TaskDocuments:
         return self.data.origin(split)
 
     def _subsample(self, docs: list[dict[str, Any]]) -> Drawn | None:
-        """``run.subsample``'s documents of this task (``plans/subsample.py``), strata from the documents'
+        """``run.subsample``'s documents of this task (``plans/vocab/subsample.py``), strata from the documents'
         ``strata`` field."""
         setting = self.run.subsample
         if setting is None:

@@ -1,4 +1,4 @@
-"""Stage k+1 of a chained plan from stage k's plan and results (plans/chain.py; FORMAT.md, *Chained plans*).
+"""Stage k+1 of a chained plan from stage k's plan and results (plans/plan/chain.py; FORMAT.md, *Chained plans*).
 
 Each document of a multi-turn task (task config ``turns_field``) whose turns go past k becomes a document of
 stage k+1: its Instance's messages are stage k's messages, the model's answer (the results' ``response``,
@@ -87,7 +87,7 @@ def _answers(results_dir: str, plan_hash: str, wanted: list[InstanceRecord]) -> 
 
 def _model(header: PlanHeader, located: dict[str, Any] | None) -> tuple[Any, Any]:
     """The plan's tokenizer and chat template function, checked against the plan's model identity; ``located``:
-    the compile's locations (``model.path``, ``model.gguf_file``, ``model.package``: plans/identity.py)."""
+    the compile's locations (``model.path``, ``model.gguf_file``, ``model.package``: plans/plan/identity.py)."""
     model_cfg = dict(header.config.get("model") or {})
     for key, value in (located or {}).items():
         if key.startswith("model.") and value is not None:

@@ -1,7 +1,7 @@
 """The model's tokenizer at compile time: token ids with lm-eval's rules, and its chat template.
 
 The rules themselves (special tokens per ``add_bos_token``, no second BOS, the prefix token, the context /
-continuation split) are the contract's: ``plans/tokenization.py``. This module applies them with the model's
+continuation split) are the contract's: ``plans/plan/tokenization.py``. This module applies them with the model's
 tokenizer loaded as lm-eval 0.4.13 loads it (``add_bos_token`` passed on to transformers when set), encoding
 through the fast backend in batches.
 """
@@ -349,7 +349,7 @@ class ModelTokenizer:
             # lm-eval retries without the system message
             return self.tok.apply_chat_template([m for m in messages if m["role"] != "system"], **kwargs)  # type: ignore[no-any-return]
 
-    # -- encoding: the contract's rule (plans/tokenization.py) over this tokenizer's batch encoding
+    # -- encoding: the contract's rule (plans/plan/tokenization.py) over this tokenizer's batch encoding
     def encode_many(self, texts: list[str], special: bool | None = None) -> list[list[int]]:
         """lm-eval's ``tok_encode`` over many strings (``special`` None: the plan's rule decides per text)."""
         return encode_texts(texts, self.rule, self._encode, special)

@@ -5,7 +5,7 @@ where each task keeps its question, choices and answer (``adapters``) into a tas
 for every multiple-choice task, ``NAME@sweep`` for a sensitivity sweep (``sweep``). Beside them, lm-eval 0.5's
 formats (``lm_eval_05``: ``NAME@mcqa|cloze|generate|cot``, a task YAML's ``formats:``) and its ``scorer:`` key
 (``scorer_05``). Every format is an adapter object behind one lookup (``registry``: ``format_adapter(NAME)``,
-``register_format``; OLMES' in ``olmes``), its contract in plans/promptformats.py. Design note:
+``register_format``; OLMES' in ``olmes``), its contract in plans/vocab/promptformats.py. Design note:
 docs/how-to/formats.md."""
 
 from lmeval.common import face_names

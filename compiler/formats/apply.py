@@ -56,7 +56,7 @@ def formatted(
 ) -> dict[str, Any]:
     """The config of task ``cfg['task']`` in format ``fmt`` (an OLMES-style format of the lookup), its labels
     in style ``labels`` and, when ``seed`` is given, its few-shot examples drawn with that seed instead of the
-    run's (a sweep's variant: ``arc_easy@mcf+parens+seed1``, plans/promptformats.py)."""
+    run's (a sweep's variant: ``arc_easy@mcf+parens+seed1``, plans/vocab/promptformats.py)."""
     base = str(cfg.get("task"))
     adapter = _olmes(fmt)
     if cfg.get("output_type") != "multiple_choice":

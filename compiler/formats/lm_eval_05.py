@@ -63,7 +63,7 @@ class Format05:
 
     @property
     def contract(self) -> PromptFormat:
-        """What the scorer knows of it (plans/promptformats.py holds the shipped four, equal to these)."""
+        """What the scorer knows of it (plans/vocab/promptformats.py holds the shipped four, equal to these)."""
         generation = self.output_type == "generate_until"
         metric = "exact_match" if generation else "acc"
         return PromptFormat(self.name, LM_EVAL_05, generation, metric, labelled=self.choice_labels is not None)

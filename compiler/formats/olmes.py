@@ -34,7 +34,7 @@ from lmeval.compiler.formats.templates import (
 )
 from lmeval.plans import PromptFormat, Variant, prompt_format
 
-# every cloze normalisation (OLMES: none, per character, per token, PMI against "Answer:"; plans/scoring.py)
+# every cloze normalisation (OLMES: none, per character, per token, PMI against "Answer:"; plans/vocab/scoring.py)
 CF_METRICS = ("acc", "acc_norm", "acc_per_token", "acc_pmi")
 _FEWSHOT_FIELDS = ("doc_to_text", "doc_to_choice", "doc_to_target", "gen_prefix")
 _WRITTEN_AS_CLOZE = "cf"  # ``Adapter.written`` of a task whose own prompts are cloze

@@ -1,6 +1,6 @@
 """Sensitivity sweeps (issue #38): ``run.sweep`` lists formats, MCF label styles and few-shot seeds, and
 ``NAME@sweep`` compiles every combination of them as a task of its own (``arc_easy@mcf+parens+seed1``, the one
-naming rule of plans/promptformats.py) plus a group ``NAME@sweep`` whose scores are their spread
+naming rule of plans/vocab/promptformats.py) plus a group ``NAME@sweep`` whose scores are their spread
 (scorer/groups/spread.py). ``cf`` has no labels, so it varies by seed only: 3 formats x 3 label styles x
 3 seeds are 3 + 9 + 9 = 21 tasks. The variant of the default style and the run's seed is the plain
 ``NAME@FMT`` task, byte for byte; identical requests across variants are executed once (same request hash)."""

@@ -46,7 +46,7 @@ LABEL_STYLES: dict[str, LabelStyle] = {
     "parens": LabelStyle("parens", " (", ")"),  # " (A) text"
     "numbers": LabelStyle("numbers", " ", ".", numbers=True),  # " 1. text"
 }
-DEFAULT_LABELS = DEFAULT_LABEL_STYLE  # plans/promptformats.py: the style a variant name leaves out
+DEFAULT_LABELS = DEFAULT_LABEL_STYLE  # plans/vocab/promptformats.py: the style a variant name leaves out
 
 
 def label_style(name: str, where: str) -> LabelStyle:

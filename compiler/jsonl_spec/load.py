@@ -55,7 +55,8 @@ def spec_doc(line: int, rec: dict[str, Any]) -> dict[str, Any]:
 def task_config(path: str, name: str, sha256: str) -> dict[str, Any]:
     return {
         "task": name,
-        "dataset_path": Path(path).name,  # the docs are in the plan; where the file lives is not (plans/identity.py)
+        # the docs are in the plan; where the file lives is not (plans/plan/identity.py)
+        "dataset_path": Path(path).name,
         "test_split": "test",
         "output_type": "generate_until",
         "doc_to_text": "rendered_prompt",  # a field name: no template to render

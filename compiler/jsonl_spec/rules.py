@@ -1,5 +1,5 @@
 """The frozen JSONL task spec's per-category tables and rule list (the data behind the validator); the
-vocabulary itself (fields, categories, metrics, post-process rules) is the contract's, ``plans/jsonl_spec.py``.
+vocabulary itself (fields, categories, metrics, post-process rules) is the contract's, ``plans/vocab/jsonl_spec.py``.
 
 See ``compiler/jsonl_spec/__init__.py`` for the schema and the rules in words.
 """

@@ -4,7 +4,7 @@
   BFCL's list of turns, each a list of messages, taken in order). A ``generate_until`` task sends them as the
   prompt (after the few-shot turns); a ``loglikelihood`` task scores its last message, an assistant reply, given
   everything before it (a recorded step: docs/how-to/trajectories.md). Needs ``run.apply_chat_template``.
-- ``doc_to_tools: FIELD``: the document field holding the tools (JSON schemas, ``plans/toolcalls.py``), handed
+- ``doc_to_tools: FIELD``: the document field holding the tools (JSON schemas, ``plans/plan/toolcalls.py``), handed
   to the chat template as transformers' ``apply_chat_template(tools=...)`` does and kept in the plan
   (``InstanceRecord.tools``). A ``generate_until`` task only; needs ``run.apply_chat_template``.
 - ``tool_parser: NAME``: how a reply is read into calls (``plans.TOOL_PARSERS``: hermes, json, pythonic); the

@@ -116,7 +116,7 @@ def _jsonl_spec_task(ex: Expander, key: str, body: dict[str, Any]) -> list[str]:
     if not isinstance(allow, bool):
         raise fail(f"must be true or false, got {allow!r}", field=f"task.{key}.allow_bad_tasks")
     st = load_spec_task(path, allow, name=key)
-    # the plan keeps the file's name, not where it lives (plans/identity.py)
+    # the plan keeps the file's name, not where it lives (plans/plan/identity.py)
     ex.sel.bad_lines += [_portable_line(line, path) for line in st.bad_lines]
     names = ex.add_task(dict(st.task_config), path, [], default_name=key)
     spec = ex.sel.tasks[-1]

@@ -74,7 +74,7 @@ class TaskConfig:
     doc_to_text: Field = None
     doc_to_target: Field = None
     doc_to_choice: Field = None
-    doc_to_image: Field = None  # images shown with the prompt (compiler/build/images.py, plans/media.py)
+    doc_to_image: Field = None  # images shown with the prompt (compiler/build/images.py, plans/plan/media.py)
     process_results: FunctionRef | str | None = None
     description: str = ""
     target_delimiter: str = " "
@@ -84,7 +84,7 @@ class TaskConfig:
     metric_list: list[dict[str, Any]] | None = None
     generation_kwargs: dict[str, Any] | None = None
     repeats: int = 1
-    sample_scores: list[str] | None = None  # every repeat scored (plans/samplescores.py)
+    sample_scores: list[str] | None = None  # every repeat scored (plans/vocab/samplescores.py)
     filter_list: list[dict[str, Any]] | None = None
     gen_prefix: str | None = None
     metadata: dict[str, Any] | None = None
@@ -241,7 +241,7 @@ def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
         raise fail(str(e).split(": ", 1)[1], file=s.source, task=s.name, field="sample_scores") from None
     if s.sample_scores is not None and s.output_type != "generate_until":
         raise _bad(s, f"scores the repeats of generations; this task's output_type is {s.output_type}", "sample_scores")
-    turns = cfg.get("turns_field")  # a multi-turn task (plans/chain.py): the document field of its user turns
+    turns = cfg.get("turns_field")  # a multi-turn task (plans/plan/chain.py): the document field of its user turns
     if turns is not None:
         if not isinstance(turns, str) or not turns:
             raise _bad(s, f"must name a document field (a string), got {turns!r}", "turns_field")

@@ -6,7 +6,7 @@
   config schema: the run keys ``compiler/runconfig.py`` accepts (``RUN_KEYS``; types from ``RunConfig``) and the
   model keys of ``conf/model/tiny.yaml`` (types from the executor's ``ModelSpec``); defaults and effects from
   the YAML files themselves (``conf/run/default.yaml``, ``conf/model/tiny.yaml``: the comment on each key's line);
-- ``reference/results-schema.md``: the result columns of ``plans/results.py`` (``RESULT_COLUMNS``, with the
+- ``reference/results-schema.md``: the result columns of ``plans/results/manifest.py`` (``RESULT_COLUMNS``, with the
   comments beside them) and the manifest's fields (``RunManifest``).
 
 A flag or an option without a description is a build error (``DocsError``), so the reference cannot drift
@@ -237,15 +237,15 @@ def _column_comments(source: str, names: list[str]) -> dict[str, str]:
 
 
 def results_reference() -> str:
-    """Markdown for the result Parquet columns and the manifest's fields (``plans/results.py``)."""
-    from lmeval.plans import results
+    """Markdown for the result Parquet columns and the manifest's fields (``plans/results/manifest.py``)."""
+    from lmeval.plans.results import manifest as results
 
     names = list(results.RESULT_COLUMNS)
     comments = _column_comments(Path(results.__file__).read_text(encoding="utf-8"), names)
     lines = [
         "# Results schema",
         "",
-        "Generated from `plans/results.py` when the site is built. A results directory holds `manifest.json`",
+        "Generated from `plans/results/manifest.py` when the site is built. A results directory holds `manifest.json`",
         f"(a `RunManifest`) and Parquet parts `{results.PART_GLOB}`, one row per Instance with these columns,",
         "in this order (optional columns: "
         + ", ".join(f"`{c}`" for c in results.OPTIONAL_COLUMNS)

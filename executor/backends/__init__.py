@@ -1,6 +1,6 @@
 """Execution backends, one module each, all with the interface of ``executor.backends.base.Backend``.
 
-The backend table (``plans/backends.py``) names each backend's module and class and its capability flags;
+The backend table (``plans/vocab/backends.py``) names each backend's module and class and its capability flags;
 ``load_backend`` imports the module only when its backend is chosen, so ``import executor`` stays light.
 """
 
@@ -9,20 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from lmeval.common import gc_paused
-from lmeval.executor.backends.base import Backend
+from lmeval.common import gc_paused, lazy_face
+from lmeval.executor.backends.base import Backend as Backend
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.plans import BackendEntry, InstanceRecord, PlanHeader, find_backend, unknown_backend
 
-if TYPE_CHECKING:
-    from lmeval.executor.backends.base import load_hf_tokenizer
-    from lmeval.executor.backends.hf_vision import is_vision_model
-    from lmeval.executor.backends.http import RequestFailed, destination_notice
-    from lmeval.executor.backends.openai_api import completion_body, completion_output
-    from lmeval.executor.backends.openai_chat import chat_body, chat_output, chat_refusal
+if TYPE_CHECKING:  # re-exported on first use (common/lazyface.py), so that importing the face stays light
+    from lmeval.executor.backends.base import load_hf_tokenizer as load_hf_tokenizer
+    from lmeval.executor.backends.hf_vision import is_vision_model as is_vision_model
+    from lmeval.executor.backends.http import RequestFailed as RequestFailed
+    from lmeval.executor.backends.http import destination_notice as destination_notice
+    from lmeval.executor.backends.openai_api import completion_body as completion_body
+    from lmeval.executor.backends.openai_api import completion_output as completion_output
+    from lmeval.executor.backends.openai_chat import chat_body as chat_body
+    from lmeval.executor.backends.openai_chat import chat_output as chat_output
+    from lmeval.executor.backends.openai_chat import chat_refusal as chat_refusal
 
 
 def backend_entry(spec: ModelSpec) -> BackendEntry:
@@ -64,41 +68,4 @@ def start_backend(
         return factory(spec, model_dir)
 
 
-# re-exported on first use (PEP 562), so that importing the face stays light: name -> its module
-_LAZY = {
-    "RequestFailed": "lmeval.executor.backends.http",
-    "destination_notice": "lmeval.executor.backends.http",
-    "chat_body": "lmeval.executor.backends.openai_chat",
-    "chat_output": "lmeval.executor.backends.openai_chat",
-    "chat_refusal": "lmeval.executor.backends.openai_chat",
-    "completion_body": "lmeval.executor.backends.openai_api",
-    "completion_output": "lmeval.executor.backends.openai_api",
-    "load_hf_tokenizer": "lmeval.executor.backends.base",
-    "is_vision_model": "lmeval.executor.backends.hf_vision",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A re-exported name, imported from its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
-
-
-__all__ = [
-    "Backend",
-    "RequestFailed",
-    "backend_entry",
-    "load_backend",
-    "plan_refusal",
-    "start_backend",
-    "chat_body",
-    "chat_output",
-    "chat_refusal",
-    "completion_body",
-    "completion_output",
-    "destination_notice",
-    "load_hf_tokenizer",
-    "is_vision_model",
-]
+__all__, __getattr__, __dir__ = lazy_face(__name__)

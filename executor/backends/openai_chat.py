@@ -2,7 +2,7 @@
 
 Each generation is one chat request with the plan's stop strings, ``max_gen_toks`` and sampling settings; the
 server applies its own chat template. A plan compiled with ``run.apply_chat_template=true`` keeps each
-generation's messages (``InstanceRecord.messages``, plans/chatmessages.py) and those are sent as they are (a
+generation's messages (``InstanceRecord.messages``, plans/plan/chatmessages.py) and those are sent as they are (a
 last assistant message, a task's ``gen_prefix``, is continued: vLLM's ``continue_final_message``); a plan
 without a chat template sends its prompt as one user message. The answer's text is cut at the stop strings as
 any backend's is. Log-likelihood requests cannot run on a chat endpoint, nor can a chat-templated Instance
@@ -72,7 +72,7 @@ def chat_refusal(header: PlanHeader, instances: Sequence[InstanceRecord], plan_p
 
 
 def chat_messages(x: GenInput) -> list[dict[str, Any]]:
-    """The messages of one generation: the plan's, or its prompt as one user message. Images (plans/media.py)
+    """The messages of one generation: the plan's, or its prompt as one user message. Images (plans/plan/media.py)
     go as lm-eval 0.4.13's API models send them: ``image_url`` parts with base64 data URIs before the text of
     the last message (whose ``<image>`` placeholders stay), but each image's own bytes and MIME type from the
     plan rather than a PNG re-encoding."""

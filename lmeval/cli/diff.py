@@ -88,7 +88,7 @@ def split_sides(items: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _is_chain_side(side: list[str]) -> bool:
-    """A chained run's folder (plans/chain.py: it holds chain.json)."""
+    """A chained run's folder (plans/plan/chain.py: it holds chain.json)."""
     from lmeval.plans import is_chain
 
     return len(side) == 1 and os.path.isdir(side[0]) and is_chain(side[0])

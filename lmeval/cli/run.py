@@ -1,5 +1,5 @@
 """``lmeval run [OVERRIDES]``: compile → execute → score in one command. A plan with a multi-turn task
-(plans/chain.py) is run stage by stage: each stage executed and scored, the next compiled from its results,
+(plans/plan/chain.py) is run stage by stage: each stage executed and scored, the next compiled from its results,
 into one chained run folder (``chain.json``, ``turnK/``); a rerun resumes where the chain stopped."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``lmeval show PLAN``: what a plan will ask the model, before anything runs. ``lmeval show CHAIN_FOLDER``: each
-stage of a chained run (plans/chain.py)."""
+stage of a chained run (plans/plan/chain.py)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def instance_json(rec: InstanceRecord) -> dict[str, Any]:
         "n_context_tokens": None if rec.context_ids is None else len(rec.context_ids),
         "n_continuation_tokens": None if rec.continuation_ids is None else len(rec.continuation_ids),
         **({} if rec.media is None else {"media": rec.media}),
-        **({} if rec.tools is None else {"tools": rec.tools}),  # a tool-call task's tools (plans/toolcalls.py)
+        **({} if rec.tools is None else {"tools": rec.tools}),  # a tool-call task's tools (plans/plan/toolcalls.py)
     }
 
 
@@ -98,7 +98,7 @@ def header_lines(h: PlanHeader) -> list[str]:
 
 
 def _chain_line(h: PlanHeader) -> str | None:
-    """A chained plan's stage (plans/chain.py): its turn and what it was compiled from."""
+    """A chained plan's stage (plans/plan/chain.py): its turn and what it was compiled from."""
     from lmeval.plans import chain_link, turns_field
 
     link = chain_link(h.config)

@@ -184,7 +184,7 @@ def instance_lines(run: ExportRun, ts: TaskSummary, evaluation_id: str) -> list[
         values = {k: srow[k] for k in metric_cols if srow.get(k) is not None}
         values.update(json.loads(srow["items"]) if srow.get("items") else {})
         meta["lm_eval_metrics"] = json_text(values, default=str)
-        if insts[0].media:  # the images the prompt shows (plans/media.py), in order: their content identity
+        if insts[0].media:  # the images the prompt shows (plans/plan/media.py), in order: their content identity
             meta["media"] = json_text([{k: m[k] for k in ("sha256", "mime", "width", "height")}
                                        for m in insts[0].media])  # fmt: skip
         n_in = [len(i.context_ids) for i in insts if i.context_ids is not None]

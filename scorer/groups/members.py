@@ -1,7 +1,7 @@
 """The score a member of a ``NAME@best`` or ``NAME@sweep`` group is judged by: its ``format.metric``
 (compiler/formats: OLMES' normalisation for cf, the label's accuracy for mcf, the extracted label's exact match
 for gen); a member group by its first leaf task's. Without a record (hand-made results): its format's
-``judged_by`` (plans/promptformats.py: cf's ``acc_norm`` when present else ``acc``, ``acc`` for mcf,
+``judged_by`` (plans/vocab/promptformats.py: cf's ``acc_norm`` when present else ``acc``, ``acc`` for mcf,
 ``exact_match,letter`` for gen), else ``acc``."""
 
 from __future__ import annotations

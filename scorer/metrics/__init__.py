@@ -20,6 +20,7 @@ from lmeval.scorer.metrics.aggregations import (
     register_aggregation,
     stderr,
     stderr_interval,
+    unregister_aggregation,
     unweighted_mean_stderr,
     weighted_mean,
 )
@@ -27,7 +28,14 @@ from lmeval.scorer.metrics.choice_scores import fast_mc, score_mc_fast
 from lmeval.scorer.metrics.doc_metrics import generate_doc, loglikelihood_doc, mc_doc, rolling_doc
 from lmeval.scorer.metrics.evidence import ChoiceArrays, ChoiceDoc
 from lmeval.scorer.metrics.generate_scores import score_generate_fast
-from lmeval.scorer.metrics.registry import METRICS, Metric, metric_of_key, metrics_for, register_metric
+from lmeval.scorer.metrics.registry import (
+    METRICS,
+    Metric,
+    metric_of_key,
+    metrics_for,
+    register_metric,
+    unregister_metric,
+)
 from lmeval.scorer.metrics.resolve import MetricEntry, TaskMetrics, resolve_metrics
 from lmeval.scorer.metrics.spec_scoring import aggregate_spec, score_spec_rows
 
@@ -73,6 +81,8 @@ __all__ = [
     "pass_at_k",
     "register_aggregation",
     "register_metric",
+    "unregister_aggregation",
+    "unregister_metric",
     "resolve_metrics",
     "rouge",
     "run_pass_at_k",

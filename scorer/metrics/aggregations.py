@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from lmeval.plans import AGGREGATIONS, add_aggregation_name, aggregation_names, remove_aggregation_name
 from lmeval.scorer.metrics.registry import METRICS
 
 BOOTSTRAP_ITERS = 100000
@@ -290,7 +291,18 @@ def register_aggregation(aggregation: Aggregation) -> Aggregation:
     if aggregation.name in AGGREGATION_REGISTRY:
         raise ValueError(f"aggregation {aggregation.name!r} is registered twice")
     AGGREGATION_REGISTRY[aggregation.name] = aggregation
+    if aggregation.name not in aggregation_names():  # a new name: the compile checks accept it from now on
+        add_aggregation_name(aggregation.name)
     return aggregation
+
+
+def unregister_aggregation(name: str) -> None:
+    """Remove an aggregation ``register_aggregation`` added from outside the built-ins (a test, a plugin), from
+    the registry and the compile checks; lm-eval's own are refused (ValueError)."""
+    if name in AGGREGATIONS:
+        raise ValueError(f"aggregation {name!r} is lm-eval's own")
+    AGGREGATION_REGISTRY.pop(name, None)
+    remove_aggregation_name(name)
 
 
 # the built-ins: lm-eval 0.4.13's aggregations (plans.scoring.AGGREGATIONS, which the compiler checks)

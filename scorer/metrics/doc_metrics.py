@@ -109,7 +109,7 @@ def mc_doc(
     n_tokens: Sequence[int | None] | None = None,
 ) -> dict[str, Any]:
     """lm-eval's process_results for multiple_choice: ``results`` are (loglikelihood, is_greedy) per request
-    (the choices, then each unconditional block, plans/scoring.py); ``n_tokens`` each request's continuation
+    (the choices, then each unconditional block, plans/vocab/scoring.py); ``n_tokens`` each request's continuation
     token count (acc_per_token). Each listed metric's ``Metric.choices`` computes its value, in the
     registry's order."""
     names = tm.names()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from lmeval.plans import METRIC_SPECS
+from lmeval.plans import METRIC_SPECS, MetricSpec, add_metric_spec, remove_metric_spec
 from lmeval.scorer.metrics.evidence import ChoiceArrays, ChoiceDoc
 
 # generate_until: (gold, filtered response, metric options, document) -> value, or a dict of several keys
@@ -115,7 +115,17 @@ def register_metric(metric: Metric) -> Metric:
     if metric.name in METRICS:
         raise ValueError(f"metric {metric.name!r} is registered twice")
     METRICS[metric.name] = metric
+    if metric.name not in METRIC_SPECS:  # a new name: the compile checks accept it from now on
+        agg = metric.aggregation if isinstance(metric.aggregation, str) else metric.aggregation.__name__
+        add_metric_spec(metric.name, MetricSpec(agg, metric.higher_is_better, metric.output_types))
     return metric
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a metric ``register_metric`` added from outside the built-ins (a test, a plugin), from the
+    registry and the compile checks; the contract's own metrics are refused (ValueError)."""
+    remove_metric_spec(name)
+    METRICS.pop(name, None)
 
 
 def metrics_for(output_type: str) -> list[Metric]:

@@ -1,4 +1,4 @@
-"""Clustered standard errors and 95% intervals (results.json's ``intervals``, ``plans/scoredintervals.py``).
+"""Clustered standard errors and 95% intervals (results.json's ``intervals``, ``plans/scored/intervals.py``).
 
 Questions come in clusters (MMLU's subjects, passages with several questions): errors within a cluster are
 correlated, and the naive stderr understates the uncertainty (Miller 2024, "Adding Error Bars to Evals",

@@ -1,4 +1,4 @@
-"""A ``run.subsample`` plan's score as an estimate of the full run's (plans/subsample.py, plans/scoredsubset.py).
+"""A ``run.subsample`` plan's score as an estimate of the full run's (plans/vocab/subsample.py, plans/scored/subset.py).
 
 The documents are a stratified simple random sample without replacement; per metric the estimate is the
 stratified mean ``sum_h W_h * mean_h`` (``W_h = N_h / N``, the stratum's share of the population), its variance

@@ -1,4 +1,4 @@
-"""lmeval's built-in scoring hooks for code tasks (``!function lmeval_builtin.NAME``; plans/funcref.py).
+"""lmeval's built-in scoring hooks for code tasks (``!function lmeval_builtin.NAME``; plans/usercode/funcref.py).
 
 They do what lm-eval's humaneval/mbpp ``utils.py`` hooks do, with the same numbers, but run generated
 programs in ``scorer.sandbox`` instead of Hugging Face ``evaluate``'s unsandboxed ``code_eval``:

@@ -1,6 +1,6 @@
 """Scoring hooks a plan references (custom filters, metrics, aggregations, ``process_results``).
 
-The compiler records each hook as data, never as code (``plans/funcref.py`` has the format). Two kinds:
+The compiler records each hook as data, never as code (``plans/usercode/funcref.py`` has the format). Two kinds:
 
 - ``{"__function__", "builtin": NAME}``: one of lmeval's own hooks (``scorer/usercode/hooks.py``: sandboxed
   pass@k and the humaneval/mbpp prediction builders). No user code runs; no consent needed.

@@ -19,8 +19,7 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
-from lmeval.plans.io import PlanReader, read_header
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord, PlanReader, read_header
 from lmeval.plans.results import part_files, read_manifest, read_results
 from tests.bounds import ARITHMETIC
 
@@ -78,7 +77,7 @@ def test_results_json_has_arith_exact_match_and_stderr(run: dict[str, Any]) -> N
     from lm_eval.api.metrics import exact_match_hf_evaluate, mean_stderr
     from lm_eval.filters.extraction import WhitespaceFilter
 
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     targets = {d.doc_id: d.target for d in read_plan(run["plan"]).docs}
     raw = dict(read_results(run["out"]).select(["doc_id", "response"]).iter_rows())

@@ -1,4 +1,4 @@
-"""The scored-run contract (``plans/scored.py``) on hostile results.json and samples.parquet: ``lmeval
+"""The scored-run contract (``plans/scored/files.py``) on hostile results.json and samples.parquet: ``lmeval
 compare`` and ``lmeval report`` print one line naming the file (and field), exit 2, no traceback, no hang;
 and a scored run reads back as exactly what was written."""
 
@@ -16,7 +16,7 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.plans.errors import PlanError
-from lmeval.plans.scored import MAX_RESULTS_BYTES, RESULTS_JSON, SAMPLES_PARQUET, read_scored
+from lmeval.plans.scored.files import MAX_RESULTS_BYTES, RESULTS_JSON, SAMPLES_PARQUET, read_scored
 from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 

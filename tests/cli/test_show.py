@@ -46,7 +46,7 @@ def test_show_jsonl_matches_plan_instances(arith_plan: Path, capsys: pytest.Capt
 
 
 def test_show_refuses_modified_plan(arith_plan: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from lmeval.plans.io import recode_plan
+    from lmeval.plans.plan.io import recode_plan
 
     plain = tmp_path / "plain.msgpack"
     recode_plan(arith_plan, plain, "none")  # records stored uncompressed, so the edit below is a text edit
@@ -57,7 +57,7 @@ def test_show_refuses_modified_plan(arith_plan: Path, tmp_path: Path, capsys: py
     bad.write_bytes(bytes(data))
     assert main(["show", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    # streamed records are validated as they are read (plans/validate.py), so the edited context is refused by
+    # streamed records are validated as they are read (plans/plan/validate.py), so the edited context is refused by
     # its recomputed request hash before the end-of-stream plan hash check would see it
     assert len(err) == 1 and ("hash mismatch" in err[0] or "is not the hash of the request's content" in err[0])
     assert "doc 11" in err[0] or "hash mismatch" in err[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from tests.bounds import ARITHMETIC
 from tests.executor import plantools as pt
 from tests.support import cli_in_process

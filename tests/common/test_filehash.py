@@ -9,7 +9,7 @@ import pytest
 
 from lmeval.common import file_sha256
 from lmeval.plans.errors import PlanError
-from lmeval.plans.partsum import part_sha256
+from lmeval.plans.results import part_sha256
 from tests.support import data_dir
 
 

@@ -16,9 +16,6 @@ from lmeval.common.lazyface import read_exports
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("common", "compiler", "contamination", "diff", "executor", "lmeval", "lock", "plans", "report", "scorer")
-# faces other parts of #52 convert (plans/ and scorer/ wings, the backend table): still spelt three times here;
-# the test below fails once one is converted and still listed, so the list only shrinks
-NOT_YET = {"plans/__init__.py", "executor/backends/__init__.py"}
 
 
 def spelt_thrice(source: str) -> list[str]:
@@ -69,8 +66,7 @@ def test_planted_face_spelt_three_times_is_caught() -> None:
 def test_no_face_spells_a_name_three_times() -> None:
     found = {str(p.relative_to(ROOT)): spelt_thrice(p.read_text(encoding="utf-8")) for p in _faces()}
     assert len(found) >= 20, sorted(found)  # the walk found the faces
-    assert {f: names for f, names in found.items() if names and f not in NOT_YET} == {}
-    assert sorted(f for f in NOT_YET if not found.get(f)) == [], "converted: drop it from NOT_YET"
+    assert {f: names for f, names in found.items() if names} == {}
 
 
 def test_faces_built_by_lazyface_list_no_name_twice() -> None:

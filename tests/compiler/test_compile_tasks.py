@@ -8,8 +8,7 @@ import pytest
 
 from lmeval import compiler
 from lmeval.compiler.config import CONF_DIR
-from lmeval.plans.io import read_plan
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan import DocRecord, InstanceRecord, read_plan
 
 LMEVAL_TASKS = Path(__import__("importlib").util.find_spec("lm_eval").origin).parent / "tasks"  # type: ignore[arg-type]
 

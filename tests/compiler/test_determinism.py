@@ -39,7 +39,7 @@ def test_cli_file_equals_plans_writer_bytes(tmp_path: Path, data: Path) -> None:
     """The CLI writes the sealed record bytes directly (doc records from the compiler's own doc bytes);
     they equal what plans.io writes when it encodes every record itself."""
     from lmeval.compiler.pipeline import compile_located
-    from lmeval.plans.io import plan_bytes, write_sealed
+    from lmeval.plans.plan.io import plan_bytes, write_sealed
 
     c = compile_located(
         ["+task=[arith,arc_easy,winogrande,gsm8k]", f"run.data_dir={data}", "run.limit=5", "run.num_fewshot=2"]
@@ -78,7 +78,7 @@ def _spec_request_hash(r: object) -> str:
 
 def test_request_hashes_follow_the_format_spec(data: Path) -> None:
     from lmeval import compiler
-    from lmeval.plans.records import InstanceRecord, request_hash_of
+    from lmeval.plans.plan import InstanceRecord, request_hash_of
 
     for ov in (["+task=arc_easy", "run.num_fewshot=2"], ["+task=gsm8k"], ["+task=winogrande"]):
         _, records = compiler.compile_plan([*ov, f"run.data_dir={data}", "run.limit=4"])

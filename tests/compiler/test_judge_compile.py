@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from lmeval.compiler.judge import compile_judge, load_judge_config
 from lmeval.compiler.judge.build import CUT, Judged
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan import DocRecord, InstanceRecord
 from tests.support import jsonl_rows
 
 ROWS = jsonl_rows("gsm8k", "test", limit=2)  # real questions; the answers below are the hostile part

@@ -1,11 +1,11 @@
-"""The judge's parse rule and pairwise consistency (plans/judging.py) on hostile outputs."""
+"""The judge's parse rule and pairwise consistency (plans/vocab/judging.py) on hostile outputs."""
 
 from __future__ import annotations
 
 import pytest
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.judging import MAX_PARSED_CHARS, ParseRule, consistent
+from lmeval.plans.vocab.judging import MAX_PARSED_CHARS, ParseRule, consistent
 
 SINGLE = ParseRule.from_dict({"regex": r"Rating: \[\[(\d+\.?\d*)\]\]", "min": 1, "max": 10}, "single")
 PAIR = ParseRule.from_dict({"regex": r"\[\[(A|B|C)\]\]", "labels": {"A": "a", "B": "b", "C": "tie"}}, "pairwise")

@@ -14,8 +14,8 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.common.tinymodel import ensure_tiny_model
-from lmeval.plans.identity import LOCATION_KEYS, locations_in, split_locations
-from lmeval.plans.io import read_header, read_plan
+from lmeval.plans.plan import read_header, read_plan
+from lmeval.plans.plan.identity import LOCATION_KEYS, locations_in, split_locations
 from tests.executor.plantools import data_dir
 
 TASK_YAML = """\
@@ -138,8 +138,7 @@ def test_split_locations_is_the_one_rule() -> None:
 
 
 def test_writer_refuses_a_header_with_a_location() -> None:
-    from lmeval.plans.io import seal
-    from lmeval.plans.records import ModelInfo, PlanHeader
+    from lmeval.plans.plan import ModelInfo, PlanHeader, seal
 
     with pytest.raises(ValueError, match="run.data_dir"):
         seal(PlanHeader(config={"run": {"data_dir": "/d"}}, model=ModelInfo(name="m"), tasks=[]), [])

@@ -1,4 +1,4 @@
-"""Fail fast at compile: a task whose scoring the scorer cannot do is a compile error (plans/scoring.py).
+"""Fail fast at compile: a task whose scoring the scorer cannot do is a compile error (plans/vocab/scoring.py).
 
 Each case is a real lm-eval-style task (a multiple_choice and a generate_until task over local JSONL data)
 with one scoring mistake. ``lmeval compile`` exits 2 with one line naming file, task and field, and writes no

@@ -1,4 +1,5 @@
-"""``run.subsample`` (#40, plans/subsample.py) and ``sample_scores`` (plans/samplescores.py) at compile time.
+"""``run.subsample`` (#40, plans/vocab/subsample.py) and ``sample_scores`` (plans/vocab/samplescores.py) at compile
+time.
 
 A subsampled plan holds, for the chosen ids, exactly the full plan's documents and requests (few-shot examples
 included), the same ids in any process, the setting and ids in the task config (so the plan hash and
@@ -18,8 +19,8 @@ import pytest
 
 from lmeval.compiler.config import CONF_DIR
 from lmeval.compiler.pipeline import compile_located
-from lmeval.plans.records import DocRecord, InstanceRecord
-from lmeval.plans.subsample import Subsample, allocate, choose, stratum_of
+from lmeval.plans.plan import DocRecord, InstanceRecord
+from lmeval.plans.vocab.subsample import Subsample, allocate, choose, stratum_of
 from tests.support import jsonl_rows
 
 SUB = "run.subsample={n:25,seed:3,strata:answerKey}"

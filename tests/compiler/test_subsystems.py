@@ -143,7 +143,7 @@ def test_build_cache_key_covers_every_compiler_source(tmp_path: Path, monkeypatc
 
 def test_catalog_root_is_the_contracts_lm_eval_tasks_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     from lmeval.compiler.tasks import lm_eval_catalog
-    from lmeval.plans import funcref
+    from lmeval.plans.usercode import funcref
 
     assert lm_eval_catalog.lm_eval_tasks_dir is funcref.lm_eval_tasks_dir  # one definition, the contract's
     assert not hasattr(lm_eval_catalog, "installed_tasks_dir")

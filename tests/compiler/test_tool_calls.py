@@ -16,7 +16,7 @@ from lmeval.compiler import compile_plan
 from lmeval.compiler.errors import CompileError
 from lmeval.diff import diff_plans, render_text
 from lmeval.plans import read_plan, template_tools
-from lmeval.plans.io import write_plan
+from lmeval.plans.plan import write_plan
 from tests.support import cli_in_process, data_dir, jsonl_rows
 
 HERMES = Path(__file__).resolve().parents[1] / "fixtures" / "chat" / "hermes_tools.jinja"

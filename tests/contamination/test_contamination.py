@@ -16,7 +16,7 @@ import pytest
 from lmeval.cli import main
 from lmeval.contamination import words
 from lmeval.contamination.corpus import MAX_UNIT
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 from tests.support import jsonl_rows

@@ -20,7 +20,7 @@ from lmeval.contamination.plantext import FIELDS, build_plan_index
 from lmeval.contamination.ranges import MIN_SPAN, plan_spans
 from lmeval.contamination.report import build_contamination_report
 from lmeval.contamination.shards import merge_shards
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from tests.scorer.golden_io import build, load_golden
 from tests.support import jsonl_rows
 

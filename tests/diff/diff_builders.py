@@ -13,9 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.canonical import content_hash
-from lmeval.plans.io import write_plan
-from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
+from lmeval.plans.plan import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, content_hash, write_plan
 from tests.support import instance_record, jsonl_rows
 
 LETTERS = ["A", "B", "C", "D"]

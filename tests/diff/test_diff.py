@@ -10,7 +10,7 @@ import pytest
 
 from lmeval.diff import cause_of_path, dict_changes, diff_plans, render_text, visible_inline, visible_line
 from lmeval.plans.errors import PlanError, UserError
-from lmeval.plans.records import VERSION
+from lmeval.plans.plan import VERSION
 from tests.diff.diff_builders import build, spec, with_
 
 ANAT = spec()

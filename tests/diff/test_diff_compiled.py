@@ -8,7 +8,7 @@ import pytest
 
 from lmeval.compiler import compile_plan
 from lmeval.diff import diff_plans, render_text
-from lmeval.plans.io import write_plan
+from lmeval.plans.plan import write_plan
 
 BASE = ["+task=arith"]
 DOC_TO_TEXT = "Question: What is {{a}} {{op}} {{b}}?\nAnswer:"

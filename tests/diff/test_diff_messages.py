@@ -7,8 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lmeval.diff import diff_plans
-from lmeval.plans.io import read_plan, write_plan
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan import DocRecord, InstanceRecord, read_plan, write_plan
 from tests.executor import plantools as pt
 
 

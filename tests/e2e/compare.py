@@ -128,8 +128,7 @@ def _our_instances(results_dir: Path, task: str) -> pl.DataFrame:
 
 
 def _plan_instances(plan: Path, task: str) -> dict[tuple[int, int], Any]:
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord, PlanReader
 
     out = {}
     with PlanReader(plan) as r:
@@ -140,8 +139,7 @@ def _plan_instances(plan: Path, task: str) -> dict[tuple[int, int], Any]:
 
 
 def _plan_choices(plan: Path, task: str) -> dict[int, list[str]]:
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import DocRecord
+    from lmeval.plans.plan import DocRecord, PlanReader
 
     out = {}
     with PlanReader(plan) as r:

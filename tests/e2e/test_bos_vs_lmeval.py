@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 from tests.bos_model import build_bos_model
 from tests.bounds import SCORES, VS_LM_EVAL
 from tests.e2e import bos_ref
@@ -208,8 +208,7 @@ def test_bos_changes_the_numbers(setup: dict[str, Any]) -> None:
 
 
 def _plan_rows(plan: Path) -> list[tuple[str, str, list[int]]]:
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord, PlanReader
 
     with PlanReader(plan) as r:
         return [(x.task, x.context, list(x.context_ids or [])) for x in r if isinstance(x, InstanceRecord)]

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan import DocRecord, InstanceRecord, PlanReader
 from lmeval.plans.results import read_results
 from tests.support import cli_in_process as cli
 

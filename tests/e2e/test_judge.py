@@ -9,7 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 from lmeval.plans.results import read_results
 from tests.support import cli_in_process as cli
 

@@ -67,8 +67,7 @@ def test_same_prompts_and_shots(real_runs: Runs, backend: str) -> None:
 
 def test_chat_prompts_are_chatml_multiturn(real_runs: Runs) -> None:
     """The chat task's prompts are SmolLM2's ChatML, its default system turn, one user/assistant turn per shot."""
-    from lmeval.plans.io import PlanReader
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord, PlanReader
 
     n, shots = 0, SIZES[CHAT].num_fewshot or 0
     with PlanReader(_ours(real_runs, "vllm", CHAT)["plan"]) as r:

@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 
 from lmeval.plans.results import read_results
-from lmeval.plans.scoredrepeats import read_repeats
+from lmeval.plans.scored import read_repeats
 from tests.bounds import ARITHMETIC, SCORES
 from tests.e2e.smollm2_run import R4, R4_DOCS, R4_REPEATS
 from tests.support import cli_in_process as cli
@@ -119,7 +119,7 @@ def test_reductions_on_known_counts(smollm2_vllm: Path, tmp_path: Path) -> None:
         for task, doc, lst in zip(rows["task"], rows["doc_id"], rows["responses"].to_list(), strict=True):
             right = RIGHT[doc] if task == TASK else []
             new.append(None if lst is None else [f" {golds[doc]}\n\n" if j in right else t for j, t in enumerate(lst)])
-        part.unlink()  # a part named without a checksum is read as it is (plans/partsum.py)
+        part.unlink()  # a part named without a checksum is read as it is (plans/results/partsum.py)
         changed = rows.with_columns(responses=pl.Series(new, dtype=pl.List(pl.String)))
         changed.write_parquet(out / f"part-{k:06d}.parquet")
     rc, _, err = cli("score", str(out))

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from lmeval.executor import execute
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.plans.results import read_results
 from lmeval.scorer import score
 from tests.e2e import realmodel

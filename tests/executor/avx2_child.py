@@ -16,7 +16,7 @@ from lmeval.executor.modelconf import model_spec, resolve_model_config, resolve_
 from lmeval.executor.options import RunOptions
 from lmeval.executor.requests import ScoreInput
 from lmeval.executor.run import run_plan
-from lmeval.plans.io import read_header, read_plan
+from lmeval.plans.plan import read_header, read_plan
 from lmeval.plans.results import part_files
 from tests.executor.vllm_plan import SharedEngine
 

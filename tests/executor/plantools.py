@@ -16,8 +16,7 @@ from typing import Any
 
 from lmeval.common.modelref import tokenizer_hash
 from lmeval.common.tinymodel import ensure_tiny_model
-from lmeval.plans.io import write_plan
-from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
+from lmeval.plans.plan import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, write_plan
 from tests.support import data_dir, instance_record, jsonl_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -184,7 +183,7 @@ def extend(plan_path: str | os.PathLike[str], out: str | os.PathLike[str], tasks
     """A copy of a (compiled) plan with more tasks appended, resealed."""
     from dataclasses import replace
 
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     plan = read_plan(plan_path)
     records: list[DocRecord | InstanceRecord] = []

@@ -1,5 +1,5 @@
 """Backends as one table (#52, acceptance 3): a backend is one module plus one table line, and no module of the
-product compares a backend's name: code asks the table's flags (plans/backends.py)."""
+product compares a backend's name: code asks the table's flags (plans/vocab/backends.py)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from lmeval.executor import execute
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import model_spec
 from lmeval.plans import backend_names, find_backend, register_backend
-from lmeval.plans import backends as table
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.plans.results import read_manifest
+from lmeval.plans.vocab import backends as table
 from tests.executor import plantools as pt
 from tests.executor import toybackend as toy
 from tests.executor.conftest import frame
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("common", "plans", "compiler", "executor", "scorer", "diff", "lock", "report", "contamination", "lmeval")
-TABLE = ROOT / "plans" / "backends.py"
+TABLE = ROOT / "plans" / "vocab" / "backends.py"
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_no_module_outside_the_table_compares_a_backend_name() -> None:
     files = product_files()
     assert len(files) > 200 and ROOT / "executor" / "run.py" in files  # the scan sees the product
     found = [hit for p in files for hit in name_comparisons(p, names)]
-    assert found == [], f"ask the backend table's flags (plans/backends.py) instead: {found}"
+    assert found == [], f"ask the backend table's flags (plans/vocab/backends.py) instead: {found}"
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lmeval.executor import execute
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.plans.results import read_manifest, read_results
 from lmeval.scorer import score
 from tests.executor import plantools as pt

@@ -1,4 +1,4 @@
-"""Thinking and answer budgets enforced (``executor/budgets.py``, contract ``plans/budgets.py``): a scripted
+"""Thinking and answer budgets enforced (``executor/budgets.py``, contract ``plans/vocab/budgets.py``): a scripted
 backend whose greedy continuation follows a fixed chain of word tokens, with the engine's stop-string, EOS and
 ``max_tokens`` behaviour, so each phase's inputs and the merged response are checked exactly."""
 
@@ -12,8 +12,7 @@ import pytest
 
 from lmeval.executor import budgets
 from lmeval.executor.requests import GenInput, GenJob, GenOutput, GenParams, Sample, gen_result
-from lmeval.plans.budgets import ThinkingBudget, read_budget
-from lmeval.plans.reasoning import Reasoning
+from lmeval.plans.vocab import Reasoning, ThinkingBudget, read_budget
 
 WORDS = ["<eos>", ":", "<think>", " a", "\n\n", " b", "</think>", " x", " 7", "?", " q"]
 W = {w: i for i, w in enumerate(WORDS)}
@@ -159,8 +158,8 @@ def test_budget_contract_is_checked() -> None:
 def test_parts_written_before_the_new_columns_read_as_null(tmp_path: object) -> None:
     from pathlib import Path
 
-    from lmeval.plans.partsum import checksummed
-    from lmeval.plans.results import OPTIONAL_COLUMNS, RESULT_COLUMNS, polars_schema, read_parts
+    from lmeval.plans.results import checksummed
+    from lmeval.plans.results.manifest import OPTIONAL_COLUMNS, RESULT_COLUMNS, polars_schema, read_parts
 
     schema = {k: v for k, v in polars_schema().items() if k not in OPTIONAL_COLUMNS}
     row = {k: None for k in schema} | {"instance_id": "a", "task": "t", "doc_id": 0, "idx": 0}

@@ -16,7 +16,7 @@ import pytest
 from lmeval.executor import execute
 from lmeval.executor.backends.http import HttpClient, RequestFailed
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.plans.results import read_manifest, read_results
 from lmeval.scorer import score
 from tests.executor import plantools as pt

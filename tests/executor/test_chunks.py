@@ -17,7 +17,7 @@ from lmeval.executor.pool.chunkstore import (
     commit_chunk,
     rows_to_parquet,
 )
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from tests.executor import plantools as pt
 
 
@@ -81,7 +81,7 @@ def test_chunk_parts_are_checked_before_and_after_commit(mixed_plan: Path, tmp_p
 
     h = plan.header.plan_hash
     p1 = commit_chunk(tmp_path, h, 2, data, n)
-    digest = hashlib.sha256(data).hexdigest()  # committed under its checksummed name (plans/partsum.py)
+    digest = hashlib.sha256(data).hexdigest()  # committed under its checksummed name (plans/results/partsum.py)
     assert p1.name == chunk_part_name(h, 2, n, digest=digest) and p1.read_bytes() == data
     p2 = commit_chunk(tmp_path, h, 2, data, n)  # never overwrites
     assert p2 != p1 and p1.read_bytes() == data

@@ -20,8 +20,7 @@ from lmeval.executor.backends.fake import FakeBackend
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.options import RunOptions
 from lmeval.executor.run import run_plan
-from lmeval.plans.io import read_plan
-from lmeval.plans.records import shard_of
+from lmeval.plans.plan import read_plan, shard_of
 from lmeval.plans.results import RESULT_COLUMNS, part_files, read_manifest
 from tests.executor import plantools as pt
 from tests.executor.conftest import REPO, frame, run_cli, snapshot
@@ -209,14 +208,14 @@ def test_bad_inputs_exit_2_and_touch_nothing(mixed_plan: Path, tmp_path: Path, t
 
     truncated = tmp_path / "truncated.msgpack"
     truncated.write_bytes(data[: len(data) - 200])
-    from lmeval.plans.io import recode_plan
+    from lmeval.plans.plan.io import recode_plan
 
     modified = tmp_path / "modified.msgpack"
     recode_plan(mixed_plan, modified, "none")  # the same plan, records stored uncompressed, then edited
     plain = modified.read_bytes()
     i = plain.rindex(b"Question:")
     modified.write_bytes(plain[:i] + b"Qvestion:" + plain[i + 9 :])
-    from lmeval.plans.canonical import canonical_bytes
+    from lmeval.plans.plan import canonical_bytes
 
     plan = read_plan(mixed_plan)
     hdr = plan.header.to_dict() | {"version": 99}
@@ -234,7 +233,8 @@ def test_bad_inputs_exit_2_and_touch_nothing(mixed_plan: Path, tmp_path: Path, t
 
     cases = [
         ([str(truncated), *FAKE, "--out", str(good)], "truncated or modified plan"),
-        # an edited request no longer hashes to its request_hash: refused before the plan hash is (plans/validate.py)
+        # an edited request no longer hashes to its request_hash: refused before the plan hash is
+        # (plans/plan/validate.py)
         ([str(modified), *FAKE, "--out", str(good)], "request_hash: is not the hash of the request's content"),
         ([str(future), *FAKE, "--out", str(good)], "plan format version 99"),
         # into a fresh directory: only the tokenizer check can refuse it (not the results already in good)

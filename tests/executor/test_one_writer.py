@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 from lmeval.plans.results import part_files, read_manifest, read_results
 from tests.executor.conftest import REPO, run_cli
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.plans.results import read_manifest, read_results
 from tests.bounds import VS_LM_EVAL
 from tests.executor.conftest import run_cli

@@ -10,8 +10,7 @@ import pytest
 
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.preflight import preflight
-from lmeval.plans.io import read_plan
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord, read_plan
 from lmeval.plans.results import read_manifest, read_results
 from tests.executor import plantools as pt
 from tests.executor.conftest import run_cli

@@ -24,7 +24,7 @@ from lmeval.executor.requests import (
     truncate_for_generation,
     truncate_for_scoring,
 )
-from lmeval.plans.records import ModelInfo, PlanHeader
+from lmeval.plans.plan import ModelInfo, PlanHeader
 
 
 @pytest.mark.parametrize("n_tokens,max_len", [(1, 8), (7, 8), (8, 8), (9, 8), (50, 8), (100, 17), (33, 3), (5, 1)])

@@ -19,8 +19,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord, PlanReader
 
 pytestmark = pytest.mark.vllm
 

@@ -11,8 +11,7 @@ from lmeval.executor.engineconf import Platform, UserSettings, derive_engine_arg
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.modelconf import check_token_rule, model_spec
 from lmeval.executor.requests import is_sampled, token_rule
-from lmeval.plans.records import ModelInfo, PlanHeader
-from lmeval.plans.tokenization import TokenRule
+from lmeval.plans.plan import ModelInfo, PlanHeader, TokenRule
 
 
 def test_model_config_add_bos_token_and_prefix_token_id() -> None:

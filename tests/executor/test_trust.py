@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from lmeval.executor.modelconf import model_spec, resolve_model_config
-from lmeval.plans.records import ModelInfo, PlanHeader
+from lmeval.plans.plan import ModelInfo, PlanHeader
 from tests.executor.conftest import run_cli
 
 
@@ -81,7 +81,7 @@ def test_lmeval_run_passes_on_only_its_own_users_setting(tmp_path: Path) -> None
     """``lmeval run`` compiles from this user's settings, so execute gets their ``trust_remote_code``."""
     from lmeval import compiler
     from lmeval.compiler.config import execute_model_overrides
-    from lmeval.plans.io import read_header
+    from lmeval.plans.plan import read_header
 
     for flag, want in (([], []), (["model.trust_remote_code=true"], ["model.trust_remote_code=true"])):
         plan = compiler.compile_to_file(

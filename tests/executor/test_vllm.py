@@ -19,7 +19,7 @@ from lmeval.executor import execute
 from lmeval.executor.modelconf import model_spec, resolve_model_config
 from lmeval.executor.options import RunOptions
 from lmeval.executor.run import run_plan
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 from lmeval.plans.results import part_files, read_manifest
 from tests.bounds import LOGLIKELIHOOD, VS_LM_EVAL
 from tests.executor import vllm_plan
@@ -81,7 +81,7 @@ def test_manifest_says_how_far_from_the_limit(parity_plan: Path, vllm_results: P
     and the tokens the engine computed. The plan's contexts repeat (a doc's choices), so the limit is below
     the tokens of one request per Instance; every distinct position was computed or read from the cache."""
     from lmeval.executor.efficiency import distinct_positions
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     stats = read_manifest(vllm_results).stats
     scored = [i for i in read_plan(parity_plan).instances if i.request_type == "loglikelihood"]
@@ -141,7 +141,7 @@ def test_prefix_cache_reuse_scores_equal_a_full_recompute(parity_plan: Path, eng
     from lmeval.executor.backends.vllm_engine import continuation_score
     from lmeval.executor.modelconf import resolve_model_dir
     from lmeval.executor.requests import ScoreInput
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     spec = model_spec(resolve_model_config(read_header(parity_plan), []))
     engine(spec, resolve_model_dir(spec))
@@ -175,7 +175,7 @@ def test_one_token_continuations_read_from_one_request_per_context(parity_plan: 
     from lmeval.executor.backends.vllm_engine import continuation_score, next_token_groups
     from lmeval.executor.modelconf import resolve_model_dir
     from lmeval.executor.requests import ScoreInput
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     spec = model_spec(resolve_model_config(read_header(parity_plan), []))
     engine(spec, resolve_model_dir(spec))

@@ -9,8 +9,7 @@ from typing import Any
 
 from lmeval.executor.backends.vllm_engine import VLLMBackend
 from lmeval.executor.modelconf import ModelSpec
-from lmeval.plans.io import read_plan
-from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for, request_hash_of
+from lmeval.plans.plan import DocRecord, InstanceRecord, instance_id_for, read_plan, request_hash_of
 from tests.executor import plantools as pt
 
 

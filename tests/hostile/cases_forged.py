@@ -1,5 +1,5 @@
 """Forged-but-consistent plans (``tests/hostile/forge.py``): every header and record field edited, every hash
-recomputed, so only ``plans/validate.py`` can refuse them. Each is run through ``lmeval execute`` (the fake
+recomputed, so only ``plans/plan/validate.py`` can refuse them. Each is run through ``lmeval execute`` (the fake
 backend); a few through ``show`` and ``diff``, the other plan readers."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def _no_tasks(head: dict[str, Any]) -> None:
 
 def _two_tasks(objs: Maps) -> Maps:
     """arith and a copy named ``arit2`` (same name length: every record of the copy has the same size)."""
-    from lmeval.plans.records import instance_id_for
+    from lmeval.plans.plan import instance_id_for
 
     copy = [dict(o, task="arit2") for o in objs]
     for o in copy:
@@ -298,7 +298,7 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
         _set_inst("messages", [{"role": "robot", "content": "Q"}]),
         None,
         True,
-    ),  # plans/chatmessages.py
+    ),  # plans/plan/chatmessages.py
     (
         "i_messages_on_loglikelihood",
         "mc",
@@ -314,7 +314,7 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
         _set_inst("media", [{"sha256": "x"}]),
         None,
         True,
-    ),  # plans/media.py (#54)
+    ),  # plans/plan/media.py (#54)
     (
         "i_tools_without_messages",
         "gen",
@@ -322,7 +322,7 @@ _FORGED: list[tuple[str, str, tuple[str, ...], RecordEdit | None, HeaderEdit | N
         _set_inst("tools", [{"type": "function", "function": {"name": "f"}}]),
         None,
         True,
-    ),  # plans/toolcalls.py
+    ),  # plans/plan/toolcalls.py
     ("i_repeats_zero", "gen", ("repeats",), _set_inst("repeats", 0), None, True),
     ("i_repeats_negative", "gen", ("repeats",), _set_inst("repeats", -2), None, True),
     ("i_repeats_1e9", "gen", ("repeats",), _set_inst("repeats", _BIG), None, True),
@@ -355,7 +355,7 @@ def forged_reuse_stale_request_hash(tmp: Path, base: Base) -> Case:
     refused (its hashes are recomputed), so no answer is copied to an Instance it does not answer."""
     old = copytree(base.results, tmp / "old")
     plan = forge(base.plan, old / "plan.msgpack", records=_set_inst("context_ids", [5, 6, 7]), rehash=False)
-    from lmeval.plans.storage import open_layout
+    from lmeval.plans.plan import open_layout
 
     f, layout = open_layout(str(plan))
     f.close()

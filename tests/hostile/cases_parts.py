@@ -1,4 +1,4 @@
-"""Result parts and manifests: checksummed parts (``plans/partsum.py``), parts that are not regular files, a
+"""Result parts and manifests: checksummed parts (``plans/results/partsum.py``), parts that are not regular files, a
 manifest's ``plan_path`` that names no plan or another plan, a part with a null ``instance_id`` (one row or two) or
 an ``instance_id`` that is not a string."""
 

@@ -180,8 +180,7 @@ def forged_manifest(base: Base, **over: Any) -> bytes:
 
 def forge_plan(src: Path, dst: Path, edit: Callable[[Any], Any]) -> Path:
     """A re-sealed copy of ``src`` whose instances went through ``edit`` (hashes recomputed: a forger can)."""
-    from lmeval.plans.io import PlanReader, write_plan
-    from lmeval.plans.records import InstanceRecord, request_hash_of
+    from lmeval.plans.plan import InstanceRecord, PlanReader, request_hash_of, write_plan
 
     with PlanReader(src) as r:
         header, recs = r.header, list(r)

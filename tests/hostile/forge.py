@@ -2,7 +2,7 @@
 header and record maps, lets an edit change anything (types included), then recomputes everything a reader
 could check by hashing: task spans, task hashes, ``plan_hash``, the storage map and frames, and (unless
 told not to) each Instance's ``request_hash`` and each doc's ``doc_hash`` from their edited content. Only
-``plans/validate.py``'s semantic checks can then tell such a plan from a compiled one.
+``plans/plan/validate.py``'s semantic checks can then tell such a plan from a compiled one.
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans.canonical import canonical_bytes, content_hash
-from lmeval.plans.integrity import header_hash_bytes
-from lmeval.plans.io import unpack_stream
-from lmeval.plans.recordcodec import record_maps
-from lmeval.plans.storage import chunks, encode_body, open_layout
+from lmeval.plans.plan import canonical_bytes, content_hash, header_hash_bytes, record_maps, unpack_stream
+from lmeval.plans.plan.storage import chunks, encode_body, open_layout
 
 Maps = list[dict[str, Any]]
 RecordEdit = Callable[[Maps], Maps | None]
@@ -33,7 +30,7 @@ def raw_plan(src: Path) -> tuple[dict[str, Any], Maps]:
 def _request_hash(o: dict[str, Any]) -> str:
     keys = ("request_type", "context", "continuation", "generation_kwargs", "context_ids", "continuation_ids")
     try:
-        from lmeval.plans.records import request_hash_of
+        from lmeval.plans.plan import request_hash_of
 
         return request_hash_of(*(o.get(k) for k in keys))
     except (TypeError, ValueError):

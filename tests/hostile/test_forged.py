@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lmeval.plans.records import DocRecord, GroupSummary, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
+from lmeval.plans.plan import DocRecord, GroupSummary, InstanceRecord, ModelInfo, PlanHeader, TaskSummary
 from tests.hostile.cases_forged import _FORGED
 from tests.hostile.corpus import DATA, PY, env
 from tests.hostile.forge import forge
@@ -77,6 +77,6 @@ def test_scorer_loader_refuses_forged_plans(plan: Path, tmp_path: Path, field: s
 
 
 def test_forge_without_edits_gives_a_plan_that_validates(plan: Path, tmp_path: Path) -> None:
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     assert len(read_plan(forge(plan, tmp_path / "same.msgpack")).instances) == 3

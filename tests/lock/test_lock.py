@@ -15,7 +15,7 @@ import pytest
 from lmeval.lock.build import SKIP, check, shipped_configs
 from lmeval.lock.lockfile import LOCK_PATH, REFERENCE_TASK, Lock, compare_locks, load_lock, shown_path
 from lmeval.plans.errors import UserError
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
 ONE_CHAR = 'task.arith.doc_to_text="Question: What is {{a}} {{op}} {{b}}?\nAnswer: "'  # one trailing space added

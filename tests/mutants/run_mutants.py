@@ -51,7 +51,7 @@ PR = "tests/compiler/tasks/test_precedence.py"
 CAT = "tests/compiler/tasks/test_catalog.py"
 BR = "tests/report/test_browser.py"
 CO = "tests/compiler/test_consent.py"
-VR = "tests/plans/test_validate_refusals.py"  # every refusal of plans/validate.py reached by its own plan
+VR = "tests/plans/test_validate_refusals.py"  # every refusal of plans/plan/validate.py reached by its own plan
 FG = "tests/compiler/formats/test_format_guards.py"  # #53: guards of one-line bugs of #38/#39
 EG = "tests/scorer/test_estimate_guards.py"
 RG = "tests/executor/test_request_guards.py"
@@ -60,7 +60,7 @@ RG = "tests/executor/test_request_guards.py"
 MUTATIONS = [
     Mutation(
         "BOS: unset add_bos_token no longer follows the tokenizer (always off)",
-        "plans/tokenization.py",
+        "plans/plan/tokenization.py",
         "    return True if add_bos_token is None else add_bos_token\n",
         "    return bool(add_bos_token)\n",
         ("tests/plans/test_tokenization.py", "tests/compiler/encode/test_bos_ids.py::test_ids_equal_hflm"),
@@ -68,7 +68,7 @@ MUTATIONS = [
     ),
     Mutation(
         "BOS: a prompt that starts with <s> gets a second BOS",
-        "plans/tokenization.py",
+        "plans/plan/tokenization.py",
         "    if prefix_text and text.startswith(prefix_text):\n        return False\n",
         "    if False:\n        return False\n",
         ("tests/compiler/encode/test_bos_ids.py::test_chat_templated_prompts_get_one_bos",),
@@ -84,7 +84,7 @@ MUTATIONS = [
     ),
     Mutation(
         "instance id: doc_id and idx swapped in the derivation",
-        "plans/records.py",
+        "plans/plan/records.py",
         '    return hashlib.sha256(f"{task}\\x00{doc_id}\\x00{idx}".encode()).hexdigest()[:16]\n',
         '    return hashlib.sha256(f"{task}\\x00{idx}\\x00{doc_id}".encode()).hexdigest()[:16]\n',
         ("tests/plans/test_io.py::test_instance_ids_and_shards_are_stable",),
@@ -92,7 +92,7 @@ MUTATIONS = [
     ),
     Mutation(
         "request hash: generation_kwargs left out",
-        "plans/records.py",
+        "plans/plan/records.py",
         '        "generation_kwargs": None if generation_kwargs is None else normalize(generation_kwargs),\n',
         '        "generation_kwargs": None,\n',
         ("tests/compiler/test_determinism.py::test_request_hashes_follow_the_format_spec",),
@@ -400,7 +400,7 @@ MUTATIONS = [
     # --- #26: trust at import time (area 7) ----------------------------------------------------------------
     Mutation(
         "trust: the hash checked when the folder is found, not on the bytes imported",
-        "plans/funcload.py",
+        "plans/usercode/funcload.py",
         "        if got != self.want:\n",
         "        if not self.want:\n",
         (f"{CO}::test_file_changed_between_search_and_import_is_refused",),
@@ -408,7 +408,7 @@ MUTATIONS = [
     ),
     Mutation(
         "trust: a file imported by the hook but not hashed at compile is loaded",
-        "plans/funcload.py",
+        "plans/usercode/funcload.py",
         '            raise CodeRefused(f"{origin} was not hashed when the plan was compiled; recompile the plan")\n',
         "            return None\n",
         (f"{CO}::test_module_not_hashed_at_compile_is_refused",),
@@ -416,7 +416,7 @@ MUTATIONS = [
     ),
     Mutation(
         "trust: a same-named module imported elsewhere handed to the hook",
-        "plans/funcload.py",
+        "plans/usercode/funcload.py",
         "        shadowed = {n: sys.modules.pop(n) for n in _sibling_names(path.parent, root, files) "
         "if n in sys.modules}\n",
         "        shadowed: dict[str, types.ModuleType] = {}\n",
@@ -426,7 +426,7 @@ MUTATIONS = [
     # --- docs sections the first round had no mutant for ----------------------------------------------
     Mutation(
         "plan: the plan hash not compared (a modified plan read)",
-        "plans/integrity.py",
+        "plans/plan/integrity.py",
         '    if digest != layout.raw.get("plan_hash"):\n',
         "    if not digest:\n",
         ("tests/plans/test_io.py::test_edited_header_is_refused_by_the_plan_hash",),
@@ -474,7 +474,7 @@ MUTATIONS = [
     ),
     Mutation(
         "plan header: an n_docs above its tasks' sum accepted (the sum compared one way only)",
-        "plans/validate.py",
+        "plans/plan/validate.py",
         "        if summed != total:\n",
         "        if summed > total:\n",
         (VR,),
@@ -482,7 +482,7 @@ MUTATIONS = [
     ),
     Mutation(
         "plan header: a task named twice accepted",
-        "plans/validate.py",
+        "plans/plan/validate.py",
         "        if name in names:\n",
         "        if name in names and name not in names:\n",
         (VR,),
@@ -556,7 +556,7 @@ MUTATIONS = [
     ),
     Mutation(
         "judge: a grade equal to the minimum refused (unparsed)",
-        "plans/judging.py",
+        "plans/vocab/judging.py",
         "        if (self.min is not None and value < self.min) or",
         "        if (self.min is not None and value <= self.min) or",
         ("tests/cli/test_judge_identity.py::test_parse_rule_refuses_non_finite_bounds_and_grades",),

@@ -181,7 +181,7 @@ def overrides_for(case: Case, route: str, data_dir: Path) -> list[str]:
 
 def instance_dicts(records: Iterable[Any]) -> list[dict[str, Any]]:
     """lm-eval's Instance fields of every InstanceRecord (what ``lmeval show --jsonl`` prints)."""
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord
 
     out = [
         {
@@ -202,7 +202,7 @@ def instance_dicts(records: Iterable[Any]) -> list[dict[str, Any]]:
 def ours_via_compiler(overrides: list[str], workdir: Path) -> list[dict[str, Any]]:
     """Compile in-process, write the plan, read it back: the Instances as they are on disk."""
     from lmeval.compiler import compile_plan
-    from lmeval.plans.io import PlanReader, write_plan
+    from lmeval.plans.plan import PlanReader, write_plan
 
     header, records = compile_plan(overrides)
     path = workdir / "plan.msgpack"

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import random
 
-from lmeval.plans.packids import IdsPacker
-from lmeval.plans.recordcodec import encode_doc_instances, encode_instance
-from lmeval.plans.records import InstanceRecord, instance_id_for, request_hash_of
+from lmeval.plans.plan import (
+    IdsPacker,
+    InstanceRecord,
+    encode_doc_instances,
+    encode_instance,
+    instance_id_for,
+    request_hash_of,
+)
 
 _SHOTS: list[list[int]] = [[], list(range(100, 160))]
 
@@ -31,7 +36,7 @@ def _doc(rnd: random.Random) -> list[tuple]:  # type: ignore[type-arg]
 
 def test_equals_record_by_record() -> None:
     rnd = random.Random(7)
-    packers = [IdsPacker(), IdsPacker()]  # context ids packed with the previous docs' start (plans/packids.py)
+    packers = [IdsPacker(), IdsPacker()]  # context ids packed with the previous docs' start (plans/plan/packids.py)
     for doc_id in range(300):
         reqs = _doc(rnd)
         task, repeats = rnd.choice(["arc_easy", "t\u00e4sk"]), rnd.choice([1, 3])

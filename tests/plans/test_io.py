@@ -26,8 +26,8 @@ from lmeval.plans import (
     read_plan,
     write_plan,
 )
-from lmeval.plans.io import with_derived
-from lmeval.plans.records import request_hash_of, shard_of
+from lmeval.plans.plan import request_hash_of, shard_of
+from lmeval.plans.plan.io import with_derived
 
 DATA = Path(os.environ.get("LMEVAL_DATA_DIR", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
 
@@ -120,7 +120,7 @@ def test_modified_plan_is_refused(tmp_path: Path) -> None:
     i = data.rindex(b"Answer:")
     data[i] = ord("a")
     p.write_bytes(bytes(data))
-    # the edited record no longer matches its request_hash (plans/validate.py), before the plan hash is checked
+    # the edited record no longer matches its request_hash (plans/plan/validate.py), before the plan hash is checked
     with pytest.raises(PlanError, match="request_hash: is not the hash of the request's content"):
         read_plan(p)
 
@@ -198,7 +198,7 @@ def test_choices_of_a_doc_store_their_shared_context_once(tmp_path: Path) -> Non
 def test_fast_instance_encoding_equals_the_generic_canonical_encoding() -> None:
     from dataclasses import fields as dc_fields
 
-    from lmeval.plans.recordcodec import encode_instance, record_map
+    from lmeval.plans.plan.recordcodec import encode_instance, record_map
 
     _, records = _arc_records(4)
     insts = [r for r in records if isinstance(r, InstanceRecord)]
@@ -250,7 +250,7 @@ def test_to_dict_names_every_field() -> None:
 
 
 def test_spliced_doc_encoding_equals_the_generic_canonical_encoding() -> None:
-    from lmeval.plans.recordcodec import encode_doc, encode_records, record_map
+    from lmeval.plans.plan.recordcodec import encode_doc, encode_records, record_map
 
     _, records = _arc_records(6)
     docs = [r for r in records if isinstance(r, DocRecord)]
@@ -305,7 +305,7 @@ def test_canonical_bytes_refuse_what_has_no_canonical_form(bad: object) -> None:
     ],
 )
 def test_request_hash_one_pack_equals_the_canonical_hash(args: tuple) -> None:
-    from lmeval.plans.canonical import content_hash
+    from lmeval.plans.plan import content_hash
 
     rt, ctx, cont, gk, c_ids, cont_ids = args
     want = content_hash({"request_type": rt, "context": ctx, "continuation": cont, "generation_kwargs": gk,

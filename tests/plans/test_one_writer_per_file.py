@@ -126,17 +126,17 @@ def test_every_contract_file_has_one_writer() -> None:
     found = writers(product_sources())
     assert problems(found) == []
     # the scan sees the writers it should: it cannot pass by finding nothing
-    assert found["results.json"] == {"plans/scored.py:write_results"}
-    assert found["samples.parquet"] == {"plans/scored.py:write_scored"}
-    assert found["manifest.json"] == {"plans/results.py:write_manifest"}
-    assert found["judge.json"] == {"plans/judging.py:write_grades"}
-    assert found["repeats.parquet"] == {"plans/scoredrepeats.py:write_repeats"}
+    assert found["results.json"] == {"plans/scored/files.py:write_results"}
+    assert found["samples.parquet"] == {"plans/scored/files.py:write_scored"}
+    assert found["manifest.json"] == {"plans/results/manifest.py:write_manifest"}
+    assert found["judge.json"] == {"plans/vocab/judging.py:write_grades"}
+    assert found["repeats.parquet"] == {"plans/scored/repeats.py:write_repeats"}
 
 
 PLANTED = {
     "constant": (
         "from pathlib import Path\nfrom lmeval.common import write_atomic\n"
-        "from lmeval.plans.scored import RESULTS_JSON\n"
+        "from lmeval.plans.scored.files import RESULTS_JSON\n"
         "def sneak(d, text):\n    write_atomic(Path(d) / RESULTS_JSON, lambda f: f.write(text))\n"
     ),
     "literal through a name": (
@@ -153,4 +153,4 @@ def test_a_planted_second_writer_of_results_json_fails() -> None:
         found = writers({**product_sources(), "plans/sneak.py": src})
         bad = problems(found)
         assert len(bad) == 1 and bad[0].startswith("results.json: written by 2 functions"), how
-        assert "plans/scored.py:write_results" in bad[0] and "plans/sneak.py:" in bad[0], how
+        assert "plans/scored/files.py:write_results" in bad[0] and "plans/sneak.py:" in bad[0], how

@@ -7,7 +7,7 @@ import random
 import msgpack
 import pytest
 
-from lmeval.plans.packids import MIN_SHARED, IdsPacker, _common
+from lmeval.plans.plan.packids import MIN_SHARED, IdsPacker, _common
 
 
 def test_lists_in_a_row_pack_as_msgpack_does() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.plans import PlanError, PlanReader, TaskSummary, read_header, read_plan, write_plan
-from lmeval.plans.records import CONFIG_COPIES
+from lmeval.plans.plan.records import CONFIG_COPIES
 from tests.plans.test_io import _arc_records
 
 CONFIG: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""plans/regexes.py: user regular expressions that run over model output cannot hang a run."""
+"""plans/vocab/regexes.py: user regular expressions that run over model output cannot hang a run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from lmeval.plans.regexes import RegexTimeout, compile_regex, nested_quantifier, search_bounded
+from lmeval.plans.vocab import RegexTimeout, compile_regex, nested_quantifier, search_bounded
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w*)*x", r"(?:\d+\s?)+\]", r"((ab)*c?)+d", r"(a|b+){2,}$"])

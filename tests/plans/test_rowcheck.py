@@ -1,4 +1,4 @@
-"""Every result row is checked against the plan's Instance (plans/rowcheck.py) at score, resume, merge and
+"""Every result row is checked against the plan's Instance (plans/results/rowcheck.py) at score, resume, merge and
 --reuse: rows of another plan under this plan's manifest, a gap filled from another plan, a duplicated part,
 a shard of another plan, an edited plan with its mtime restored: each a one-line error, exit 2, nothing
 written.
@@ -20,9 +20,9 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.executor import execute
-from lmeval.plans.partsum import PART_SUM
 from lmeval.plans.results import MANIFEST, part_files, read_manifest, read_results
-from lmeval.plans.rowcheck import KEY_COLUMNS, RowMismatchError, check_rows, plan_keys, read_row_keys
+from lmeval.plans.results.partsum import PART_SUM
+from lmeval.plans.results.rowcheck import KEY_COLUMNS, RowMismatchError, check_rows, plan_keys, read_row_keys
 from tests.executor.conftest import snapshot
 from tests.executor.plantools import compiled
 
@@ -48,7 +48,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _copy(src: Path, dst: Path) -> Path:
-    """A copy whose parts are named without their checksums (plans/partsum.py), so these tests can edit rows
+    """A copy whose parts are named without their checksums (plans/results/partsum.py), so these tests can edit rows
     in place and reach the row checks (a checksummed part edited so is refused first: tests/hostile)."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".score-index-*", ".lock"))
     for p in part_files(dst):
@@ -202,7 +202,7 @@ def test_an_edited_plan_with_its_mtime_restored_is_caught(
 
 
 def test_check_rows_unit() -> None:
-    from lmeval.plans.records import InstanceRecord
+    from lmeval.plans.plan import InstanceRecord
 
     insts = [
         InstanceRecord(f"{i:016x}", "t", i, 0, "loglikelihood", "c", " x", request_hash=f"{i:064x}") for i in range(3)

@@ -1,4 +1,4 @@
-"""Compressed plan files (plans/storage.py): identity independent of the codec, per-task frames, and refusal of
+"""Compressed plan files (plans/plan/storage.py): identity independent of the codec, per-task frames, and refusal of
 truncated, corrupted and hostile (decompression bomb) files with one-line errors and exit status 2."""
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import zstandard
 
 from lmeval.diff import diff_plans
 from lmeval.plans import PlanError, PlanReader, read_header, read_plan, write_plan
-from lmeval.plans.canonical import canonical_bytes
-from lmeval.plans.integrity import same_task_records, verify_plan, verify_plans
-from lmeval.plans.io import plan_bytes, recode_plan, seal
-from lmeval.plans.storage import FRAME_TARGET, Layout, encode_body, open_layout
+from lmeval.plans.plan import canonical_bytes, same_task_records, verify_plan, verify_plans
+from lmeval.plans.plan.io import plan_bytes, recode_plan, seal
+from lmeval.plans.plan.storage import FRAME_TARGET, Layout, encode_body, open_layout
 from tests.diff.diff_builders import build, spec, with_
 from tests.plans.test_io import _arc_records
 
@@ -147,7 +146,7 @@ def test_frames_are_per_task_and_bounded(tmp_path: Path) -> None:
 
 
 def test_large_task_is_split_into_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lmeval.plans.storage as storage
+    import lmeval.plans.plan.storage as storage
 
     monkeypatch.setattr(storage, "FRAME_TARGET", 2000)
     header, records = _arc_records(20)

@@ -1,9 +1,9 @@
-"""The shared encoding rule (plans/tokenization.py) and its record in the plan header."""
+"""The shared encoding rule (plans/plan/tokenization.py) and its record in the plan header."""
 
 from __future__ import annotations
 
-from lmeval.plans.records import ModelInfo, PlanHeader
-from lmeval.plans.tokenization import (
+from lmeval.plans.plan import ModelInfo, PlanHeader
+from lmeval.plans.plan.tokenization import (
     TokenRule,
     add_special_tokens,
     choose_prefix_token,

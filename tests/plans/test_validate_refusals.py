@@ -1,4 +1,4 @@
-"""Every refusal of ``plans/validate.py`` has a forged plan that reaches it and only it (#42 acceptance 4).
+"""Every refusal of ``plans/plan/validate.py`` has a forged plan that reaches it and only it (#42 acceptance 4).
 
 ``refusals()`` reads validate.py with ``ast`` and lists its ``raise`` sites, each named by a stable id: the
 function and the literal text of the raised call's arguments (``{}`` for a formatted part, ``*`` for a
@@ -26,10 +26,9 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans import validate
-from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import CONFIG_COPIES, PlanHeader, instance_id_for, request_hash_of
+from lmeval.plans.plan import canonical_bytes, validate
+from lmeval.plans.plan.records import CONFIG_COPIES, PlanHeader, instance_id_for, request_hash_of
 from tests.hostile.corpus import env
 from tests.hostile.forge import Maps, raw_plan
 
@@ -297,9 +296,9 @@ CASES: dict[str, Case] = {
     II + "continuation|a string exactly for loglikelihood requests": inst("continuation", " 181"),
     II + "generation_kwargs|set on a {} request": _fn(_kwargs_on_loglikelihood),
     II + "repeats|{} is not an integer in 1..{}": inst("repeats", 0),
-    II + "messages|*": inst("messages", [{"role": "robot", "content": "Q: 1+1"}]),  # plans/chatmessages.py
-    II + "media|*": inst("media", [{"sha256": "x"}]),  # plans/media.py
-    II + "tools|*": inst("tools", [{"type": "function", "function": {}}]),  # plans/toolcalls.py
+    II + "messages|*": inst("messages", [{"role": "robot", "content": "Q: 1+1"}]),  # plans/plan/chatmessages.py
+    II + "media|*": inst("media", [{"sha256": "x"}]),  # plans/plan/media.py
+    II + "tools|*": inst("tools", [{"type": "function", "function": {}}]),  # plans/plan/toolcalls.py
     II + "generation_kwargs|not canonical data": kwarg("lmeval_extra", NAN),
     II + "request_hash|is not the hash of the request's content (a forged plan)": inst(
         "request_hash", "0" * 64, rehash=False

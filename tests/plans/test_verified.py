@@ -1,4 +1,4 @@
-"""Validation once per plan content (plans/verified.py): a plan's bytes checked once are not re-checked; any
+"""Validation once per plan content (plans/plan/verified.py): a plan's bytes checked once are not re-checked; any
 other bytes, another validator, or a bad record mean the full check."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans import DocRecord, PlanError, PlanReader, read_plan, verified, write_plan
-from lmeval.plans.validate import RecordValidator
+from lmeval.plans import DocRecord, PlanError, PlanReader, read_plan, write_plan
+from lmeval.plans.plan import verified
+from lmeval.plans.plan.validate import RecordValidator
 from tests.plans.test_io import _arc_records
 from tests.support import cli_in_process
 

@@ -15,8 +15,7 @@ from selenium.webdriver.support.ui import Select
 
 from lmeval.diff import visible_lines
 from lmeval.diff.runs import compare
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord, PlanReader
 from lmeval.plans.results import read_results
 from lmeval.report.html import fmt
 

@@ -14,8 +14,7 @@ import polars as pl
 import pytest
 
 from lmeval.cli import main
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord, PlanReader
 from lmeval.plans.results import read_results
 from lmeval.report import build_report
 from lmeval.report.html import script_json

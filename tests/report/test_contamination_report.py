@@ -1,6 +1,6 @@
 """Clean vs all side by side (#29): ARC-Easy test questions from ../shared/data planted into filler text are
 found by ``lmeval contamination``; ``lmeval score --exclude`` keeps the clean score in ``results`` and the
-score on all documents in results.json's ``contamination`` field (plans/scoredclean.py); the score's table,
+score on all documents in results.json's ``contamination`` field (plans/scored/clean.py); the score's table,
 ``lmeval report``'s table and the HTML page (in chromium) show both, the documents excluded and the Δ."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from lmeval.plans.io import read_plan
+from lmeval.plans.plan import read_plan
 from lmeval.plans.scored import read_scored
 from lmeval.report.html import fmt
 from tests.report.conftest import LIMIT, lmeval, pipeline

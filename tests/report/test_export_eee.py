@@ -15,8 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord, PlanReader
 from lmeval.report.export import export
 from lmeval.report.export.eee import SCHEMA_DIR
 from lmeval.scorer.score import score_run

@@ -15,8 +15,7 @@ from typing import Any
 import polars as pl
 
 from lmeval.plans import read_plan
-from lmeval.plans.io import write_plan
-from lmeval.plans.records import (
+from lmeval.plans.plan import (
     DocRecord,
     GroupSummary,
     InstanceRecord,
@@ -25,6 +24,7 @@ from lmeval.plans.records import (
     TaskSummary,
     instance_id_for,
     request_hash_of,
+    write_plan,
 )
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from tests.bounds import SCORES

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from lmeval.plans.io import PlanReader
-from lmeval.plans.records import DocRecord
+from lmeval.plans.plan import DocRecord, PlanReader
 from lmeval.plans.results import read_results
 from tests.support import cli_in_process as cli
 from tests.support import data_dir

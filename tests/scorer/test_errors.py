@@ -152,7 +152,7 @@ def test_samples_parquet_and_compare(golden: dict, tmp_path: Path, capsys: pytes
     import math
     import statistics
 
-    from lmeval.plans.io import read_plan
+    from lmeval.plans.plan import read_plan
 
     plan_b = read_plan(tmp_path / "cb" / "plan.msgpack")
     gold = {d.doc_id: d.target for d in plan_b.docs if d.task == "arc_challenge"}

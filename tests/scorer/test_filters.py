@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from lmeval.plans import scoring
+from lmeval.plans.vocab import scoring
 from lmeval.scorer import filters
 from lmeval.scorer.errors import ScoreError
 

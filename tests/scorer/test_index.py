@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 

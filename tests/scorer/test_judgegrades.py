@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lmeval.plans.records import ModelInfo, PlanHeader, TaskSummary
+from lmeval.plans.plan import ModelInfo, PlanHeader, TaskSummary
 from lmeval.scorer.judgegrades import judge_grades
 
 

@@ -32,7 +32,7 @@ CASES = {
     "arc_scorer_repeats": ("arc_scorer_repeats", "arc_scorer_repeats", "arc_scorer_repeats", 0),
 }
 # lm-eval 0.5 reduces a repeated generation to pass@1 and pass@N of its metric: lmeval's sample_scores
-# (plans/samplescores.py) computes the same unbiased estimator, keyed METRIC_pass@K
+# (plans/vocab/samplescores.py) computes the same unbiased estimator, keyed METRIC_pass@K
 SAMPLE_SCORES = {"arc_scorer_repeats": "run.sample_scores=[pass@1,pass@3]"}
 
 

@@ -1,20 +1,19 @@
 """A new multiple-choice metric and a new aggregation are each one registration, from this module only
-(#52 acceptance 2): nothing else in the scorer or the exporters names a metric or an aggregation.
+(#52 acceptance 2): nothing else in the compiler, the scorer or the exporters names a metric or an aggregation.
 
-The task is arc_easy, compiled from the shared data and executed on the fake backend; its metric_list then names
-the new metric (the plan copied with that metric_list and resealed: the compiler's vocabulary is the contract's),
-``lmeval score`` runs in this process (so the registration is in it), and the values are checked against
-arithmetic done here from the rows' log-likelihoods and the choice texts; the stderr of the new aggregation
-against lm-eval's bootstrap written out here with Python's ``random``."""
+The registration makes the name known to the compile checks too (``plans.add_metric_spec``), so arc_easy compiles
+from the shared data with its metric_list naming the new metric (a Hydra override, as a user would write it),
+executes on the fake backend (its log-likelihoods tell the normalisations apart) and ``lmeval score`` runs, all in
+this process (so the registration is in it); the values are checked against arithmetic done here from the rows'
+log-likelihoods and the choice texts, the stderr of the new aggregation against lm-eval's bootstrap written out
+here with Python's ``random``."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
-import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,7 @@ import polars as pl
 import pytest
 
 from lmeval.plans import read_plan
-from lmeval.plans.io import PlanReader, write_plan
-from lmeval.plans.results import read_manifest, read_results, write_manifest
+from lmeval.plans.results import read_results
 from lmeval.scorer import (
     AGGREGATION_REGISTRY,
     METRICS,
@@ -34,6 +32,8 @@ from lmeval.scorer import (
     Metric,
     register_aggregation,
     register_metric,
+    unregister_aggregation,
+    unregister_metric,
 )
 from tests.bounds import SCORES
 from tests.support import cli_in_process as cli
@@ -83,43 +83,35 @@ def registered() -> Iterator[None]:
     register_metric(Metric("gold_margin", "trimmed_mean", True, ("multiple_choice",), choices=_gold_margin))
     yield
     for name in ("acc_utf8_bytes", "gold_margin"):
-        del METRICS[name]
-    del AGGREGATION_REGISTRY["trimmed_mean"]
+        unregister_metric(name)
+    unregister_aggregation("trimmed_mean")
+    assert "gold_margin" not in METRICS and "trimmed_mean" not in AGGREGATION_REGISTRY
 
 
-@pytest.fixture(scope="module")
-def arc_easy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """arc_easy compiled from the shared data and executed on the fake backend (its log-likelihoods tell the
-    normalisations apart): (plan, results directory)."""
-    d = tmp_path_factory.mktemp("arc_easy")
-    plan, out = d / "plan.msgpack", d / "results"
+def _metric_list_override(metric_list: list[dict[str, str]]) -> str:
+    entries = ",".join("{" + ",".join(f"{k}:{v}" for k, v in e.items()) + "}" for e in metric_list)
+    return f"task.{TASK}.metric_list=[{entries}]"
+
+
+def _compile(tmp_path: Path, metric_list: list[dict[str, str]]) -> tuple[int, str, Path]:
+    plan = tmp_path / "plan.msgpack"
+    rc, _, err = cli("compile", f"+task={TASK}", f"run.data_dir={data_dir()}", f"run.limit={N_DOCS}", "model=tiny",
+                     _metric_list_override(metric_list), "--out", str(plan))  # fmt: skip
+    return rc, err, plan
+
+
+def _run(tmp_path: Path, metric_list: list[dict[str, str]]) -> tuple[Path, Path]:
+    """arc_easy with ``metric_list``, compiled, executed on the fake backend and scored: (plan, results)."""
+    rc, err, plan = _compile(tmp_path, metric_list)
+    assert rc == 0, err
+    out = tmp_path / "results"
     for argv in (
-        ("compile", f"+task={TASK}", f"run.data_dir={data_dir()}", f"run.limit={N_DOCS}", "model=tiny",
-         "--out", str(plan)),
         ("execute", str(plan), "--out", str(out), "model.backend=fake", "--no-progress"),
-    ):  # fmt: skip
+        ("score", str(out), "--quiet", "--bootstrap-iters", str(ITERS)),
+    ):
         rc, _, err = cli(*argv)
         assert rc == 0, err
     return plan, out
-
-
-def _score(run: tuple[Path, Path], tmp_path: Path, metric_list: list[dict[str, Any]]) -> tuple[int, str, Path]:
-    """``lmeval score`` of the run with the task's metric_list replaced (a copy of the plan, resealed, and of
-    the results directory pointing at it: the requests and their rows are unchanged)."""
-    plan = read_plan(run[0])
-    tasks = [
-        replace(t, metric_list=metric_list, config={**t.config, "metric_list": metric_list}) if t.name == TASK else t
-        for t in plan.header.tasks
-    ]
-    plan_path = tmp_path / "plan.msgpack"
-    with PlanReader(run[0]) as r:  # each document's record, then its requests
-        records = [rec for t in plan.header.tasks for rec in r.records(t.name)]
-    sealed = write_plan(plan_path, replace(plan.header, tasks=tasks), records)
-    rdir = tmp_path / "results"
-    shutil.copytree(run[1], rdir)
-    write_manifest(rdir, replace(read_manifest(rdir), plan_hash=sealed.plan_hash, plan_path=str(plan_path)))
-    rc, _, err = cli("score", str(rdir), "--quiet", "--bootstrap-iters", str(ITERS))
-    return rc, err, rdir
 
 
 def _by_hand(run: tuple[Path, Path]) -> list[tuple[int, list[float], list[str]]]:
@@ -143,14 +135,12 @@ def _samples(rdir: Path) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize("with_margin", [False, True], ids=["array-path", "per-document-path"])
-def test_a_new_mc_metric_is_one_registration(
-    registered: None, arc_easy_run: tuple[Path, Path], tmp_path: Path, with_margin: bool
-) -> None:
+def test_a_new_mc_metric_is_one_registration(registered: None, tmp_path: Path, with_margin: bool) -> None:
     # alone, the task scores through the metric's array form; beside a metric that has none, per document
     metric_list = [{"metric": "acc_utf8_bytes"}] + ([{"metric": "gold_margin"}] if with_margin else [])
-    rc, err, rdir = _score(arc_easy_run, tmp_path, metric_list)
-    assert rc == 0, err
-    docs = _by_hand(arc_easy_run)
+    run = _run(tmp_path, metric_list)
+    rdir = run[1]
+    docs = _by_hand(run)
     hits = [
         float(_first_max([ll / len((" " + c).encode("utf-8")) for ll, c in zip(lls, ch, strict=True)]) == gold)
         for gold, lls, ch in docs
@@ -178,12 +168,10 @@ def _lm_eval_bootstrap(f: Any, xs: list[float], iters: int) -> float:
     return math.sqrt(sum((r - mu) ** 2 for r in reps) / (len(reps) - 1))
 
 
-def test_a_new_aggregation_is_one_registration(
-    registered: None, arc_easy_run: tuple[Path, Path], tmp_path: Path
-) -> None:
-    rc, err, rdir = _score(arc_easy_run, tmp_path, [{"metric": "gold_margin"}])  # aggregated by trimmed_mean
-    assert rc == 0, err
-    margins = [lls[gold] - max(x for i, x in enumerate(lls) if i != gold) for gold, lls, _ in _by_hand(arc_easy_run)]
+def test_a_new_aggregation_is_one_registration(registered: None, tmp_path: Path) -> None:
+    run = _run(tmp_path, [{"metric": "gold_margin"}])  # aggregated by trimmed_mean
+    rdir = run[1]
+    margins = [lls[gold] - max(x for i, x in enumerate(lls) if i != gold) for gold, lls, _ in _by_hand(run)]
     assert _samples(rdir)["gold_margin"].to_list() == margins
     xs = sorted(margins)
     cut = len(xs) // 10
@@ -197,15 +185,28 @@ def test_a_new_aggregation_is_one_registration(
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"metric": "acc_utf8_bytez"}, "unknown metric 'acc_utf8_bytez' in metric_list"),
-        ({"metric": "acc", "aggregation": "trimmed_meen"}, "metric 'acc': unknown aggregation 'trimmed_meen'"),
+        (
+            {"metric": "acc_utf8_bytez"},
+            "field metric_list[0].metric: unknown metric 'acc_utf8_bytez' (did you mean acc_utf8_bytes",
+        ),
+        (
+            {"metric": "acc", "aggregation": "trimmed_meen"},
+            "field metric_list[0].aggregation: unknown aggregation 'trimmed_meen' (did you mean trimmed_mean",
+        ),
     ],
 )
-def test_an_unknown_name_is_one_line_as_before(
-    registered: None, arc_easy_run: tuple[Path, Path], tmp_path: Path, entry: dict[str, Any], message: str
+def test_an_unknown_name_is_one_line_at_compile(
+    registered: None, tmp_path: Path, entry: dict[str, str], message: str
 ) -> None:
-    rc, err, rdir = _score(arc_easy_run, tmp_path, [entry])
+    rc, err, plan = _compile(tmp_path, [entry])
     assert rc != 0
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and f"task {TASK}: {message}" in lines[0], err
-    assert "Traceback" not in err and not (rdir / "results.json").exists()
+    assert len(lines) == 1 and f"task {TASK}, {message}" in lines[0], err
+    assert "Traceback" not in err and not plan.exists()
+
+
+def test_unregistered_names_are_unknown_again(tmp_path: Path) -> None:
+    """Without the registration (the fixture above undid it) the compile refuses the name: it was the
+    registration, not a file of the product, that made it known."""
+    rc, err, _ = _compile(tmp_path, [{"metric": "acc_utf8_bytes"}])
+    assert rc != 0 and "unknown metric 'acc_utf8_bytes'" in err, err

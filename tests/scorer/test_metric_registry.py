@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from lmeval.plans import scoring
+from lmeval.plans.vocab import scoring
 from lmeval.scorer.metrics import METRICS, Metric, register_metric
 from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden

@@ -14,8 +14,7 @@ import lm_eval.api.task as lm_task  # noqa: E402
 import polars as pl
 import pytest
 
-from lmeval.plans.io import write_plan
-from lmeval.plans.records import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for
+from lmeval.plans.plan import DocRecord, InstanceRecord, ModelInfo, PlanHeader, TaskSummary, instance_id_for, write_plan
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
 from tests.bounds import ARITHMETIC, SCORES
@@ -37,7 +36,7 @@ def _write(tmp: Path, ts: TaskSummary, docs: list[DocRecord], rows: list[dict[st
         records.append(d)
         for r in by_doc[d.doc_id]:
             iid = instance_id_for(ts.name, d.doc_id, r["idx"])
-            # a request valid for its type (plans/validate.py), its hash as the plan's
+            # a request valid for its type (plans/plan/validate.py), its hash as the plan's
             cont = "c" if rtype == "loglikelihood" else None
             gen = {"until": ["\n\n"]} if rtype == "generate_until" else None
             rec = instance_record(ts.name, d.doc_id, r["idx"], rtype, "ctx", cont, gen)

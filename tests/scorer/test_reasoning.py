@@ -1,4 +1,4 @@
-"""``run.reasoning`` (plans/reasoning.py): a thinking model's gsm8k responses scored on their answer part,
+"""``run.reasoning`` (plans/vocab/reasoning.py): a thinking model's gsm8k responses scored on their answer part,
 planned in the plan (scoring only: request hashes unchanged, ``lmeval diff`` says "scoring"), and
 ``run.chat_template_kwargs`` reaching the chat template (prompts, hence hashes, change)."""
 
@@ -18,10 +18,10 @@ from lmeval.compiler import compile_plan
 from lmeval.compiler.errors import CompileError
 from lmeval.diff import diff_plans, render_text
 from lmeval.plans import read_plan
-from lmeval.plans.io import write_plan
-from lmeval.plans.reasoning import Reasoning, parse_reasoning, split_response
+from lmeval.plans.plan import write_plan
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.plans.scored import read_scored
+from lmeval.plans.vocab import Reasoning, parse_reasoning, split_response
 from lmeval.scorer.score import score_run
 from tests.support import data_dir, jsonl_rows
 
@@ -248,7 +248,7 @@ def test_compare_shows_reasoning_and_answer_of_flipped_docs(
 
 
 def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path) -> None:
-    """``run.thinking_budget=N`` (plans/budgets.py): each generation carries its budgets and the end marker's
+    """``run.thinking_budget=N`` (plans/vocab/budgets.py): each generation carries its budgets and the end marker's
     token ids, compiled in (the tiny tokenizer spells ``</think>`` in 5 tokens), and ``max_gen_toks`` is
     thinking + marker + answer (the answer budget: the task's own, lm-eval's 256 for gsm8k, or
     ``run.answer_budget``); requests change, so hashes do; responses cut are counted per part."""
@@ -272,7 +272,7 @@ def test_thinking_budget_and_what_was_cut(plans: dict[str, Path], tmp_path: Path
         (["run.thinking_budget=10"], "run.thinking_budget"),  # no end marker to force
         ([THINK, "run.answer_budget=10"], "run.answer_budget"),  # no thinking budget to count from
         ([THINK, "run.thinking_budget=-1"], "run.thinking_budget"),
-        # over what plans/validate.py lets a generation ask: refused at compile time, never a plan no reader takes
+        # over what plans/plan/validate.py lets a generation ask: refused at compile time, never a plan no reader takes
         ([THINK, "run.thinking_budget=100000000"], "run.thinking_budget"),
         ([THINK, "run.thinking_budget=1000000", "run.answer_budget=100000"], "run.thinking_budget"),
     ):

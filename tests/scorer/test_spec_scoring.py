@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans import jsonl_spec
+from lmeval.plans.vocab import jsonl_spec
 from lmeval.scorer.metrics.spec_scoring import (
     _RULE_FUNCS,
     SpecScoringError,
@@ -77,7 +77,7 @@ def test_post_process(rule: str, text: str, expected: str) -> None:
 
 
 def test_every_contract_rule_and_metric_is_scored() -> None:
-    """The scorer implements exactly the vocabulary the compiler validates against (plans/jsonl_spec.py)."""
+    """The scorer implements exactly the vocabulary the compiler validates against (plans/vocab/jsonl_spec.py)."""
     assert set(_RULE_FUNCS) == set(jsonl_spec.POST_PROCESS)
     for metric in jsonl_spec.SPEC_METRICS:
         targets = ["assert True"] if metric == "code_exec" else ["x"]

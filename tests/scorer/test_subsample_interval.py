@@ -1,5 +1,5 @@
 """``run.subsample``'s interval (#40, scorer/statistics/subsample.py): in a seeded simulation of 200 subsets drawn by
-the compiler's rule (plans/subsample.py) from real data, the 95% interval covers the full population's score at
+the compiler's rule (plans/vocab/subsample.py) from real data, the 95% interval covers the full population's score at
 about the nominal rate; and ``lmeval score`` of a subsampled run reports it (results.json ``subsample``).
 """
 
@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from lmeval.plans.scored import read_scored
-from lmeval.plans.subsample import Subsample, choose, stratum_of
+from lmeval.plans.vocab import Subsample, choose, stratum_of
 from lmeval.scorer.statistics.subsample import stratified
 from tests.support import cli_in_process as cli
 from tests.support import data_dir, jsonl_rows

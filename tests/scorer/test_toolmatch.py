@@ -15,7 +15,7 @@ import yaml
 
 from lmeval.compiler import compile_plan
 from lmeval.plans import Call, parse_calls, read_plan
-from lmeval.plans.io import write_plan
+from lmeval.plans.plan import write_plan
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
 from lmeval.scorer.toolmatch import calls_ok, score_reply, tool_schemas

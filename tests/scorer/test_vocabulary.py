@@ -1,4 +1,4 @@
-"""The scorer implements exactly the contract's scoring vocabulary (plans/scoring.py), which the compiler
+"""The scorer implements exactly the contract's scoring vocabulary (plans/vocab/scoring.py), which the compiler
 checks tasks against: metric, aggregation and filter registries are equal, and what each output type's
 scoring actually computes is what the contract says applies to it."""
 
@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from lmeval.plans import scoring
+from lmeval.plans.vocab import scoring
 from lmeval.scorer import filters, metrics
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.metrics import aggregations as aggregate

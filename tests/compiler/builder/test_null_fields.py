@@ -13,7 +13,7 @@ import pytest
 
 from lmeval.compiler.parallel import BuildSettings
 from lmeval.compiler.pipeline import Compiled, compile_located
-from lmeval.plans.records import InstanceRecord
+from lmeval.plans.plan import InstanceRecord
 from tests.support import jsonl_rows
 
 Cli = Callable[..., tuple[int, str, str]]  # tests/compiler/conftest.py's ``cli``

@@ -14,7 +14,7 @@ import pytest
 from lmeval import compiler
 from lmeval.compiler.errors import CompileError
 from lmeval.diff import diff_plans, render_text
-from lmeval.plans.records import DocRecord
+from lmeval.plans.plan import DocRecord
 
 UTILS = """\
 import random

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lmeval import compiler
-from lmeval.plans.records import DocRecord, InstanceRecord
+from lmeval.plans.plan import DocRecord, InstanceRecord
 
 
 def _docs(records: list) -> list[DocRecord]:

@@ -13,7 +13,7 @@ import pytest
 from lmeval.compiler.parallel import BuildSettings
 from lmeval.compiler.pipeline import Compiled, compile_located
 from lmeval.lock.build import SKIP, overrides_for, shipped_configs
-from lmeval.plans.io import plan_bytes
+from lmeval.plans.plan.io import plan_bytes
 
 LIMIT = 12
 

@@ -105,7 +105,7 @@ def test_word_level_fast_path_equals_plain_encoding() -> None:
     GPT-2 pre-tokenizer's rules differ (contractions, digits, punctuation, Unicode spaces and letters)."""
     from lmeval.common.tinymodel import ensure_tiny_model
     from lmeval.compiler.encode.tokenizer import ModelTokenizer, _pieces, _words
-    from lmeval.plans.tokenization import encode_pairs
+    from lmeval.plans.plan import encode_pairs
 
     tok = ModelTokenizer(ensure_tiny_model(), None, "tiny")
     assert tok.fast

@@ -13,7 +13,7 @@ import pytest
 
 from lmeval.common.gguf import file_sha256, smollm2_gguf
 from lmeval.compiler import compile_plan
-from lmeval.plans.records import PlanHeader
+from lmeval.plans.plan import PlanHeader
 
 SMOL = smollm2_gguf()
 

@@ -1,5 +1,5 @@
 """Sensitivity sweeps (#38): ``NAME@sweep`` with ``run.sweep`` compiles every variant (format x label style x
-few-shot seed) as a task of its own, named by plans/promptformats.py's one rule, plus a group reporting their
+few-shot seed) as a task of its own, named by plans/vocab/promptformats.py's one rule, plus a group reporting their
 spread; the default variant is the plain ``NAME@FMT`` task byte for byte; bad values are refused in one line;
 end to end on the tiny model."""
 

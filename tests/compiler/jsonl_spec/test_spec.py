@@ -361,7 +361,7 @@ def test_nothing_valid_is_an_error_even_when_bad_tasks_are_allowed(tmp_path: Pat
 
 def test_compile_plan_from_spec(tmp_path: Path) -> None:
     from lmeval.compiler import compile_plan
-    from lmeval.plans.records import DocRecord, InstanceRecord
+    from lmeval.plans.plan import DocRecord, InstanceRecord
 
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(GOOD.read_bytes() + b"{not json\n")
@@ -369,7 +369,7 @@ def test_compile_plan_from_spec(tmp_path: Path) -> None:
         compile_plan(["+task=jsonl", f"task.jsonl.path={path}"])
 
     header, records = compile_plan(["+task=jsonl", f"task.jsonl.path={path}", "task.jsonl.allow_bad_tasks=true"])
-    assert header.extra["spec_bad_lines"] == [  # the file's name, not where it lives (plans/identity.py)
+    assert header.extra["spec_bad_lines"] == [  # the file's name, not where it lives (plans/plan/identity.py)
         "mixed.jsonl:11: -: invalid_json (-): " + validate_file(path).issues[0].message
     ]
     docs = [r for r in records if isinstance(r, DocRecord)]

@@ -18,7 +18,7 @@ import pytest
 
 from lmeval.cli import main
 from lmeval.compiler.tasks.functions import FunctionRef, score_ref_data
-from lmeval.plans.io import read_header
+from lmeval.plans.plan import read_header
 from lmeval.scorer.errors import ScoreError
 from lmeval.scorer.usercode import refs as pyref
 from tests.executor.plantools import data_dir
@@ -212,7 +212,7 @@ def test_recorded_file_names_cannot_leave_the_folder(tmp_path: Path) -> None:
 
 def test_lm_eval_catalog_hook_needs_no_include_path() -> None:
     """lm-eval's own task folders are searched by default: wikitext's process_results is found by content."""
-    from lmeval.plans.funcref import lm_eval_tasks_dir
+    from lmeval.plans.usercode import lm_eval_tasks_dir
 
     tasks = lm_eval_tasks_dir()
     assert tasks is not None and (tasks / "wikitext" / "preprocess_wikitext.py").is_file()

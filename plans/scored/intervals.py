@@ -1,4 +1,4 @@
-"""results.json's optional ``intervals`` field (design note: ``plans/SCORED.md``, "intervals"): per task or
+"""results.json's optional ``intervals`` field (design note: ``plans/scored/SCORED.md``, "intervals"): per task or
 group and metric, the clustered standard error and a 95% interval, beside lm-eval's stderr (kept as it is).
 
 ``{"version": 1, "level": 0.95, "cluster": {task or group: unit}, "metrics": {task or group: {"metric,filter":

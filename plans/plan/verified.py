@@ -1,9 +1,9 @@
-"""Validation once per plan content: the record of plans that passed ``plans/validate.py``'s full check.
+"""Validation once per plan content: the record of plans that passed ``plans/plan/validate.py``'s full check.
 
 Reading a large plan re-runs every record's contract check (about 4.6 s on the MMLU 5-shot plan), paid again
 by ``execute``, ``score`` and ``diff``. After a whole-plan read passes the check and its hash, the sha256 of the
 plan file's bytes is recorded in ``$LMEVAL_CACHE/verified-plans.json`` (default ``~/.cache/lmeval``), keyed
-together with ``VALIDATOR_ID`` (an explicit ``VALIDATOR_VERSION`` and the hash of ``plans/validate.py``'s
+together with ``VALIDATOR_ID`` (an explicit ``VALIDATOR_VERSION`` and the hash of ``plans/plan/validate.py``'s
 source, so any change to the rules invalidates every entry). A later read hashes the file's bytes (well under
 a second for a 100 MB plan) and skips the per-record check when recorded; the plan hash and record counts are
 still verified on every read. A plan with one byte changed has another hash and is fully checked.
@@ -27,8 +27,8 @@ from typing import IO, Any
 from lmeval.common import file_sha256, read_cache_file, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import InputError
-from lmeval.plans.records import PlanHeader
-from lmeval.plans.validate import RecordValidator
+from lmeval.plans.plan.records import PlanHeader
+from lmeval.plans.plan.validate import RecordValidator
 
 VALIDATOR_VERSION = 1  # raise when the contract check's rules change in a way its source hash would not show
 RECORD_NAME = "verified-plans.json"

@@ -15,11 +15,11 @@ from typing import IO
 import zstandard
 
 from lmeval.common import write_atomic
-from lmeval.plans.canonical import canonical_bytes
-from lmeval.plans.identity import locations_in
-from lmeval.plans.integrity import header_hash_bytes, task_hash
-from lmeval.plans.records import PlanHeader
-from lmeval.plans.storage import CODECS, DEFAULT_CODEC, MAX_WINDOW, compress_frame, storage_map, task_payloads
+from lmeval.plans.plan.canonical import canonical_bytes
+from lmeval.plans.plan.identity import locations_in
+from lmeval.plans.plan.integrity import header_hash_bytes, task_hash
+from lmeval.plans.plan.records import PlanHeader
+from lmeval.plans.plan.storage import CODECS, DEFAULT_CODEC, MAX_WINDOW, compress_frame, storage_map, task_payloads
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def seal_header(header: PlanHeader, tasks: list[EncodedTask]) -> PlanHeader:
     """The header ``seal_tasks`` gives, its ``plan_hash`` left empty (``plan_digest`` computes it)."""
     placed = locations_in(header.config)
     if placed:
-        raise ValueError(f"a plan holds no locations (plans/identity.py), but its config has {', '.join(placed)}")
+        raise ValueError(f"a plan holds no locations (plans/plan/identity.py), but its config has {', '.join(placed)}")
     names = [t.name for t in header.tasks]
     if names != [t.name for t in tasks]:
         raise ValueError(f"encoded tasks {[t.name for t in tasks]} do not match the header's {names}")

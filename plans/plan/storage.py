@@ -26,9 +26,9 @@ from typing import IO, Any, TypeVar
 import msgpack
 import zstandard
 
-from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import FORMAT, VERSION
+from lmeval.plans.plan.canonical import canonical_bytes
+from lmeval.plans.plan.records import FORMAT, VERSION
 
 CODECS = ("zstd", "none")
 DEFAULT_CODEC = "zstd"

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from lmeval.common import quoted
-from lmeval.plans.backends import GENERATION_ONLY_BACKENDS  # noqa: F401 (deprecated here: plans/backends.py)
+from lmeval.plans.vocab.backends import GENERATION_ONLY_BACKENDS  # noqa: F401 (deprecated here: plans/vocab/backends.py)
 
 OLMES = "olmes"  # OLMES' formats (compiler/formats/olmes.py): variants by label style and few-shot seed
 LM_EVAL_05 = "lm-eval-0.5"  # lm-eval 0.5's (issue #55; compiler/formats/lm_eval_05.py), its ``format.vocabulary``

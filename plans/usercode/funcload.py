@@ -1,4 +1,4 @@
-"""Finding and loading the code a plan's function reference records (``plans/funcref.py`` has the format):
+"""Finding and loading the code a plan's function reference records (``plans/usercode/funcref.py`` has the format):
 one rule for the compiler (which runs prompt-shaping functions) and the scorer (which runs scoring hooks only
 with the user's ``--trust-code``).
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmeval.common import conf_dir
-from lmeval.plans.funcref import (
+from lmeval.plans.usercode.funcref import (
     CodeRefused,
     installed_tree,
     is_inside,

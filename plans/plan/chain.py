@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.common import write_atomic
-from lmeval.plans.canonical import content_hash
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
+from lmeval.plans.plan.canonical import content_hash
 
 TURNS_FIELD = "turns_field"  # task config key: the document field that lists the conversation's user turns
 ANSWERS_KEY = "turn_answers"  # key a stage k+1 document gets: the model's answers to turns 1..k, in order

@@ -1,5 +1,5 @@
 """The scored-run contract: what ``lmeval score`` writes into a results directory and what ``compare`` and
-``report`` read back (design note: ``plans/SCORED.md``).
+``report`` read back (design note: ``plans/scored/SCORED.md``).
 
 Two files beside the run's manifest and parts: ``results.json`` (lm-eval's results schema, a
 ``ScoredRun``) and ``samples.parquet`` (one row per task, document and filter: ``SAMPLE_COLUMNS`` then one
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from lmeval.common import json_text, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import loads_json
-from lmeval.plans.parquetfile import read_bounded, read_parquet
-from lmeval.plans.scoredclean import Contamination, parse_contamination
-from lmeval.plans.scoredintervals import Intervals, parse_intervals
-from lmeval.plans.scoredsubset import SubsetScores, parse_subset
+from lmeval.plans.results import read_bounded, read_parquet
+from lmeval.plans.scored.clean import Contamination, parse_contamination
+from lmeval.plans.scored.intervals import Intervals, parse_intervals
+from lmeval.plans.scored.subset import SubsetScores, parse_subset
 
 if TYPE_CHECKING:
     import polars as pl
@@ -43,8 +43,8 @@ SAMPLE_COLUMNS: dict[str, str] = {
     "filtered": "String",
 }
 ITEMS = "items"  # samples.parquet: JSON of a document's non-numeric per-document metric values
-# optional columns (plans compiled with ``run.reasoning``, plans/reasoning.py): the first response's reasoning
-# part (null: none), its length in characters, in tokens (the executor's count, plans/results.py; null where
+# optional columns (plans compiled with ``run.reasoning``, plans/vocab/reasoning.py): the first response's reasoning
+# part (null: none), its length in characters, in tokens (the executor's count, plans/results/manifest.py; null where
 # the results have none) and its answer part; files without them are read as before
 REASONING_COLUMNS: dict[str, str] = {"reasoning": "String", "reasoning_chars": "Int64", "reasoning_tokens": "Int64",
                                      "answer": "String"}  # fmt: skip

@@ -1,5 +1,5 @@
-"""``repeats.parquet``: every repeat's filtered answer and its scores (``sample_scores``, plans/samplescores.py),
-beside samples.parquet in a scored results directory (design note: plans/SCORED.md, "Every sample scored").
+"""``repeats.parquet``: every repeat's filtered answer and its scores (``sample_scores``, plans/vocab/samplescores.py),
+beside samples.parquet in a scored results directory (design note: plans/scored/SCORED.md, "Every sample scored").
 
 One row per task, document, filter and repeat: ``REPEAT_COLUMNS`` (``task``, ``doc_id``, ``filter``,
 ``repeat`` = the response's position 0..N-1 in the Instance's responses, ``filtered`` = that response through
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lmeval.common import write_atomic
 from lmeval.plans.errors import PlanError
-from lmeval.plans.parquetfile import read_parquet
+from lmeval.plans.results import read_parquet
 
 if TYPE_CHECKING:
     import polars as pl

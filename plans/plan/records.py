@@ -12,11 +12,11 @@ from typing import Any
 
 import msgpack
 
-from lmeval.plans.canonical import canonical_bytes, content_hash, normalize
-from lmeval.plans.tokenization import TokenRule
+from lmeval.plans.plan.canonical import canonical_bytes, content_hash, normalize
+from lmeval.plans.plan.tokenization import TokenRule
 
 FORMAT = "lmeval-plan"
-VERSION = 2  # 2: no machine paths in the header (plans/identity.py); zstd-framed records (plans/storage.py)
+VERSION = 2  # 2: no machine paths in the header (plans/plan/identity.py); zstd-framed records (plans/plan/storage.py)
 
 # the vocabulary every stage uses (lm-eval 0.4.13's names): a task's output_type, and the request types of its
 # Instances (a multiple_choice task asks one loglikelihood request per choice)
@@ -37,7 +37,7 @@ def shard_of(instance_id: str, n_shards: int) -> int:
 @dataclass(frozen=True)
 class ModelInfo:
     """What the plan was compiled for: enough to refuse a model whose tokenizer differs. Identity only: a
-    Hub model's id and revision, never where a model lives on disk (plans/identity.py); a plan for a local
+    Hub model's id and revision, never where a model lives on disk (plans/plan/identity.py); a plan for a local
     model directory is executed with ``model.path=DIR``."""
 
     name: str
@@ -46,7 +46,7 @@ class ModelInfo:
     tokenizer: str | None = None  # tokenizer identity: org/name@sha, tiny-v1 or the model directory's name
     tokenizer_hash: str | None = None  # sha256 over the tokenizer's vocabulary/merges/config, if known
     chat_template_hash: str | None = None  # sha256 of the chat template text when one was applied
-    add_bos_token: bool | None = False  # None: the tokenizer's own default (see plans/tokenization.py)
+    add_bos_token: bool | None = False  # None: the tokenizer's own default (see plans/plan/tokenization.py)
     engine: dict[str, Any] = field(default_factory=dict)  # engine args from the model config
     token_rule: TokenRule | None = None  # the rule the token ids were made with (None: plan without ids)
     revision: str | None = None  # the Hub snapshot's commit sha the plan was compiled against
@@ -173,7 +173,7 @@ class GroupSummary:
 
 @dataclass(frozen=True)
 class PlanHeader:
-    config: dict[str, Any]  # the fully resolved Hydra config without its locations (plans/identity.py)
+    config: dict[str, Any]  # the fully resolved Hydra config without its locations (plans/plan/identity.py)
     model: ModelInfo
     tasks: list[TaskSummary]
     groups: list[GroupSummary] = field(default_factory=list)
@@ -273,13 +273,13 @@ class InstanceRecord:
 
     kind: str = "instance"
     # generate_until of a chat-templated plan: the role/content messages the context was rendered from
-    # (plans/chatmessages.py); absent from the stored map when None, so other plans keep their bytes
+    # (plans/plan/chatmessages.py); absent from the stored map when None, so other plans keep their bytes
     messages: list[dict[str, str]] | None = None
-    # an Instance that shows the model images: their references in order (plans/media.py:MediaRef maps);
+    # an Instance that shows the model images: their references in order (plans/plan/media.py:MediaRef maps);
     # absent from the stored map when None, so text-only plans keep their bytes
     media: list[dict[str, Any]] | None = None
     # generate_until of a tool-call task: the tools (JSON schemas) handed to the chat template with the messages
-    # (plans/toolcalls.py); absent from the stored map when None
+    # (plans/plan/toolcalls.py); absent from the stored map when None
     tools: list[dict[str, Any]] | None = None
 
     @property
@@ -333,7 +333,7 @@ def request_hash_of(
     sha256 of the canonical encoding of the map of these six fields. The compiler calls this once per
     Instance, so the usual case packs in one go: a map built in sorted key order from values that are already
     canonical (strings, None, lists of ints) packs to the canonical bytes. ``media``: the ordered sha256s of
-    the images the request shows (``plans/media.py``), a seventh key only when there are images."""
+    the images the request shows (``plans/plan/media.py``), a seventh key only when there are images."""
     if media or not (
         type(request_type) is str
         and type(context) is str

@@ -2,7 +2,7 @@
 a file (one plan, or several in one pass), and whether two plans hold the same bytes for a task.
 
 ``plan_hash`` is sha256 over the canonical header without ``plan_hash``, then every uncompressed record byte in
-file order; the storage (codec, frames) is not part of it (``plans/storage.py``). Every check here streams the
+file order; the storage (codec, frames) is not part of it (``plans/plan/storage.py``). Every check here streams the
 stored frames and decodes no record.
 """
 
@@ -14,10 +14,18 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
-from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import TaskSummary
-from lmeval.plans.storage import BackgroundHash, Frame, Layout, chunks, decompress_frame, frame_chunks, stored_bytes
+from lmeval.plans.plan.canonical import canonical_bytes
+from lmeval.plans.plan.records import TaskSummary
+from lmeval.plans.plan.storage import (
+    BackgroundHash,
+    Frame,
+    Layout,
+    chunks,
+    decompress_frame,
+    frame_chunks,
+    stored_bytes,
+)
 
 
 def header_hash_bytes(header: dict[str, Any]) -> bytes:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.regexes import compile_regex, nested_quantifier, search_bounded
+from lmeval.plans.vocab.regexes import compile_regex, nested_quantifier, search_bounded
 
 MODES = ("single", "pairwise")
 TASK_PREFIX = "judge_"
@@ -111,7 +111,7 @@ def judge_section(config: Any) -> dict[str, Any] | None:
     return j if isinstance(j, dict) else None
 
 
-# --- the grades written back into the judged run (an optional file of the scored-run contract, plans/SCORED.md)
+# --- the grades written back into the judged run (an optional file of the scored-run contract, plans/scored/SCORED.md)
 JUDGE_JSON = "judge.json"
 
 

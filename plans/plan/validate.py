@@ -1,4 +1,4 @@
-"""A verified plan is a valid plan: the format's invariants, checked on every read (``plans/io.py`` and the
+"""A verified plan is a valid plan: the format's invariants, checked on every read (``plans/plan/io.py`` and the
 scorer's one-pass loader call this), so a plan whose hashes were recomputed after an edit is still refused
 unless it is a plan the compiler could have written.
 
@@ -30,13 +30,13 @@ from typing import Any
 
 import msgpack
 
-from lmeval.plans.canonical import canonical_bytes, normalize
-from lmeval.plans.chatmessages import messages_problem
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import INT64_MAX, MAX_GEN_TOKS, MAX_REPEATS, MAX_TOKEN_ID
-from lmeval.plans.media import media_hashes, media_problem
-from lmeval.plans.records import OUTPUT_TYPES, PlanHeader, instance_id_for, request_hash_of
-from lmeval.plans.toolcalls import tools_problem
+from lmeval.plans.plan.canonical import canonical_bytes, normalize
+from lmeval.plans.plan.chatmessages import messages_problem
+from lmeval.plans.plan.media import media_hashes, media_problem
+from lmeval.plans.plan.records import OUTPUT_TYPES, PlanHeader, instance_id_for, request_hash_of
+from lmeval.plans.plan.toolcalls import tools_problem
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
@@ -304,7 +304,7 @@ class RecordValidator:
         except (TypeError, ValueError):
             raise r(task, doc_id, "generation_kwargs", "not canonical data") from None
         want_hash = h.hexdigest()
-        if "media" in obj:  # images: a seventh key (plans/records.py:request_hash_of)
+        if "media" in obj:  # images: a seventh key (plans/plan/records.py:request_hash_of)
             want_hash = request_hash_of(rt, ctx, cont, kw, ids, cont_ids, media_hashes(obj["media"]))
         if obj.get("request_hash") != want_hash:
             raise r(task, doc_id, "request_hash", "is not the hash of the request's content (a forged plan)")

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmeval.plans.funcref import is_ref, ref_attr
-from lmeval.plans.promptformats import best_aggregate, spread_aggregate
-from lmeval.plans.regexes import compile_regex
+from lmeval.plans.usercode import is_ref, ref_attr
+from lmeval.plans.vocab.promptformats import best_aggregate, spread_aggregate
+from lmeval.plans.vocab.regexes import compile_regex
 
 # option kinds: how an option's value is checked
 BOOL, INT, POS_INT, INTS, NUMBER, STR, REGEX, REGEXES, MAPPING, FUNCTION, ANY = (
@@ -77,6 +77,25 @@ METRIC_SPECS: dict[str, MetricSpec] = {
     "jsonl_spec": MetricSpec("mean", True, _GEN),  # JSONL task specs (scorer.metrics.spec_scoring)
     "tool_call": MetricSpec("mean", True, _GEN),  # keys tool_call, tool_call_unparsed (scorer.toolmatch)
 }
+_BUILT_IN_METRICS = frozenset(METRIC_SPECS)
+
+
+def add_metric_spec(name: str, spec: MetricSpec) -> None:
+    """Make metric ``name`` known to the compile checks (the scorer's ``register_metric`` calls this for a
+    metric the contract does not name, so a compile in the process that registered it accepts a task naming
+    it)."""
+    if name in METRIC_SPECS:
+        raise ValueError(f"metric {name!r} is known already")
+    METRIC_SPECS[name] = spec
+
+
+def remove_metric_spec(name: str) -> None:
+    """Undo ``add_metric_spec`` (lm-eval's own metrics cannot be removed)."""
+    if name in _BUILT_IN_METRICS:
+        raise ValueError(f"metric {name!r} is built in")
+    METRIC_SPECS.pop(name, None)
+
+
 METRIC_ALIASES: dict[str, str] = {"pass@k": "pass_at_k"}
 # metrics whose per-doc value is a dict of several keys: a group can aggregate any of those keys
 MULTI_KEY_METRICS = ("rouge", "pass_at_k", "jsonl_spec", "tool_call")
@@ -108,6 +127,30 @@ AGGREGATIONS: tuple[str, ...] = (
     "mean", "median", "nanmean", "perplexity", "weighted_perplexity", "bits_per_byte", "f1", "matthews_corrcoef",
     "bleu", "chrf", "chrf++", "ter", "brier_score", "bypass",
 )  # fmt: skip
+_ADDED_AGGREGATIONS: list[str] = []  # names the scorer's register_aggregation added in this process
+
+
+def aggregation_names() -> tuple[str, ...]:
+    """The aggregation names a task may use: lm-eval's and any the scorer registered in this process."""
+    return AGGREGATIONS + tuple(_ADDED_AGGREGATIONS)
+
+
+def add_aggregation_name(name: str) -> None:
+    """Make ``name`` a known aggregation for the compile checks (the scorer's ``register_aggregation`` calls
+    this, so a compile in the process that registered it accepts a task naming it)."""
+    if name in aggregation_names():
+        raise ValueError(f"aggregation {name!r} is known already")
+    _ADDED_AGGREGATIONS.append(name)
+
+
+def remove_aggregation_name(name: str) -> None:
+    """Undo ``add_aggregation_name`` (lm-eval's own names cannot be removed)."""
+    if name in AGGREGATIONS:
+        raise ValueError(f"aggregation {name!r} is lm-eval's own")
+    if name in _ADDED_AGGREGATIONS:
+        _ADDED_AGGREGATIONS.remove(name)
+
+
 GROUP_AGGREGATIONS: tuple[str, ...] = ("mean",)  # a written group's; NAME@best and NAME@sweep make their own
 GROUP_METRIC_KEYS = ("metric", "aggregation", "weight_by_size", "filter_list")
 
@@ -255,9 +298,10 @@ def check_metric_list(output_type: str, metric_list: Any, process_results: bool)
         if "aggregation" in mc:
             agg = mc["aggregation"]
             if isinstance(agg, str):
-                if agg not in AGGREGATIONS:
-                    aggs = ", ".join(AGGREGATIONS)
-                    msg = f"unknown aggregation {agg!r}{_hint(agg, AGGREGATIONS)}; known: {aggs} or a '!function'"
+                known_aggs = aggregation_names()
+                if agg not in known_aggs:
+                    aggs = ", ".join(known_aggs)
+                    msg = f"unknown aggregation {agg!r}{_hint(agg, known_aggs)}; known: {aggs} or a '!function'"
                     out.append((f"{where}.aggregation", msg))
             elif not is_ref(agg):
                 out.append((f"{where}.aggregation", f"must be an aggregation name or a '!function', got {agg!r}"))
@@ -354,7 +398,7 @@ def check_group_metric(entry: Any, produced: Iterable[set[str] | None]) -> list[
     if not isinstance(metric, str) or not metric:
         return [("aggregate_metric_list.metric", f"must be a metric name, got {metric!r}")]
     if entry in (best_aggregate(), spread_aggregate()):
-        return []  # the compiler's NAME@best / NAME@sweep groups (plans/promptformats.py), over members' scores
+        return []  # the compiler's NAME@best / NAME@sweep groups (plans/vocab/promptformats.py), over members' scores
     for key in sorted(set(entry) - set(GROUP_METRIC_KEYS)):
         known = ", ".join(GROUP_METRIC_KEYS)
         msg = f"unknown key{_hint(key, GROUP_METRIC_KEYS)} of group metric {metric!r}; known: {known}"

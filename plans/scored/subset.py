@@ -1,5 +1,5 @@
 """``subsample`` in results.json (optional, versioned on its own): the score of a ``run.subsample`` plan as the
-estimate of the full run's, with its interval (design note: plans/SCORED.md, "Honest subsets").
+estimate of the full run's, with its interval (design note: plans/scored/SCORED.md, "Honest subsets").
 
 ``{"version": 1, "tasks": {task: {"scheme", "n", "seed", "strata", "population", "sampled",
 "metrics": {"metric,filter": {"estimate", "stderr", "ci95": [lo, hi]}}}}}``: ``population`` is the task's

@@ -1,6 +1,6 @@
 """Write and read plan files: a canonical msgpack header map, then one map per record, stored per task as a
-zstd frame by default (``plans/storage.py``; FORMAT.md has the layout; records and their bytes:
-``plans/recordcodec.py``; hashes: ``plans/integrity.py``).
+zstd frame by default (``plans/plan/storage.py``; FORMAT.md has the layout; records and their bytes:
+``plans/plan/recordcodec.py``; hashes: ``plans/plan/integrity.py``).
 
 Writing is atomic (temporary file, fsync, rename): a failed compile leaves nothing behind. Reading streams
 records with bounded memory and, by default, verifies ``plan_hash`` and the record counts when the stream
@@ -20,15 +20,15 @@ from typing import IO, Any
 import msgpack
 
 from lmeval.common import write_atomic
-from lmeval.plans.canonical import canonical_bytes
 from lmeval.plans.errors import PlanError
-from lmeval.plans.identity import locations_in
-from lmeval.plans.integrity import check_plan_hash, header_hash_bytes, plan_hasher, task_hash
 from lmeval.plans.limits import InputError, open_regular
-from lmeval.plans.media import media_hashes
-from lmeval.plans.recordcodec import Record, decode_record, encode_records, record_maps
-from lmeval.plans.records import FORMAT, DocRecord, InstanceRecord, Plan, PlanHeader, request_hash_of
-from lmeval.plans.storage import (
+from lmeval.plans.plan.canonical import canonical_bytes
+from lmeval.plans.plan.identity import locations_in
+from lmeval.plans.plan.integrity import check_plan_hash, header_hash_bytes, plan_hasher, task_hash
+from lmeval.plans.plan.media import media_hashes
+from lmeval.plans.plan.recordcodec import Record, decode_record, encode_records, record_maps
+from lmeval.plans.plan.records import FORMAT, DocRecord, InstanceRecord, Plan, PlanHeader, request_hash_of
+from lmeval.plans.plan.storage import (
     DEFAULT_CODEC,
     Layout,
     chunks,
@@ -38,8 +38,8 @@ from lmeval.plans.storage import (
     read_raw_header,
     task_chunks,
 )
-from lmeval.plans.validate import checked, validate_header
-from lmeval.plans.verified import PlanCheck
+from lmeval.plans.plan.validate import checked, validate_header
+from lmeval.plans.plan.verified import PlanCheck
 
 
 def seal(
@@ -51,7 +51,7 @@ def seal(
     equal what ``encode_records`` gives (tests check the compiler's)."""
     placed = locations_in(header.config)
     if placed:
-        raise ValueError(f"a plan holds no locations (plans/identity.py), but its config has {', '.join(placed)}")
+        raise ValueError(f"a plan holds no locations (plans/plan/identity.py), but its config has {', '.join(placed)}")
     if blobs is None:
         blobs, recs = encode_records(map(with_derived, records))
     else:
@@ -89,7 +89,7 @@ def seal(
 
 def with_derived(rec: Record) -> Record:
     """``rec`` with the fields derived from its content filled in where a producer left them empty
-    (``doc_hash``, ``request_hash``: what ``plans/validate.py`` recomputes on every read)."""
+    (``doc_hash``, ``request_hash``: what ``plans/plan/validate.py`` recomputes on every read)."""
     if isinstance(rec, DocRecord):
         if rec.doc_hash:
             return rec
@@ -142,7 +142,7 @@ def plan_bytes(header: PlanHeader, records: Iterable[Record], codec: str = DEFAU
 
 
 def _parse_header(raw: dict[str, Any], path: str) -> PlanHeader:
-    """The typed header, its invariants checked (``plans/validate.py``)."""
+    """The typed header, its invariants checked (``plans/plan/validate.py``)."""
     try:
         header = PlanHeader.from_dict(raw)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
@@ -176,7 +176,7 @@ def unpack_stream(src: Iterable[bytes], path: str, what: str = "plan") -> Iterat
 
 class PlanReader:
     """Stream a plan: ``header`` at once, records on iteration, hash checked at the end of the stream.
-    Compressed and uncompressed plans read the same (``plans/storage.py``). ``layout`` says where each task's
+    Compressed and uncompressed plans read the same (``plans/plan/storage.py``). ``layout`` says where each task's
     frames lie (for per-task reading, ``plans.integrity``'s checks and comparisons)."""
 
     def __init__(self, path: str | os.PathLike[str], verify: bool = True) -> None:
@@ -226,7 +226,7 @@ class PlanReader:
         if h is not None:
             src = hashed(src, h)
         n_docs = n_inst = 0
-        check = PlanCheck(self._f, self.path)  # the contract check, once per plan content (plans/verified.py)
+        check = PlanCheck(self._f, self.path)  # the contract check, once per plan content (plans/plan/verified.py)
         try:
             objs = record_maps(unpack_stream(src, self.path), self.path)
             for obj in check.records(objs, self.header, span_order(self.layout)):

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.records import InstanceRecord, shard_of
-from lmeval.plans.results import PART, polars_schema, read_parts
+from lmeval.plans.plan import InstanceRecord, shard_of
+from lmeval.plans.results.manifest import PART, polars_schema, read_parts
 
 if TYPE_CHECKING:
     import polars as pl

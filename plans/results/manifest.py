@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lmeval.common import json_text, write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
-from lmeval.plans.partsum import verify_parts
+from lmeval.plans.results.partsum import verify_parts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -45,7 +45,7 @@ RESULT_COLUMNS: dict[str, str] = {
     "finish_reason": "String",  # generate_until: stop | length | ...
     # generate_until, optional (parts written before them read as null): the first response's generated tokens
     # before its reasoning ends under the plan's run.reasoning (executor/answers.py); under a thinking budget
-    # (plans/budgets.py) whether the end marker was forced because the budget ran out
+    # (plans/vocab/budgets.py) whether the end marker was forced because the budget ran out
     "reasoning_tokens": "Int64",  # generate_until: first response's tokens before its reasoning ends
     "thinking_forced": "Boolean",  # generate_until: the end marker was forced (the thinking budget ran out)
 }
@@ -290,7 +290,7 @@ def read_parts(parts: Sequence[str | os.PathLike[str]], columns: Sequence[str] =
     import polars as pl
 
     schema = {c: polars_schema()[c] for c in columns}
-    verify_parts(parts)  # regular files whose bytes hash to the checksum in their names (plans/partsum.py)
+    verify_parts(parts)  # regular files whose bytes hash to the checksum in their names (plans/results/partsum.py)
     if not parts:
         return pl.DataFrame(schema={**schema, PART: pl.Int32})
 

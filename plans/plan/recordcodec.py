@@ -1,8 +1,8 @@
 """One plan record and its stored form: the map stored per record (an Instance sharing its doc's context stores
 it once, see ``record_map``), its canonical bytes (``encode_instance``/``encode_doc``, fast paths equal to
 ``canonical_bytes`` of the map), and back: raw maps restored and checked (``record_maps``), then typed records
-(``decode_record``). Files, frames and hashes are elsewhere (``plans/io.py``, ``plans/storage.py``,
-``plans/integrity.py``).
+(``decode_record``). Files, frames and hashes are elsewhere (``plans/plan/io.py``, ``plans/plan/storage.py``,
+``plans/plan/integrity.py``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import msgpack
 
-from lmeval.plans.canonical import canonical_bytes, normalize, pack_normalized
 from lmeval.plans.errors import PlanError
-from lmeval.plans.packids import IdsPacker
-from lmeval.plans.records import DocRecord, InstanceRecord, instance_id_for
+from lmeval.plans.plan.canonical import canonical_bytes, normalize, pack_normalized
+from lmeval.plans.plan.packids import IdsPacker
+from lmeval.plans.plan.records import DocRecord, InstanceRecord, instance_id_for
 
 Record = DocRecord | InstanceRecord
 

@@ -1,4 +1,4 @@
-"""results.json's optional ``contamination`` field (design note: ``plans/SCORED.md``): a run scored with
+"""results.json's optional ``contamination`` field (design note: ``plans/scored/SCORED.md``): a run scored with
 ``lmeval score --exclude REPORT`` keeps the clean-subset score in ``results`` (as before) and, here, the
 score on all documents, so ``lmeval score`` and ``lmeval report`` show both side by side.
 

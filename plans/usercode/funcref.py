@@ -1,6 +1,6 @@
 """User Python named by a task (``!function module.attr``): the plan's record of a reference. The one
 definition of its format (keys, validation, hashing, the built-in table) for the compiler, which writes it,
-and the scorer, which reads it; finding and loading the recorded code again is ``plans/funcload.py``.
+and the scorer, which reads it; finding and loading the recorded code again is ``plans/usercode/funcload.py``.
 
 A reference in a plan is data, and holds no machine path (plans are byte-identical wherever files live).
 A user scoring hook (``ref_data``; run by the scorer only with the user's ``--trust-code``)::

@@ -1,0 +1,30 @@
+"""User code a task names (``!function module.attr``): the plan's record of a reference, and finding and loading it."""
+
+from lmeval.plans.usercode.funcload import FolderSearch as FolderSearch
+from lmeval.plans.usercode.funcload import default_task_roots as default_task_roots
+from lmeval.plans.usercode.funcload import find_task_folder as find_task_folder
+from lmeval.plans.usercode.funcload import first_mismatch as first_mismatch
+from lmeval.plans.usercode.funcload import load_module as load_module
+from lmeval.plans.usercode.funcload import module_name_for as module_name_for
+from lmeval.plans.usercode.funcref import BUILTIN_HOOKS as BUILTIN_HOOKS
+from lmeval.plans.usercode.funcref import BUILTIN_MODULE as BUILTIN_MODULE
+from lmeval.plans.usercode.funcref import REF_KEY as REF_KEY
+from lmeval.plans.usercode.funcref import CodeRefused as CodeRefused
+from lmeval.plans.usercode.funcref import builtin_data as builtin_data
+from lmeval.plans.usercode.funcref import builtin_for as builtin_for
+from lmeval.plans.usercode.funcref import describe_ref as describe_ref
+from lmeval.plans.usercode.funcref import hash_tree as hash_tree
+from lmeval.plans.usercode.funcref import hashed_data as hashed_data
+from lmeval.plans.usercode.funcref import is_inside as is_inside
+from lmeval.plans.usercode.funcref import is_ref as is_ref
+from lmeval.plans.usercode.funcref import is_user_ref as is_user_ref
+from lmeval.plans.usercode.funcref import lm_eval_tasks_dir as lm_eval_tasks_dir
+from lmeval.plans.usercode.funcref import module_file as module_file
+from lmeval.plans.usercode.funcref import name_data as name_data
+from lmeval.plans.usercode.funcref import ref_attr as ref_attr
+from lmeval.plans.usercode.funcref import ref_data as ref_data
+from lmeval.plans.usercode.funcref import ref_qualname as ref_qualname
+from lmeval.plans.usercode.funcref import sha256_file as sha256_file
+from lmeval.plans.usercode.funcref import split_qualname as split_qualname
+from lmeval.plans.usercode.funcref import user_ref_problem as user_ref_problem
+from lmeval.plans.usercode.funcref import walk_code as walk_code
