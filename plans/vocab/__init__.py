@@ -1,5 +1,6 @@
 """The compile/score vocabulary both stages share: scoring specs (metrics, aggregations, filters), prompt formats,
-reasoning, budgets, subsampling, sample scores, judging, regexes and the JSONL task spec."""
+reasoning, budgets, subsampling, sample scores, judging, regexes and the JSONL task spec; ``extend`` adds the names
+the scorer's registries gain at run time."""
 
 from lmeval.plans.vocab.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
 from lmeval.plans.vocab.backends import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
@@ -11,6 +12,10 @@ from lmeval.plans.vocab.backends import unknown_backend as unknown_backend
 from lmeval.plans.vocab.budgets import BUDGET_KEY as BUDGET_KEY
 from lmeval.plans.vocab.budgets import ThinkingBudget as ThinkingBudget
 from lmeval.plans.vocab.budgets import read_budget as read_budget
+from lmeval.plans.vocab.extend import add_aggregation_name as add_aggregation_name
+from lmeval.plans.vocab.extend import add_metric_spec as add_metric_spec
+from lmeval.plans.vocab.extend import remove_aggregation_name as remove_aggregation_name
+from lmeval.plans.vocab.extend import remove_metric_spec as remove_metric_spec
 from lmeval.plans.vocab.jsonl_spec import ALL_FIELDS as ALL_FIELDS
 from lmeval.plans.vocab.jsonl_spec import CATEGORIES as CATEGORIES
 from lmeval.plans.vocab.jsonl_spec import EXAMPLE_FIELDS as EXAMPLE_FIELDS
@@ -79,15 +84,11 @@ from lmeval.plans.vocab.scoring import METRIC_SPECS as METRIC_SPECS
 from lmeval.plans.vocab.scoring import PMI_CONTEXT as PMI_CONTEXT
 from lmeval.plans.vocab.scoring import UNCONDITIONAL_CONTEXTS as UNCONDITIONAL_CONTEXTS
 from lmeval.plans.vocab.scoring import MetricSpec as MetricSpec
-from lmeval.plans.vocab.scoring import add_aggregation_name as add_aggregation_name
-from lmeval.plans.vocab.scoring import add_metric_spec as add_metric_spec
 from lmeval.plans.vocab.scoring import aggregation_names as aggregation_names
 from lmeval.plans.vocab.scoring import check_filter_list as check_filter_list
 from lmeval.plans.vocab.scoring import check_group_metric as check_group_metric
 from lmeval.plans.vocab.scoring import check_metric_list as check_metric_list
 from lmeval.plans.vocab.scoring import produced_metrics as produced_metrics
-from lmeval.plans.vocab.scoring import remove_aggregation_name as remove_aggregation_name
-from lmeval.plans.vocab.scoring import remove_metric_spec as remove_metric_spec
 from lmeval.plans.vocab.scoring import unconditional_metrics as unconditional_metrics
 from lmeval.plans.vocab.subsample import SUBSAMPLE_KEY as SUBSAMPLE_KEY
 from lmeval.plans.vocab.subsample import Drawn as Drawn

@@ -77,25 +77,7 @@ METRIC_SPECS: dict[str, MetricSpec] = {
     "jsonl_spec": MetricSpec("mean", True, _GEN),  # JSONL task specs (scorer.metrics.spec_scoring)
     "tool_call": MetricSpec("mean", True, _GEN),  # keys tool_call, tool_call_unparsed (scorer.toolmatch)
 }
-_BUILT_IN_METRICS = frozenset(METRIC_SPECS)
-
-
-def add_metric_spec(name: str, spec: MetricSpec) -> None:
-    """Make metric ``name`` known to the compile checks (the scorer's ``register_metric`` calls this for a
-    metric the contract does not name, so a compile in the process that registered it accepts a task naming
-    it)."""
-    if name in METRIC_SPECS:
-        raise ValueError(f"metric {name!r} is known already")
-    METRIC_SPECS[name] = spec
-
-
-def remove_metric_spec(name: str) -> None:
-    """Undo ``add_metric_spec`` (lm-eval's own metrics cannot be removed)."""
-    if name in _BUILT_IN_METRICS:
-        raise ValueError(f"metric {name!r} is built in")
-    METRIC_SPECS.pop(name, None)
-
-
+BUILT_IN_METRICS = frozenset(METRIC_SPECS)  # lm-eval's and lmeval's own; plans/vocab/extend.py adds others
 METRIC_ALIASES: dict[str, str] = {"pass@k": "pass_at_k"}
 # metrics whose per-doc value is a dict of several keys: a group can aggregate any of those keys
 MULTI_KEY_METRICS = ("rouge", "pass_at_k", "jsonl_spec", "tool_call")
@@ -127,28 +109,12 @@ AGGREGATIONS: tuple[str, ...] = (
     "mean", "median", "nanmean", "perplexity", "weighted_perplexity", "bits_per_byte", "f1", "matthews_corrcoef",
     "bleu", "chrf", "chrf++", "ter", "brier_score", "bypass",
 )  # fmt: skip
-_ADDED_AGGREGATIONS: list[str] = []  # names the scorer's register_aggregation added in this process
+ADDED_AGGREGATIONS: list[str] = []  # names the scorer registered in this process (plans/vocab/extend.py)
 
 
 def aggregation_names() -> tuple[str, ...]:
     """The aggregation names a task may use: lm-eval's and any the scorer registered in this process."""
-    return AGGREGATIONS + tuple(_ADDED_AGGREGATIONS)
-
-
-def add_aggregation_name(name: str) -> None:
-    """Make ``name`` a known aggregation for the compile checks (the scorer's ``register_aggregation`` calls
-    this, so a compile in the process that registered it accepts a task naming it)."""
-    if name in aggregation_names():
-        raise ValueError(f"aggregation {name!r} is known already")
-    _ADDED_AGGREGATIONS.append(name)
-
-
-def remove_aggregation_name(name: str) -> None:
-    """Undo ``add_aggregation_name`` (lm-eval's own names cannot be removed)."""
-    if name in AGGREGATIONS:
-        raise ValueError(f"aggregation {name!r} is lm-eval's own")
-    if name in _ADDED_AGGREGATIONS:
-        _ADDED_AGGREGATIONS.remove(name)
+    return AGGREGATIONS + tuple(ADDED_AGGREGATIONS)
 
 
 GROUP_AGGREGATIONS: tuple[str, ...] = ("mean",)  # a written group's; NAME@best and NAME@sweep make their own

@@ -325,7 +325,7 @@ MUTATIONS = [
     # --- #26: execute CLI wiring (area 4), weak tests made strong ----------------------------------------
     Mutation(
         "execute: the plan's token rule not checked against model.* overrides",
-        "executor/run.py",
+        "executor/runmodel.py",
         "    spec = check_token_rule(header, spec, plan_path)\n",
         "    spec = spec  # check_token_rule(header, spec, plan_path)\n",
         ("tests/executor/test_token_rule.py::test_cli_execute_refuses_a_contradicting_token_rule",),
