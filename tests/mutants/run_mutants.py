@@ -226,6 +226,22 @@ MUTATIONS = [
         area="score (2)",
     ),
     Mutation(
+        "metric registry: a registered metric is not made known to the compile checks",
+        "scorer/metrics/registry.py",
+        "    if metric.name not in METRIC_SPECS:  # a new name",
+        "    if False:  # a new name",
+        ("tests/scorer/test_metric_registration.py::test_a_new_mc_metric_is_one_registration",),
+        area="score (2)",
+    ),
+    Mutation(
+        "aggregation registry: a registered aggregation is not made known to the compile checks",
+        "scorer/metrics/aggregations.py",
+        "    if aggregation.name not in aggregation_names():  # a new name",
+        "    if False:  # a new name",
+        ("tests/scorer/test_metric_registration.py::test_a_new_aggregation_is_one_registration",),
+        area="score (2)",
+    ),
+    Mutation(
         "aggregation registry: every aggregation by name is the mean",
         "scorer/metrics/aggregations.py",
         "    return AGGREGATION_REGISTRY[name].fn(items)\n",

@@ -168,8 +168,10 @@ def _lm_eval_bootstrap(f: Any, xs: list[float], iters: int) -> float:
     return math.sqrt(sum((r - mu) ** 2 for r in reps) / (len(reps) - 1))
 
 
-def test_a_new_aggregation_is_one_registration(registered: None, tmp_path: Path) -> None:
-    run = _run(tmp_path, [{"metric": "gold_margin"}])  # aggregated by trimmed_mean
+@pytest.mark.parametrize("named", [False, True], ids=["metric-default", "named-in-metric_list"])
+def test_a_new_aggregation_is_one_registration(registered: None, tmp_path: Path, named: bool) -> None:
+    # aggregated by trimmed_mean: gold_margin's default, or named by the task (the compile checks the name)
+    run = _run(tmp_path, [{"metric": "gold_margin"} | ({"aggregation": "trimmed_mean"} if named else {})])
     rdir = run[1]
     margins = [lls[gold] - max(x for i, x in enumerate(lls) if i != gold) for gold, lls, _ in _by_hand(run)]
     assert _samples(rdir)["gold_margin"].to_list() == margins
