@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from lmeval.plans.vocab import scoring
-from lmeval.scorer.metrics import METRICS, Metric, register_metric
+from lmeval.scorer.metrics import METRICS, Metric, register_metric, unregister_metric
 from lmeval.scorer.score import score_run
 from tests.scorer.golden_io import build, load_golden
 
@@ -44,7 +44,8 @@ def _first_char_match(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[
 def first_char_match() -> Iterator[Metric]:
     m = register_metric(Metric("first_char_match", "mean", True, ("generate_until",), _first_char_match))
     yield m
-    del METRICS["first_char_match"]
+    unregister_metric("first_char_match")  # from the registry and the compile checks
+    assert "first_char_match" not in scoring.METRIC_SPECS
 
 
 def test_a_metric_registered_here_is_scored_like_a_built_in(first_char_match: Metric, tmp_path: Path) -> None:
