@@ -1,7 +1,7 @@
 """The JSONL task spec's vocabulary, shared by the compiler (which validates spec lines into plan documents)
 and the scorer (which scores those documents): field names, categories, metrics and post-process rules.
 
-The schema and the per-category tables are described in ``compiler/spec/__init__.py``; what each metric and
+The schema and the per-category tables are described in ``compiler/jsonl_spec/__init__.py``; what each metric and
 rule computes is the scorer's (``scorer/metrics/spec_scoring.py``).
 """
 

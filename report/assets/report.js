@@ -190,7 +190,7 @@
       return '<div class="promptbox">' + who + pre + imagesHtml(g.p, k) + body + "</div>";
     }).join("");
   }
-  // the images a document's prompt shows (plans/media.py), as thumbnails in the order the model gets them
+  // the images a document's prompt shows (plans/plan/media.py), as thumbnails in the order the model gets them
   function imagesHtml(p, k) {
     var imgs = p.images ? p.images[k] : null;
     if (!imgs) return "";
