@@ -180,25 +180,15 @@ def forged_manifest(base: Base, **over: Any) -> bytes:
 
 def forge_plan(src: Path, dst: Path, edit: Callable[[Any], Any]) -> Path:
     """A re-sealed copy of ``src`` whose instances went through ``edit`` (hashes recomputed: a forger can)."""
-    from lmeval.plans.plan import InstanceRecord, PlanReader, request_hash_of, write_plan
+    from lmeval.plans.plan import InstanceRecord, PlanReader, write_plan
+    from lmeval.plans.plan.io import with_derived
 
     with PlanReader(src) as r:
         header, recs = r.header, list(r)
     out = []
     for rec in recs:
         if isinstance(rec, InstanceRecord):
-            rec = edit(rec)
-            rec = replace(
-                rec,
-                request_hash=request_hash_of(
-                    rec.request_type,
-                    rec.context,
-                    rec.continuation,
-                    rec.generation_kwargs,
-                    rec.context_ids,
-                    rec.continuation_ids,
-                ),
-            )
+            rec = with_derived(replace(edit(rec), request_hash=""))  # the plan's own rule recomputes it
         out.append(rec)
     write_plan(dst, header, out)
     return dst
