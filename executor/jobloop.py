@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lmeval.executor import budgets
+from lmeval.executor.answercheck import Problem, checked_answers, gen_problem, score_problem
 from lmeval.executor.backends import Backend, RequestFailed
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.media import with_images
@@ -79,6 +80,7 @@ class RequestKind:
     run: Callable[[Backend, list[Any]], Iterator[tuple[int, Any]]]  # (input index, output) as they finish
     result: Callable[[Any, list[Any], Backend], JobResult]  # a job and its outputs, in input order
     generated: Callable[[Any], int]  # tokens an output generated (the limit counts each once)
+    problem: Problem  # (input, output) -> what is wrong with the backend's answer (executor/answercheck.py)
 
 
 SCORING = RequestKind(
@@ -92,6 +94,7 @@ SCORING = RequestKind(
     run=lambda backend, inputs: backend.score(inputs),
     result=lambda job, outs, backend: score_result(job, outs),
     generated=lambda out: 0,
+    problem=score_problem,
 )
 GENERATION = RequestKind(
     phase="generating",
@@ -104,6 +107,7 @@ GENERATION = RequestKind(
     run=lambda backend, inputs: budgets.generate(backend, inputs),  # two phases under a thinking budget
     result=lambda job, outs, backend: gen_result(job, outs[0], backend.tokenizer),
     generated=lambda out: sum(len(s.token_ids or ()) for s in out.samples),
+    problem=gen_problem,
 )
 KINDS = (SCORING, GENERATION)  # the order a run takes them in
 
@@ -200,12 +204,16 @@ class JobLoop:
             stats.executed += len(members)
             sink.add([result_row(m, res) for m in members], res.tokens)
 
+        def where(i: int) -> str:  # the Instance of input ``i``
+            return instance_where(self.plan_path, groups[jobs[owner[i][0]].key][0])
+
         for j, n in enumerate(left):
             if n == 0:  # a rolling request with no tokens
                 finish(j)
         generated = 0
         try:
-            for i, out in kind.run(backend, inputs):
+            answers = checked_answers(spec.backend, lambda: kind.run(backend, inputs), inputs, kind.problem, where)
+            for i, out in answers:
                 j, w = owner[i]
                 outs[j][w] = out
                 generated += kind.generated(out)

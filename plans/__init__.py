@@ -25,6 +25,7 @@ from lmeval.plans.apikeys import override_problem as override_problem
 from lmeval.plans.apikeys import secret_problem as secret_problem
 from lmeval.plans.apikeys import without_secrets as without_secrets
 from lmeval.plans.errors import PlanError as PlanError
+from lmeval.plans.errors import RegistrationError as RegistrationError
 from lmeval.plans.errors import UserError as UserError
 from lmeval.plans.errors import reraised_as as reraised_as
 from lmeval.plans.limits import MAX_DEPTH as MAX_DEPTH
@@ -215,6 +216,7 @@ from lmeval.plans.vocab import ALL_FIELDS as ALL_FIELDS
 from lmeval.plans.vocab import BEST as BEST
 from lmeval.plans.vocab import BEST_OF as BEST_OF
 from lmeval.plans.vocab import BUDGET_KEY as BUDGET_KEY
+from lmeval.plans.vocab import BUILT_IN_METRICS as BUILT_IN_METRICS
 from lmeval.plans.vocab import CATEGORIES as CATEGORIES
 from lmeval.plans.vocab import DEFAULT_BACKEND as DEFAULT_BACKEND
 from lmeval.plans.vocab import DEFAULT_LABEL_STYLE as DEFAULT_LABEL_STYLE
@@ -266,11 +268,13 @@ from lmeval.plans.vocab import add_metrics as add_metrics
 from lmeval.plans.vocab import aggregation_names as aggregation_names
 from lmeval.plans.vocab import backend_names as backend_names
 from lmeval.plans.vocab import best_aggregate as best_aggregate
+from lmeval.plans.vocab import built_in_backend as built_in_backend
 from lmeval.plans.vocab import canonical_reasoning as canonical_reasoning
 from lmeval.plans.vocab import canonical_subsample as canonical_subsample
 from lmeval.plans.vocab import check_filter_list as check_filter_list
 from lmeval.plans.vocab import check_group_metric as check_group_metric
 from lmeval.plans.vocab import check_metric_list as check_metric_list
+from lmeval.plans.vocab import check_name as check_name
 from lmeval.plans.vocab import check_repeats as check_repeats
 from lmeval.plans.vocab import choose as choose
 from lmeval.plans.vocab import compile_regex as compile_regex
@@ -281,6 +285,7 @@ from lmeval.plans.vocab import format_name as format_name
 from lmeval.plans.vocab import format_names as format_names
 from lmeval.plans.vocab import format_of as format_of
 from lmeval.plans.vocab import judge_section as judge_section
+from lmeval.plans.vocab import name_problem as name_problem
 from lmeval.plans.vocab import nested_quantifier as nested_quantifier
 from lmeval.plans.vocab import parse_reasoning as parse_reasoning
 from lmeval.plans.vocab import parse_sample_scores as parse_sample_scores
@@ -303,6 +308,7 @@ from lmeval.plans.vocab import spread_aggregate as spread_aggregate
 from lmeval.plans.vocab import stratum_of as stratum_of
 from lmeval.plans.vocab import unconditional_metrics as unconditional_metrics
 from lmeval.plans.vocab import unknown_backend as unknown_backend
+from lmeval.plans.vocab import unregister_backend as unregister_backend
 from lmeval.plans.vocab import unregister_prompt_format as unregister_prompt_format
 from lmeval.plans.vocab import variant_of as variant_of
 from lmeval.plans.vocab import write_grades as write_grades

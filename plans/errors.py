@@ -9,11 +9,16 @@ from contextlib import contextmanager
 
 from lmeval.common import UserError
 
-__all__ = ["PlanError", "UserError", "reraised_as"]
+__all__ = ["PlanError", "RegistrationError", "UserError", "reraised_as"]
 
 
 class PlanError(UserError):
     """A plan file (or a results directory) that cannot be read or does not match what it claims to be."""
+
+
+class RegistrationError(UserError, ValueError):
+    """A registration (a metric, an aggregation, a backend: a plugin's) that is refused: a name that would make
+    results ambiguous or take another's place. A ``ValueError`` to the code registering; one line from a command."""
 
 
 @contextmanager

@@ -9,13 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lmeval.common import gc_paused, lazy_face
 from lmeval.executor.backends.base import Backend as Backend
-from lmeval.executor.errors import ExecuteError
+from lmeval.executor.errors import ExecuteError, failed
 from lmeval.executor.modelconf import ModelSpec
-from lmeval.plans import BackendEntry, InstanceRecord, PlanHeader, find_backend, unknown_backend
+from lmeval.plans import (
+    BackendEntry,
+    InstanceRecord,
+    PlanHeader,
+    UserError,
+    built_in_backend,
+    find_backend,
+    unknown_backend,
+)
 
 if TYPE_CHECKING:  # re-exported on first use (common/lazyface.py), so that importing the face stays light
     from lmeval.executor.backends.base import load_hf_tokenizer as load_hf_tokenizer
@@ -42,8 +50,31 @@ def load_backend(spec: ModelSpec, model_dir: Path | None) -> Backend:
     entry = backend_entry(spec)
     if entry.needs_weights and model_dir is None:
         raise ExecuteError(f"model.backend={entry.name}: needs a local model directory (model.path=DIR)")
-    factory: Callable[[ModelSpec, Path | None], Backend] = getattr(import_module(entry.module), entry.cls)
-    return factory(spec, model_dir)
+    if built_in_backend(entry.name):
+        factory: Callable[[ModelSpec, Path | None], Backend] = getattr(import_module(entry.module), entry.cls)
+        return factory(spec, model_dir)
+    return _start_plugin(entry, spec, model_dir)
+
+
+def _start_plugin(entry: BackendEntry, spec: ModelSpec, model_dir: Path | None) -> Backend:
+    """A registered backend's module imported, its class found and called: whatever fails there is the
+    plugin's, one line naming it and what failed."""
+    where = f"model.backend={entry.name} (a plugin backend, {entry.module}:{entry.cls})"
+    try:
+        module = import_module(entry.module)
+    except Exception as e:
+        name = e.name if isinstance(e, ModuleNotFoundError) else None
+        missing = name is not None and (entry.module + ".").startswith(name + ".")  # not one it imports
+        raise ExecuteError(f"{where}: {f'no module {name!r}' if missing else failed('import', e)}") from None
+    factory = getattr(module, entry.cls, None)
+    if not callable(factory):
+        raise ExecuteError(f"{where}: module {entry.module!r} has no class {entry.cls!r}")
+    try:
+        return cast(Backend, factory(spec, model_dir))
+    except UserError:
+        raise
+    except Exception as e:
+        raise ExecuteError(f"{where}: {failed('start', e)}") from None
 
 
 def plan_refusal(

@@ -6,14 +6,18 @@ from lmeval.plans.vocab.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
 from lmeval.plans.vocab.backends import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
 from lmeval.plans.vocab.backends import BackendEntry as BackendEntry
 from lmeval.plans.vocab.backends import backend_names as backend_names
+from lmeval.plans.vocab.backends import built_in_backend as built_in_backend
 from lmeval.plans.vocab.backends import find_backend as find_backend
 from lmeval.plans.vocab.backends import register_backend as register_backend
 from lmeval.plans.vocab.backends import unknown_backend as unknown_backend
+from lmeval.plans.vocab.backends import unregister_backend as unregister_backend
 from lmeval.plans.vocab.budgets import BUDGET_KEY as BUDGET_KEY
 from lmeval.plans.vocab.budgets import ThinkingBudget as ThinkingBudget
 from lmeval.plans.vocab.budgets import read_budget as read_budget
 from lmeval.plans.vocab.extend import add_aggregation_name as add_aggregation_name
 from lmeval.plans.vocab.extend import add_metric_spec as add_metric_spec
+from lmeval.plans.vocab.extend import check_name as check_name
+from lmeval.plans.vocab.extend import name_problem as name_problem
 from lmeval.plans.vocab.extend import remove_aggregation_name as remove_aggregation_name
 from lmeval.plans.vocab.extend import remove_metric_spec as remove_metric_spec
 from lmeval.plans.vocab.jsonl_spec import ALL_FIELDS as ALL_FIELDS
@@ -77,6 +81,7 @@ from lmeval.plans.vocab.samplescores import parse_sample_scores as parse_sample_
 from lmeval.plans.vocab.samplescores import pass_k as pass_k
 from lmeval.plans.vocab.samplescores import reduced_key as reduced_key
 from lmeval.plans.vocab.scoring import AGGREGATIONS as AGGREGATIONS
+from lmeval.plans.vocab.scoring import BUILT_IN_METRICS as BUILT_IN_METRICS
 from lmeval.plans.vocab.scoring import DEFAULT_METRICS as DEFAULT_METRICS
 from lmeval.plans.vocab.scoring import METRIC_ALIASES as METRIC_ALIASES
 from lmeval.plans.vocab.scoring import METRIC_KEYS as METRIC_KEYS

@@ -18,12 +18,17 @@ backend can do, as flags the stages ask instead of comparing names:
 
 The table is part of the contract because the compiler reads it too (generation-only backends). Adding a
 backend is one module with a class implementing ``executor.backends.base.Backend`` plus one
-``register_backend`` call (tests/executor/test_backend_table.py does it from a test module).
+``register_backend`` call (tests/executor/test_backend_table.py does it from a test module). A registration
+never takes the place of another: the manifest records the backend's name, so ``fake`` must always be the
+built-in one; replacing a registered backend is ``unregister_backend`` first, said in so many words.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from lmeval.plans.errors import RegistrationError
 
 DEFAULT_BACKEND = "vllm"  # the backend of a model config that names none
 
@@ -60,9 +65,38 @@ _BUILT_IN = (
 _TABLE: dict[str, BackendEntry] = {e.name: e for e in _BUILT_IN}
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # what ``model.backend=NAME`` and a manifest carry
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def built_in_backend(name: object) -> bool:
+    """Whether ``name`` is one of lmeval's own backends (not a registration)."""
+    return any(e.name == name for e in _BUILT_IN)
+
+
 def register_backend(entry: BackendEntry) -> None:
-    """Add (or replace) one backend of the table."""
-    _TABLE[entry.name] = entry
+    """Add one backend to the table. Refused (``RegistrationError``): a name that is not a plain word (letters,
+    digits, ``_.-``), a built-in's name, a name registered already (``unregister_backend`` it first), and a
+    module or class that is not a Python name."""
+    name = entry.name
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise RegistrationError(f"backend name {name!r} is not a plain name (letters, digits, '_', '.', '-')")
+    if built_in_backend(name):
+        raise RegistrationError(f"backend {name!r} is built in: register the plugin under a name of its own")
+    if name in _TABLE:
+        raise RegistrationError(f"backend {name!r} is registered already ({_TABLE[name].module}); "
+                                f"unregister_backend({name!r}) first to replace it")  # fmt: skip
+    for what, value in (("module", entry.module), ("class", entry.cls)):
+        if not isinstance(value, str) or not _DOTTED.fullmatch(value):
+            raise RegistrationError(f"backend {name!r}: {what} {value!r} is not a Python name")
+    _TABLE[name] = entry
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend ``register_backend`` added (a built-in is refused: ``RegistrationError``)."""
+    if built_in_backend(name):
+        raise RegistrationError(f"backend {name!r} is built in")
+    _TABLE.pop(name, None)
 
 
 def find_backend(name: object) -> BackendEntry | None:
@@ -88,7 +122,9 @@ __all__ = [
     "GENERATION_ONLY_BACKENDS",
     "BackendEntry",
     "backend_names",
+    "built_in_backend",
     "find_backend",
     "register_backend",
     "unknown_backend",
+    "unregister_backend",
 ]

@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from lmeval.plans import AGGREGATIONS, add_aggregation_name, aggregation_names, remove_aggregation_name
+from lmeval.plans import (
+    AGGREGATIONS,
+    RegistrationError,
+    add_aggregation_name,
+    aggregation_names,
+    check_name,
+    remove_aggregation_name,
+)
+from lmeval.scorer.metrics.plugin import guarded_call
 from lmeval.scorer.metrics.registry import METRICS
 
 BOOTSTRAP_ITERS = 100000
@@ -287,9 +295,22 @@ AGGREGATION_REGISTRY: dict[str, Aggregation] = {}
 
 
 def register_aggregation(aggregation: Aggregation) -> Aggregation:
-    """Add ``aggregation`` to ``AGGREGATION_REGISTRY``; a name already registered is refused (ValueError)."""
+    """Add ``aggregation`` to ``AGGREGATION_REGISTRY``; refused (``RegistrationError``, a ValueError): a name
+    already registered, or one a task's metric_list cannot name (``plans.check_name``). One that is not
+    lm-eval's (a plugin's) runs guarded: an exception of its code is one ``ScoreError`` line naming it."""
     if aggregation.name in AGGREGATION_REGISTRY:
-        raise ValueError(f"aggregation {aggregation.name!r} is registered twice")
+        raise RegistrationError(f"aggregation {aggregation.name!r} is registered twice")
+    check_name("aggregation", aggregation.name, result_key=False)
+    if aggregation.name not in AGGREGATIONS:
+        label = f"aggregation {aggregation.name!r}"
+        aggregation = replace(
+            aggregation,
+            fn=guarded_call(label, "fn", aggregation.fn),
+            stderr=None if aggregation.stderr is None else guarded_call(label, "stderr", aggregation.stderr),
+            replicates=None
+            if aggregation.replicates is None
+            else guarded_call(label, "replicates", aggregation.replicates),
+        )
     AGGREGATION_REGISTRY[aggregation.name] = aggregation
     if aggregation.name not in aggregation_names():  # a new name: the compile checks accept it from now on
         add_aggregation_name(aggregation.name)

@@ -20,8 +20,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from lmeval.plans import METRIC_SPECS, MetricSpec, add_metric_spec, remove_metric_spec
+from lmeval.plans import (
+    BUILT_IN_METRICS,
+    METRIC_SPECS,
+    MetricSpec,
+    RegistrationError,
+    add_metric_spec,
+    remove_metric_spec,
+)
 from lmeval.scorer.metrics.evidence import ChoiceArrays, ChoiceDoc
+from lmeval.scorer.metrics.plugin import guarded, plugin_problem
 
 # generate_until: (gold, filtered response, metric options, document) -> value, or a dict of several keys
 GenerateFn = Callable[[Any, Any, dict[str, Any], dict[str, Any]], Any]
@@ -111,9 +119,17 @@ METRICS: dict[str, Metric] = {}
 
 
 def register_metric(metric: Metric) -> Metric:
-    """Add ``metric`` to ``METRICS``; a name already registered is refused (ValueError)."""
+    """Add ``metric`` to ``METRICS``; a name already registered is refused (``RegistrationError``, a
+    ValueError). A metric the contract does not name (a plugin's) is checked first (``plugin.plugin_problem``:
+    names results can carry, no other metric's keys, a known aggregation) and registered guarded
+    (``plugin.guarded``); the registered metric is returned."""
     if metric.name in METRICS:
-        raise ValueError(f"metric {metric.name!r} is registered twice")
+        raise RegistrationError(f"metric {metric.name!r} is registered twice")
+    if metric.name not in BUILT_IN_METRICS:
+        problem = plugin_problem(metric, METRICS.values())
+        if problem is not None:
+            raise RegistrationError(f"metric {metric.name!r}: {problem}")
+        metric = guarded(metric)
     METRICS[metric.name] = metric
     if metric.name not in METRIC_SPECS:  # a new name: the compile checks accept it from now on
         agg = metric.aggregation if isinstance(metric.aggregation, str) else metric.aggregation.__name__

@@ -87,7 +87,7 @@ def resolve_metrics(
         if metric is not None and metric.task_options is not None:  # e.g. tool_call's parser and tools
             kwargs = {**kwargs, **metric.task_options(config)}
         for key, key_agg, key_hib in metric.extra_keys if metric is not None else ():
-            aggs[key], hib[key] = key_agg, key_hib
+            aggs[key], hib[key] = _registered(task, key, key_agg), key_hib
         entries.append(MetricEntry(name, builtin, fn, kwargs))
         if "aggregation" in mc:
             agg = mc["aggregation"]
@@ -103,10 +103,18 @@ def resolve_metrics(
             b = METRICS.get(METRIC_ALIASES.get(name, name))
             if b is None:
                 raise ScoreError(f"task {task}: metric {name!r} has no aggregation and none is known for it")
-            aggs[name] = b.aggregation
+            aggs[name] = _registered(task, name, b.aggregation)
         if "higher_is_better" in mc:
             hib[name] = mc["higher_is_better"]
         else:
             b = METRICS.get(METRIC_ALIASES.get(name, name))
             hib[name] = b.higher_is_better if b else None
     return TaskMetrics(entries, aggs, hib, process_results)
+
+
+def _registered(task: str, key: str, agg: str | Callable[..., Any]) -> str | Callable[..., Any]:
+    """A metric's own aggregation, if registered in this process (a plugin's may not be: one line, not a
+    KeyError once the documents are scored)."""
+    if isinstance(agg, str) and agg not in AGGREGATION_REGISTRY:
+        raise ScoreError(f"task {task}: metric {key!r}: its aggregation {agg!r} is not registered")
+    return agg
