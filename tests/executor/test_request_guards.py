@@ -66,10 +66,11 @@ def test_the_efficiency_limit_counts_generated_tokens() -> None:
            "build": lambda inst, backend, spec, rule, where: SimpleNamespace(key="", size=1, input=SimpleNamespace(
                ids=prompts[inst.doc_id])),
            "run": lambda backend, inputs: iter(outputs.items()),
-           "result": lambda job, outs, backend: JobResult(responses=["x"])}
+           "result": lambda job, outs, backend: JobResult(responses=["x"]),
+           "problem": lambda x, out: None}  # outputs of the shape the limit reads only
     )  # fmt: skip
     insts = [pt.instance("t", d, 0, "generate_until", f"q{d}", generation_kwargs={"until": []}) for d in range(3)]
-    spec = SimpleNamespace(token_rule=None, add_bos_token=None, prefix_token_id=None)
+    spec = SimpleNamespace(backend="fake", token_rule=None, add_bos_token=None, prefix_token_id=None)
     stats = RunStats()
     loop = JobLoop(SimpleNamespace(tokenizer=None), spec, "plan", _Sink(), stats)  # type: ignore[arg-type]
     loop.run_kind(kind, insts)
