@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from lmeval.executor.backends.base import samples_to_run
+from lmeval.executor.backends import samples_to_run
 from lmeval.executor.errors import ExecuteError, failed
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreOutput
 from lmeval.plans import UserError, built_in_backend
 
 # (an input, the backend's answer to it) -> what is wrong with the answer, or None
-Problem = Callable[[Any, Any], "str | None"]
+AnswerProblem = Callable[[Any, Any], "str | None"]
 
 
 def score_problem(x: Any, out: Any) -> str | None:
@@ -78,7 +78,7 @@ def checked_answers(
     backend: str,
     answers: Callable[[], Iterable[tuple[int, Any]]],
     inputs: Sequence[Any],
-    problem: Problem,
+    problem: AnswerProblem,
     where: Callable[[int], str],
 ) -> Iterator[tuple[int, Any]]:
     """The ``(index, output)`` pairs of ``answers()`` (the backend's call on ``inputs``), each checked;

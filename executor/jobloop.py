@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lmeval.executor import budgets
-from lmeval.executor.answercheck import Problem, checked_answers, gen_problem, score_problem
+from lmeval.executor.answercheck import AnswerProblem, checked_answers, gen_problem, score_problem
 from lmeval.executor.backends import Backend, RequestFailed
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.media import with_images
@@ -80,7 +80,7 @@ class RequestKind:
     run: Callable[[Backend, list[Any]], Iterator[tuple[int, Any]]]  # (input index, output) as they finish
     result: Callable[[Any, list[Any], Backend], JobResult]  # a job and its outputs, in input order
     generated: Callable[[Any], int]  # tokens an output generated (the limit counts each once)
-    problem: Problem  # (input, output) -> what is wrong with the backend's answer (executor/answercheck.py)
+    problem: AnswerProblem  # (input, output) -> what is wrong with the backend's answer (executor/answercheck.py)
 
 
 SCORING = RequestKind(

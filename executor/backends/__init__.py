@@ -27,6 +27,7 @@ from lmeval.plans import (
 
 if TYPE_CHECKING:  # re-exported on first use (common/lazyface.py), so that importing the face stays light
     from lmeval.executor.backends.base import load_hf_tokenizer as load_hf_tokenizer
+    from lmeval.executor.backends.base import samples_to_run as samples_to_run
     from lmeval.executor.backends.hf_vision import is_vision_model as is_vision_model
     from lmeval.executor.backends.http import RequestFailed as RequestFailed
     from lmeval.executor.backends.http import destination_notice as destination_notice
