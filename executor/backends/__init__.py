@@ -71,11 +71,30 @@ def _start_plugin(entry: BackendEntry, spec: ModelSpec, model_dir: Path | None) 
     if not callable(factory):
         raise ExecuteError(f"{where}: module {entry.module!r} has no class {entry.cls!r}")
     try:
-        return cast(Backend, factory(spec, model_dir))
+        backend = factory(spec, model_dir)
     except UserError:
         raise
     except Exception as e:
         raise ExecuteError(f"{where}: {failed('start', e)}") from None
+    problem = _interface_problem(backend)
+    if problem is not None:
+        raise ExecuteError(f"{where}: {problem}")
+    return cast(Backend, backend)
+
+
+def _interface_problem(backend: object) -> str | None:
+    """What ``backend`` lacks of ``base.Backend`` (methods, a positive integer ``max_length``, a ``tokenizer``
+    attribute: None or one that encodes and decodes), or None."""
+    missing = [m for m in ("score", "generate", "engine_args", "close") if not callable(getattr(backend, m, None))]
+    if missing:
+        return f"{type(backend).__name__} has no method {', '.join(missing)}"
+    length = getattr(backend, "max_length", None)
+    if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
+        return f"max_length {length!r} is not a positive integer"
+    tok = getattr(backend, "tokenizer", "absent")
+    if tok is not None and not all(callable(getattr(tok, m, None)) for m in ("encode", "decode")):
+        return "tokenizer is neither None nor one with encode and decode"
+    return None
 
 
 def plan_refusal(

@@ -91,8 +91,10 @@ class PlugBackend:
     def __init__(self, spec, model_dir):
         if MODE == "raises_on_start":
             raise RuntimeError("no engine here")
-        self.max_length = 2048
+        self.max_length = "long" if MODE == "max_length_not_a_number" else 2048
         self.tokenizer = None
+        if MODE == "no_generate":
+            self.generate = None
 
     def score(self, inputs):
         for i, x in enumerate(inputs):
@@ -171,6 +173,8 @@ PLUGIN_NAMED = "model.backend=plug (a plugin backend"
         ("good", "", "NoSuchClass", ("has no class 'NoSuchClass'",)),
         ("raises_on_import", "", "PlugBackend", ("failed to import (ImportError: the plugin's own import failed)",)),
         ("raises_on_start", "", "PlugBackend", ("failed to start (RuntimeError: no engine here)",)),
+        ("max_length_not_a_number", "", "PlugBackend", ("max_length 'long' is not a positive integer",)),
+        ("no_generate", "", "PlugBackend", ("PlugBackend has no method generate",)),
         ("raises_answering", "", "PlugBackend", ("failed to answer (RuntimeError: lost the connection)",)),
         ("score_not_a_number", "", "PlugBackend", ("task arc_easy", "bad answer: log-probability '-1.5' is not")),
         ("not_a_gen_output", "", "PlugBackend", ("task arith", "bad answer: str, not a GenOutput")),
