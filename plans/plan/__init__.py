@@ -14,12 +14,15 @@ from lmeval.plans.plan.chain import ChainLink as ChainLink
 from lmeval.plans.plan.chain import Stage as Stage
 from lmeval.plans.plan.chain import chain_link as chain_link
 from lmeval.plans.plan.chain import is_chain as is_chain
+from lmeval.plans.plan.chain import new_stage as new_stage
 from lmeval.plans.plan.chain import next_messages as next_messages
 from lmeval.plans.plan.chain import plan_turn as plan_turn
 from lmeval.plans.plan.chain import read_chain as read_chain
 from lmeval.plans.plan.chain import results_hash as results_hash
 from lmeval.plans.plan.chain import stage_dir as stage_dir
 from lmeval.plans.plan.chain import stage_plan as stage_plan
+from lmeval.plans.plan.chain import stage_plan_name as stage_plan_name
+from lmeval.plans.plan.chain import stage_results as stage_results
 from lmeval.plans.plan.chain import turns_field as turns_field
 from lmeval.plans.plan.chain import turns_problem as turns_problem
 from lmeval.plans.plan.chain import write_chain as write_chain
