@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.plan.chain import CHAIN_FILE, Chain, Stage, chain_link, read_chain, stage_plan, stage_results
-from lmeval.plans.plan.io import read_header
+from lmeval.plans.plan import CHAIN_FILE, Chain, Stage, chain_link, read_chain, read_header, stage_plan, stage_results
 from lmeval.plans.results import MANIFEST, read_manifest
 
 

@@ -13,10 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lmeval.plans.errors import PlanError, UserError
-from lmeval.plans.plan.chain import CHAIN_FILE
+from lmeval.plans.plan import CHAIN_FILE
 from lmeval.plans.results import MANIFEST, part_files, plan_named, read_manifest
-from lmeval.plans.scored.files import RESULTS_JSON, SAMPLES_PARQUET
-from lmeval.plans.scored.repeats import REPEATS_PARQUET
+from lmeval.plans.scored import REPEATS_PARQUET, RESULTS_JSON, SAMPLES_PARQUET
 
 PathLike = str | os.PathLike[str]
 _RUN_FILES = (MANIFEST, RESULTS_JSON, SAMPLES_PARQUET, REPEATS_PARQUET, CHAIN_FILE)

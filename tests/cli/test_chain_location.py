@@ -1,7 +1,8 @@
 """A chained run's folder is the chain wherever it lies (#64): chain.json records every stage's plan and results
 relative to the folder, stage 1's plan kept there too, so a folder moved elsewhere is still shown and diffed; a
 chain.json of an older lmeval (absolute paths) is read while its paths resolve, and found again in the moved
-folder, else refused in one line naming the chain file, the stage and the field. Fake backend (tests/cli/test_chain.py)."""
+folder, else refused in one line naming the chain file, the stage and the field. Fake backend, as
+tests/cli/test_chain.py."""
 
 from __future__ import annotations
 

@@ -194,7 +194,7 @@ def yaml_forged_olmes_format_record_with_seed(tmp: Path, base: Base) -> Case:
 @case("formats")
 def yaml_formats_block_beside_a_forged_record(tmp: Path, base: Base) -> Case:
     yaml = MINI_YAML.replace("output_type: generate_until", "output_type: multiple_choice")
-    yaml += 'doc_to_choice: "{{[answer, \'0\']}}"\nformats: cloze\nformat:\n  name: cot\n  vocabulary: lm-eval-0.5\n'
+    yaml += "doc_to_choice: \"{{[answer, '0']}}\"\nformats: cloze\nformat:\n  name: cot\n  vocabulary: lm-eval-0.5\n"
     d = task_dir(tmp, yaml)
     return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "task mini", "field format"),
                 absent=[tmp / "out.msgpack"])  # fmt: skip
