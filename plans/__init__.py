@@ -84,6 +84,7 @@ from lmeval.plans.plan import Record as Record
 from lmeval.plans.plan import Stage as Stage
 from lmeval.plans.plan import TaskSummary as TaskSummary
 from lmeval.plans.plan import TokenRule as TokenRule
+from lmeval.plans.plan import answered as answered
 from lmeval.plans.plan import canonical_bytes as canonical_bytes
 from lmeval.plans.plan import chain_link as chain_link
 from lmeval.plans.plan import check_media as check_media

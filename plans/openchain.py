@@ -3,8 +3,9 @@ ROOT``, ``lmeval diff ROOT_A ROOT_B``). Its ``chain.json`` is read, and each sta
 this chain before anything is shown (#64): the stages are turns 1, 2, ... in order; each plan file is the plan its
 stage records (``plan_hash``); stage 1's plan has no chain section and stage k+1's names stage k's plan hash and
 results hash as its parent (the plan's own record, in its hash); a stage's results folder, where there is one,
-holds results of its plan. A chain.json whose stage names another chain's plan fails one of these: a one-line
-``PlanError`` naming the chain file, the stage and the field."""
+holds results of its plan and, once the stage is complete, the answers its ``results_hash`` names. A chain.json
+whose stage names another chain's plan fails one of these: a one-line ``PlanError`` naming the chain file, the
+stage and the field."""
 
 from __future__ import annotations
 
@@ -13,8 +14,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.plan import CHAIN_FILE, Chain, Stage, chain_link, read_chain, read_header, stage_plan, stage_results
-from lmeval.plans.results import MANIFEST, read_manifest
+from lmeval.plans.plan import (
+    CHAIN_FILE,
+    Chain,
+    Stage,
+    answered,
+    chain_link,
+    read_chain,
+    read_header,
+    read_plan,
+    results_hash,
+    stage_plan,
+    stage_results,
+)
+from lmeval.plans.results import MANIFEST, read_manifest, read_results
+
+
+def _answers_hash(plan: Path, results: Path) -> str | None:
+    """``results_hash`` of the answers the results folder ``results`` holds for the stage plan ``plan`` (read
+    whole, its hash verified), or None while one is missing."""
+    whole = read_plan(plan)
+    instances = answered(whole.header.tasks, whole.instances)
+    rows = dict(read_results(results).select("instance_id", "response").rows())
+    if any(rows.get(i.instance_id) is None for i in instances):
+        return None
+    return results_hash((i.task, i.doc_id, i.idx, rows[i.instance_id]) for i in instances)
 
 
 @dataclass(frozen=True)
@@ -60,10 +84,17 @@ def open_chain(root: str | os.PathLike[str]) -> OpenChain:
                 raise bad("results_hash", why, k - 1)
         results = stage_results(root, s)
         if (results / MANIFEST).exists():
-            ran = read_manifest(results).plan_hash
+            try:
+                ran = read_manifest(results).plan_hash
+                held = _answers_hash(path, results) if ran == s.plan_hash and s.results_hash is not None else None
+            except PlanError as e:
+                raise bad("results", str(e)) from None
             if ran != s.plan_hash:
                 raise bad("results", f"{results} holds results of plan {ran[:12]}, not of the stage's plan "
                                      f"{s.plan_hash[:12]}")  # fmt: skip
+            if s.results_hash is not None and held != s.results_hash:
+                raise bad("results_hash", f"{s.results_hash[:12]!r}, but {results} holds answers "
+                                          f"{(held or 'incomplete')[:12]}")  # fmt: skip
         plans.append(path)
         prev = s
     return OpenChain(Path(root), chain, plans)

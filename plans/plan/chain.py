@@ -18,6 +18,7 @@ from lmeval.common import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 from lmeval.plans.plan.canonical import content_hash
+from lmeval.plans.plan.records import InstanceRecord
 
 TURNS_FIELD = "turns_field"  # task config key: the document field that lists the conversation's user turns
 ANSWERS_KEY = "turn_answers"  # key a stage k+1 document gets: the model's answers to turns 1..k, in order
@@ -75,6 +76,13 @@ def turns_problem(value: Any) -> str | None:
         if type(t) is not str:
             return f"turn {i + 1} is not a string"
     return None
+
+
+def answered(tasks: Iterable[Any], instances: Iterable[InstanceRecord]) -> list[InstanceRecord]:
+    """The Instances of a stage whose answers the chain carries on (``results_hash`` covers their rows, the next
+    stage continues them): idx 0 of each document of a multi-turn task (``tasks``: the header's summaries)."""
+    fields = {t.name for t in tasks if turns_field(t.config) is not None}
+    return [i for i in instances if i.task in fields and i.idx == 0]
 
 
 def results_hash(rows: Iterable[tuple[str, int, int, str]]) -> str:

@@ -198,3 +198,12 @@ def yaml_formats_block_beside_a_forged_record(tmp: Path, base: Base) -> Case:
     d = task_dir(tmp, yaml)
     return Case(compile_task(d, "mini", base.data, tmp), (str(d / "t.yaml"), "task mini", "field format"),
                 absent=[tmp / "out.msgpack"])  # fmt: skip
+
+
+@case("chains")
+def show_chain_forged_results_hash_of_the_last_stage(tmp: Path, base: Base) -> Case:
+    def edit(st: list[dict[str, Any]], other: Path) -> None:
+        st[-1]["results_hash"] = "0" * 64  # no later stage names it: checked against the answers themselves
+
+    root = _forged_chain(tmp, edit)
+    return Case(["show", str(root)], (str(root / "chain.json"), "stage 3", "results_hash"), keep=[root])
