@@ -84,8 +84,8 @@ from lmeval.plans.plan import Record as Record
 from lmeval.plans.plan import Stage as Stage
 from lmeval.plans.plan import TaskSummary as TaskSummary
 from lmeval.plans.plan import TokenRule as TokenRule
-from lmeval.plans.plan import answered as answered
 from lmeval.plans.plan import canonical_bytes as canonical_bytes
+from lmeval.plans.plan import chain_answered as chain_answered
 from lmeval.plans.plan import chain_link as chain_link
 from lmeval.plans.plan import check_media as check_media
 from lmeval.plans.plan import choose_prefix_token as choose_prefix_token

@@ -18,7 +18,7 @@ from lmeval.plans.plan import (
     CHAIN_FILE,
     Chain,
     Stage,
-    answered,
+    chain_answered,
     chain_link,
     read_chain,
     read_header,
@@ -34,7 +34,7 @@ def _answers_hash(plan: Path, results: Path) -> str | None:
     """``results_hash`` of the answers the results folder ``results`` holds for the stage plan ``plan`` (read
     whole, its hash verified), or None while one is missing."""
     whole = read_plan(plan)
-    instances = answered(whole.header.tasks, whole.instances)
+    instances = chain_answered(whole.header.tasks, whole.instances)
     rows = dict(read_results(results).select("instance_id", "response").rows())
     if any(rows.get(i.instance_id) is None for i in instances):
         return None

@@ -23,7 +23,7 @@ from lmeval.plans import (
     PlanError,
     PlanHeader,
     TaskSummary,
-    answered,
+    chain_answered,
     instance_id_for,
     next_messages,
     plan_turn,
@@ -119,7 +119,7 @@ def compile_next(
     if not fields:
         raise CompileError(f"{plan_path}: no multi-turn task (a task config with turns_field) in the plan")
     turn = plan_turn(header.config)
-    firsts = answered(header.tasks, plan.instances)
+    firsts = chain_answered(header.tasks, plan.instances)
     answers = _answers(results_dir, header.plan_hash, firsts)
     link = ChainLink(turn + 1, header.plan_hash,
                      results_hash((i.task, i.doc_id, i.idx, answers[i.instance_id]) for i in firsts))  # fmt: skip

@@ -12,7 +12,7 @@ from lmeval.plans.plan.chain import TURNS_FIELD as TURNS_FIELD
 from lmeval.plans.plan.chain import Chain as Chain
 from lmeval.plans.plan.chain import ChainLink as ChainLink
 from lmeval.plans.plan.chain import Stage as Stage
-from lmeval.plans.plan.chain import answered as answered
+from lmeval.plans.plan.chain import chain_answered as chain_answered
 from lmeval.plans.plan.chain import chain_link as chain_link
 from lmeval.plans.plan.chain import is_chain as is_chain
 from lmeval.plans.plan.chain import new_stage as new_stage

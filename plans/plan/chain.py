@@ -78,7 +78,7 @@ def turns_problem(value: Any) -> str | None:
     return None
 
 
-def answered(tasks: Iterable[Any], instances: Iterable[InstanceRecord]) -> list[InstanceRecord]:
+def chain_answered(tasks: Iterable[Any], instances: Iterable[InstanceRecord]) -> list[InstanceRecord]:
     """The Instances of a stage whose answers the chain carries on (``results_hash`` covers their rows, the next
     stage continues them): idx 0 of each document of a multi-turn task (``tasks``: the header's summaries)."""
     fields = {t.name for t in tasks if turns_field(t.config) is not None}
