@@ -9,6 +9,7 @@ from lmeval.contamination.ngrams import NGRAM as NGRAM
 from lmeval.contamination.ngrams import words as words
 from lmeval.contamination.plantext import FIELDS as FIELDS
 from lmeval.contamination.plantext import build_plan_index
+from lmeval.contamination.report import REPORT_FILES as REPORT_FILES
 from lmeval.contamination.report import Report as Report
 from lmeval.contamination.report import build_contamination_report
 from lmeval.contamination.report import excluded as excluded

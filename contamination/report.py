@@ -29,6 +29,7 @@ REPORT_FORMAT = "lmeval-contamination"
 SUMMARY = "summary.json"
 DOCUMENTS = "documents.parquet"
 LOCATIONS = "locations.parquet"
+REPORT_FILES = (DOCUMENTS, LOCATIONS, SUMMARY)  # what ``write_contamination_report`` writes into its folder
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 from lmeval.diff.compare import diff_plans
 from lmeval.diff.model import DiffReport
 from lmeval.diff.render import render_text
-from lmeval.plans import InstanceRecord, PlanReader, plan_turn, read_chain, read_header, stage_plan
+from lmeval.plans import InstanceRecord, PlanReader, open_chain, plan_turn, read_header
 
 
 @dataclass
@@ -76,8 +76,10 @@ def diff_chains(
     task: str | None = None,
     verify: bool = True,
 ) -> ChainDiff:
-    """Compare two chained runs stage by stage (stages paired by position)."""
-    a, b = read_chain(old), read_chain(new)
+    """Compare two chained runs stage by stage (stages paired by position), each stage's plan first checked to
+    be its chain's (``plans.open_chain``)."""
+    ca, cb = open_chain(old), open_chain(new)
+    a, b = ca.chain, cb.chain
     out = ChainDiff(str(old), str(new))
     for k in range(max(len(a.stages), len(b.stages))):
         sa = a.stages[k] if k < len(a.stages) else None
@@ -87,7 +89,7 @@ def diff_chains(
             assert s is not None
             out.stages.append(StageDiff(k + 1, s.turn, "old-only" if sb is None else "new-only"))
             continue
-        pa, pb = stage_plan(old, sa), stage_plan(new, sb)
+        pa, pb = ca.plans[k], cb.plans[k]
         turn = plan_turn(read_header(pb).config)
         report = diff_plans(pa, pb, show=show, task=task, verify=verify)
         first = None if report.identical else first_context_change(pa, pb, task)

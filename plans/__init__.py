@@ -10,8 +10,9 @@ wings, each a subpackage with its own face:
 - ``usercode/``: user code a task names (function references);
 
 and at the top of plans/ the modules on which the wings stand or which stand on them: apikeys.py, errors.py,
-limits.py, openrun.py (``open_run``: the one way into a results directory), resultsdir.py. This face re-exports
-every public name of the contract, one line each."""
+limits.py, openchain.py (``open_chain``: the one way into a chained run), openrun.py (``open_run``: the one way
+into a results directory), outputs.py (no output over an input), resultsdir.py. This face re-exports every
+public name of the contract, one line each."""
 
 from lmeval.plans.apikeys import API_KEY_ENV as API_KEY_ENV
 from lmeval.plans.apikeys import BASE_URL_ENV as BASE_URL_ENV
@@ -39,8 +40,13 @@ from lmeval.plans.limits import loads_json as loads_json
 from lmeval.plans.limits import open_regular as open_regular
 from lmeval.plans.limits import read_lines as read_lines
 from lmeval.plans.limits import value_problem as value_problem
+from lmeval.plans.openchain import OpenChain as OpenChain
+from lmeval.plans.openchain import open_chain as open_chain
 from lmeval.plans.openrun import OpenRun as OpenRun
 from lmeval.plans.openrun import open_run as open_run
+from lmeval.plans.outputs import input_clash as input_clash
+from lmeval.plans.outputs import refuse_input_as_output as refuse_input_as_output
+from lmeval.plans.outputs import run_inputs as run_inputs
 from lmeval.plans.plan import ANSWERS_KEY as ANSWERS_KEY
 from lmeval.plans.plan import CHAIN_FILE as CHAIN_FILE
 from lmeval.plans.plan import CHAIN_KEY as CHAIN_KEY
@@ -80,6 +86,7 @@ from lmeval.plans.plan import Stage as Stage
 from lmeval.plans.plan import TaskSummary as TaskSummary
 from lmeval.plans.plan import TokenRule as TokenRule
 from lmeval.plans.plan import canonical_bytes as canonical_bytes
+from lmeval.plans.plan import chain_answered as chain_answered
 from lmeval.plans.plan import chain_link as chain_link
 from lmeval.plans.plan import check_media as check_media
 from lmeval.plans.plan import choose_prefix_token as choose_prefix_token
@@ -99,6 +106,7 @@ from lmeval.plans.plan import is_chain as is_chain
 from lmeval.plans.plan import media_dir as media_dir
 from lmeval.plans.plan import media_hashes as media_hashes
 from lmeval.plans.plan import messages_problem as messages_problem
+from lmeval.plans.plan import new_stage as new_stage
 from lmeval.plans.plan import next_messages as next_messages
 from lmeval.plans.plan import open_layout as open_layout
 from lmeval.plans.plan import parse_calls as parse_calls
@@ -125,6 +133,8 @@ from lmeval.plans.plan import span_order as span_order
 from lmeval.plans.plan import split_locations as split_locations
 from lmeval.plans.plan import stage_dir as stage_dir
 from lmeval.plans.plan import stage_plan as stage_plan
+from lmeval.plans.plan import stage_plan_name as stage_plan_name
+from lmeval.plans.plan import stage_results as stage_results
 from lmeval.plans.plan import task_hash as task_hash
 from lmeval.plans.plan import template_tools as template_tools
 from lmeval.plans.plan import tools_problem as tools_problem

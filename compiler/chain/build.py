@@ -23,6 +23,7 @@ from lmeval.plans import (
     PlanError,
     PlanHeader,
     TaskSummary,
+    chain_answered,
     instance_id_for,
     next_messages,
     plan_turn,
@@ -118,7 +119,7 @@ def compile_next(
     if not fields:
         raise CompileError(f"{plan_path}: no multi-turn task (a task config with turns_field) in the plan")
     turn = plan_turn(header.config)
-    firsts = [i for i in plan.instances if i.task in fields and i.idx == 0]
+    firsts = chain_answered(header.tasks, plan.instances)
     answers = _answers(results_dir, header.plan_hash, firsts)
     link = ChainLink(turn + 1, header.plan_hash,
                      results_hash((i.task, i.doc_id, i.idx, answers[i.instance_id]) for i in firsts))  # fmt: skip

@@ -17,6 +17,7 @@ from lmeval.compiler.formats.apply import format_metric as format_metric
 from lmeval.compiler.formats.apply import formatted as formatted
 from lmeval.compiler.formats.apply import group_aggregates as group_aggregates
 from lmeval.compiler.formats.apply import primary_metric as primary_metric
+from lmeval.compiler.formats.apply import refuse_format_record as refuse_format_record
 from lmeval.compiler.formats.lm_eval_05 import Format05 as Format05
 from lmeval.compiler.formats.lm_eval_05 import formatted05 as formatted05
 from lmeval.compiler.formats.lm_eval_05 import lm_eval_05_format as lm_eval_05_format

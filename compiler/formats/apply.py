@@ -19,6 +19,22 @@ from lmeval.compiler.formats.olmes import OlmesFormat, olmes_format
 from lmeval.compiler.formats.templates import DEFAULT_LABELS, label_style
 from lmeval.plans import OLMES, Variant, format_name, format_names, prompt_format
 
+RECORD = "format"  # the task config key holding the compile's record of the prompt format it applied
+
+
+def refuse_format_record(cfg: dict[str, Any], source: str | None, default_name: str | None) -> None:
+    """A task YAML may not write the format record itself: ``format`` is what the compile records of the format
+    it applied (``formatted``, ``formatted05``), and the scorer, ``lmeval diff`` and the report trust it, so a
+    YAML's own would make the plan claim a format it never applied."""
+    if RECORD in cfg:
+        raise fail(
+            "is the record lmeval writes of the prompt format it applied; a task YAML cannot set it (a format is "
+            "applied by NAME@FORMAT, run.format or lm-eval 0.5's formats:)",
+            file=source,
+            task=str(cfg.get("task", default_name)),
+            field=RECORD,
+        )
+
 
 def check_format(fmt: str, where: str) -> str:
     if olmes_format(fmt) is None:

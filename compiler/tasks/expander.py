@@ -25,6 +25,7 @@ from lmeval.compiler.formats import (
     formatted05,
     group_aggregates,
     lm_eval_05_format,
+    refuse_format_record,
     split_name,
     with_scorer,
 )
@@ -330,6 +331,7 @@ class Expander:
     ) -> list[str]:
         for k in ("tag", "group", "task_list"):
             cfg.pop(k, None)
+        refuse_format_record(cfg, source, default_name)
         cfg = self._lm_eval_05(cfg, source, default_name)
         v = self._variant or default_variant(self.default_format)
         if v is not None and (cfg.get("output_type") == "multiple_choice" or self._format_is_task):

@@ -40,7 +40,9 @@ def register(subparsers: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from lmeval.executor import export_batch
+    from lmeval.plans import refuse_input_as_output, run_inputs
 
+    refuse_input_as_output(args.out, [args.plan, *(run_inputs(args.resume) if args.resume else [])])
     n = export_batch(args.plan, args.out, args.overrides, args.endpoint, args.resume)
     print(f"{n} requests -> {args.out}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from lmeval.plans import UserError
@@ -34,7 +35,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.contamination import FIELDS, check_contamination, write_contamination_report
+    from lmeval.contamination import FIELDS, REPORT_FILES, check_contamination, write_contamination_report
+    from lmeval.plans import refuse_input_as_output
 
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     bad = [f for f in fields if f not in FIELDS]
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--min-fraction: must be within [0, 1], got {args.min_fraction}")
     if args.workers < 0:
         raise UserError(f"--workers: must be at least 0, got {args.workers}")
+    refuse_input_as_output([Path(args.out) / n for n in REPORT_FILES], [args.plan, *args.corpus], "-o")
     report = check_contamination(
         args.plan,
         args.corpus,

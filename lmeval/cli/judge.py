@@ -36,7 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run_judge(args: argparse.Namespace) -> int:
     from lmeval.compiler import compile_judge, load_judge_config, read_judged
+    from lmeval.plans import refuse_input_as_output, run_inputs
 
+    if args.out:  # the judge plan never over the judged run's plan or files, nor the judge's YAML
+        inputs = [*run_inputs(args.results, args.plan), *(run_inputs(args.against) if args.against else [])]
+        refuse_input_as_output(args.out, [*inputs, args.judge])
     cfg = load_judge_config(args.judge, list(args.overrides))
     judged = read_judged(args.results, args.plan, cfg.tasks, cfg.limit)
     against = read_judged(args.against, None, cfg.tasks, cfg.limit) if args.against else None

@@ -23,13 +23,14 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lmeval.cli.results_table import print_clean_table
-    from lmeval.plans import read_scored
+    from lmeval.plans import read_scored, refuse_input_as_output, run_inputs
     from lmeval.report import write_report
 
-    path = write_report(list(args.results), args.out, baseline=args.baseline)
     dirs = list(args.results)
     if args.baseline and args.baseline not in dirs:
         dirs.insert(0, args.baseline)
+    refuse_input_as_output(args.out, [f for d in dirs for f in run_inputs(d)], "-o")
+    path = write_report(list(args.results), args.out, baseline=args.baseline)
     for d in dirs:  # runs scored with --exclude: all documents vs the clean subset
         run = read_scored(d, samples=False).results
         if run.contamination is not None:

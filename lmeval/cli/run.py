@@ -42,8 +42,10 @@ def next_turn(args: argparse.Namespace) -> int:
     """``lmeval next-turn PLAN RESULTS``: what ``lmeval run`` does between two stages, for runs executed apart
     (``lmeval execute`` on another machine, batch APIs)."""
     from lmeval.compiler import compile_next
-    from lmeval.plans import UserError
+    from lmeval.plans import UserError, refuse_input_as_output, run_inputs
 
+    if args.out:  # stage K+1 never over stage K's plan or results (nothing written yet)
+        refuse_input_as_output(args.out, [args.plan, *run_inputs(args.results)])
     located = {}
     for item in args.located:
         key, eq, value = item.partition("=")
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     scorer.check_user_code(plan, trust, include)  # before the model runs, not after
     overrides = execute_model_overrides(list(args.overrides), c.header.config)
     if any(turns_field(t.config) for t in c.header.tasks):
-        return _run_chain(args, c, plan, overrides, trust, include)
+        return _run_chain(args, c, overrides, trust, include)
     results = executor.execute(
         str(plan),
         out=args.out,
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str], trust: bool, include: Any) -> int:
+def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bool, include: Any) -> int:
     """Every stage of a chained plan: executed into ``ROOT/turnK`` (resumed when there), scored, and the next
     stage compiled from its results (``compiler.compile_next``), until no conversation has another turn."""
     import re
@@ -106,13 +108,15 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
     from lmeval import executor, scorer
     from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_next
-    from lmeval.plans import Chain, Stage, UserError, is_chain, read_chain, stage_dir, write_chain
+    from lmeval.plans import Chain, UserError, is_chain, new_stage, read_chain, stage_dir, stage_plan_name, write_chain
 
     h = c.header
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", h.model.name).strip("_") or "model"
     root = Path(args.out) if args.out else Path("results") / f"{h.plan_hash[:12]}-{model}"
     chain = read_chain(root) if is_chain(root) else Chain()
-    turn, plan_k, plan_hash = 1, plan, h.plan_hash
+    # every stage's plan is kept in the chain folder (stage 1's too, beside --plan-out), recorded relative to it:
+    # the folder moved or copied elsewhere is the same chain (plans/plan/chain.py)
+    turn, plan_hash, write_plan = 1, h.plan_hash, lambda p: c.write(str(p))
     while True:
         out = stage_dir(root, turn)
         old = chain.stage(turn)
@@ -121,7 +125,10 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
                 f"{root}: holds a chained run whose turn {turn} is plan {old.plan_hash[:12]}, not "
                 f"{plan_hash[:12]} (other settings or other answers); give another --out"
             )
-        stage = Stage(turn, str(plan_k.resolve()), plan_hash, out.name)
+        plan_k = write_plan(root / stage_plan_name(turn, plan_hash))
+        if turn > 1:
+            print(f"plan: {plan_k}")
+        stage = new_stage(root, turn, plan_k, plan_hash)
         chain.put(stage)
         write_chain(root, chain)
         print(f"turn {turn}: plan {plan_hash[:12]} -> {out}", file=sys.stderr)
@@ -138,8 +145,6 @@ def _run_chain(args: argparse.Namespace, c: Any, plan: Path, overrides: list[str
         write_chain(root, chain)
         if nxt is None:
             break
-        turn, plan_hash = nxt.turn, nxt.header.plan_hash
-        plan_k = nxt.write(root / f"turn{turn}-{plan_hash[:12]}.msgpack")
-        print(f"plan: {plan_k}")
+        turn, plan_hash, write_plan = nxt.turn, nxt.header.plan_hash, nxt.write
     print(root)
     return 0

@@ -114,16 +114,17 @@ def _chain_line(h: PlanHeader) -> str | None:
 
 def show_chain(root: str, args: argparse.Namespace) -> int:
     """``lmeval show CHAIN_FOLDER``: each stage of a chained run, then each stage's plan as ``show`` prints one."""
-    from lmeval.plans import read_chain, stage_plan
+    from lmeval.plans import open_chain
 
-    chain = read_chain(root)
+    opened = open_chain(root)  # each stage's plan checked to be this chain's before anything is shown
+    chain = opened.chain
     print(f"chained run {root}: {len(chain.stages)} stages")
     for s in chain.stages:
         rh = s.results_hash[:12] if s.results_hash else "(not complete)"
         print(f"  stage {s.turn}: turn {s.turn}, plan {s.plan_hash[:12]}, results {s.results}/ {rh}")
-    for s in chain.stages:
+    for s, plan in zip(chain.stages, opened.plans, strict=True):
         print(f"\n══ stage {s.turn} (turn {s.turn}) ══")
-        with PlanReader(stage_plan(root, s)) as reader:
+        with PlanReader(plan) as reader:
             print_header(reader.header, args.config)
             if args.examples > 0:
                 print_examples(reader, args.examples, args.task)

@@ -18,6 +18,7 @@ from lmeval.common import write_atomic
 from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import MAX_MANIFEST_BYTES, InputError, loads_json, open_regular
 from lmeval.plans.plan.canonical import content_hash
+from lmeval.plans.plan.records import InstanceRecord
 
 TURNS_FIELD = "turns_field"  # task config key: the document field that lists the conversation's user turns
 ANSWERS_KEY = "turn_answers"  # key a stage k+1 document gets: the model's answers to turns 1..k, in order
@@ -77,6 +78,13 @@ def turns_problem(value: Any) -> str | None:
     return None
 
 
+def chain_answered(tasks: Iterable[Any], instances: Iterable[InstanceRecord]) -> list[InstanceRecord]:
+    """The Instances of a stage whose answers the chain carries on (``results_hash`` covers their rows, the next
+    stage continues them): idx 0 of each document of a multi-turn task (``tasks``: the header's summaries)."""
+    fields = {t.name for t in tasks if turns_field(t.config) is not None}
+    return [i for i in instances if i.task in fields and i.idx == 0]
+
+
 def results_hash(rows: Iterable[tuple[str, int, int, str]]) -> str:
     """sha256 over a stage's answers, (task, doc_id, idx, response), in (task, doc_id, idx) order: the parent
     results' identity a stage k+1 plan records."""
@@ -98,10 +106,24 @@ def stage_dir(root: str | os.PathLike[str], turn: int) -> Path:
 @dataclass
 class Stage:
     turn: int
-    plan: str  # the stage's plan file (as written; provenance)
+    plan: str  # the stage's plan file, relative to the chain folder (chain.json files before #64: absolute)
     plan_hash: str
     results: str  # the stage's results folder, relative to the chain folder
     results_hash: str | None = None  # set once the stage's results are complete
+
+
+def stage_plan_name(turn: int, plan_hash: str) -> str:
+    """The file a chained run keeps stage ``turn``'s plan in, in its folder: ``turnK-<hash12>.msgpack``."""
+    return f"turn{turn}-{plan_hash[:12]}.msgpack"
+
+
+def new_stage(root: str | os.PathLike[str], turn: int, plan: str | os.PathLike[str], plan_hash: str) -> Stage:
+    """The record of stage ``turn`` whose plan ``plan`` lies in the chain folder ``root``: every path relative
+    to the folder, so the folder moved or copied elsewhere is still the same chain."""
+    rel = Path(os.path.relpath(Path(plan).resolve(), Path(root).resolve()))
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"stage {turn}'s plan {plan} is not in the chain folder {root}")
+    return Stage(turn, rel.as_posix(), plan_hash, stage_dir(root, turn).name)
 
 
 @dataclass
@@ -150,14 +172,43 @@ def read_chain(root: str | os.PathLike[str]) -> Chain:
         if not isinstance(data, dict) or data.get("format") != "lmeval-chain" or data.get("version") != 1:
             raise TypeError("not an lmeval-chain version 1 file")
         stages = [Stage(**s) for s in data["stages"]]
-        if any(not isinstance(s.turn, int) or not isinstance(s.plan_hash, str) for s in stages):
-            raise TypeError("a stage's turn or plan_hash has the wrong type")
+        for s in stages:
+            if type(s.turn) is not int or not all(isinstance(v, str) for v in (s.plan, s.plan_hash, s.results)):
+                raise TypeError(f"a stage's turn, plan, plan_hash or results has the wrong type ({s.turn!r:.20})")
+            if s.results_hash is not None and not isinstance(s.results_hash, str):
+                raise TypeError(f"stage {s.turn}: results_hash is not a string")
     except (TypeError, KeyError) as e:
         raise PlanError(f"{p}: malformed chain file: {e}") from None
     return Chain(stages=stages)
 
 
+def _inside(root: str | os.PathLike[str], stage: Stage, key: str, value: str) -> Path:
+    """``value`` (a stage's ``key``: a path relative to the chain folder) under ``root``; a path that leaves the
+    folder is refused."""
+    p = Path(value)
+    if not value or p.is_absolute() or ".." in p.parts:
+        raise PlanError(f"{Path(root) / CHAIN_FILE}: stage {stage.turn}: {key}: {value!r} is not a path inside the "
+                        "chain folder")  # fmt: skip
+    return Path(root) / p
+
+
 def stage_plan(root: str | os.PathLike[str], stage: Stage) -> Path:
-    """A stage's plan file: as recorded (absolute), or relative to the chain folder."""
+    """A stage's plan file: relative to the chain folder ``root`` (as recorded since #64). A chain.json written
+    before records absolute paths: such a path while the file is there, else the file of its name in the chain
+    folder (the folder was moved: stages after the first were written there); ``PlanError`` naming the chain
+    file, the stage and the field when neither is there."""
     p = Path(stage.plan)
-    return p if p.is_absolute() else Path(root) / p
+    if not p.is_absolute():
+        return _inside(root, stage, "plan", stage.plan)
+    if p.is_file():
+        return p
+    if (Path(root) / p.name).is_file():
+        return Path(root) / p.name
+    raise PlanError(f"{Path(root) / CHAIN_FILE}: stage {stage.turn}: plan: {p} is not there, nor {p.name} in the "
+                    "chain folder (a chain.json of an older lmeval records plans by absolute path; put the plan "
+                    "back there or beside chain.json)")  # fmt: skip
+
+
+def stage_results(root: str | os.PathLike[str], stage: Stage) -> Path:
+    """A stage's results folder, relative to the chain folder ``root``."""
+    return _inside(root, stage, "results", stage.results)

@@ -6,6 +6,7 @@ from lmeval.plans.scored.clean import side_by_side as side_by_side
 from lmeval.plans.scored.files import ITEMS as ITEMS
 from lmeval.plans.scored.files import REASONING_COLUMNS as REASONING_COLUMNS
 from lmeval.plans.scored.files import RESULTS_JSON as RESULTS_JSON
+from lmeval.plans.scored.files import SAMPLES_PARQUET as SAMPLES_PARQUET
 from lmeval.plans.scored.files import MissingInstance as MissingInstance
 from lmeval.plans.scored.files import ScoredFiles as ScoredFiles
 from lmeval.plans.scored.files import ScoredRun as ScoredRun
@@ -20,6 +21,7 @@ from lmeval.plans.scored.intervals import FIELD_PREFIX as FIELD_PREFIX
 from lmeval.plans.scored.intervals import SUBTASK as SUBTASK
 from lmeval.plans.scored.intervals import Intervals as Intervals
 from lmeval.plans.scored.intervals import MetricInterval as MetricInterval
+from lmeval.plans.scored.repeats import REPEATS_PARQUET as REPEATS_PARQUET
 from lmeval.plans.scored.repeats import read_repeats as read_repeats
 from lmeval.plans.scored.repeats import write_repeats as write_repeats
 from lmeval.plans.scored.subset import SubsetScores as SubsetScores
