@@ -256,7 +256,10 @@ class TaskBuilder(TaskDocuments):
         equal to the document dropped as lm-eval compares rows: ``images.same_doc``)."""
 
         def other(i: int) -> bool:
-            return eval_doc is None or not self._same_doc(pool[i], eval_doc, where)
+            def pooled(fld: str, msg: str) -> Exception:  # an image is decoded to compare: name its document
+                return where(fld, f"{msg} (few-shot pool document {i})")
+
+            return eval_doc is None or not self._same_doc(pool[i], eval_doc, pooled)
 
         if self.config.fewshot.sampler == "first_n":
             idx = list(range(len(pool)))

@@ -8,10 +8,10 @@ to the task's data folder (``<data_dir>/<local_name>/``) and may not leave it. E
 it enters a plan, one line naming file, task, field and doc id when it fails: at most ``MAX_IMAGE_BYTES``
 encoded, at most ``MAX_IMAGES_PER_INSTANCE`` per document, and ``imagedecode``'s checks.
 
-A document whose ``doc_to_image`` gives nothing (None, or a list whose entries are all None: PISA's text-only
-questions, a chartqa row whose image is null) shows no image: lm-eval's request carries ``visual=None`` (which
-its hf-multimodal, vllm-vlm and API models cannot run); the plan's Instance has no ``media`` and is a text
-request, its prompt as built.
+A document whose ``doc_to_image`` gives nothing (None: PISA's text-only questions; or a list whose entries are
+all None: a chartqa row whose image is null) shows no image: lm-eval's request carries ``visual=None`` (which
+its hf-multimodal, vllm-vlm and API models cannot iterate) or ``visual=[]``; the plan's Instance has no
+``media`` and is a text request, its prompt as built (an ``<image>`` placeholder in it stays text).
 
 lm-eval's few-shot sampler drops a candidate equal to the document (``x != doc`` over rows whose images
 ``datasets`` decoded): ``same_doc`` compares two rows that way, image values by what Pillow's ``Image.__eq__``

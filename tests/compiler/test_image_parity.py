@@ -141,3 +141,17 @@ def test_the_pixel_hash_covers_palette_and_transparency(tmp_path: Path) -> None:
         media = [r for r in recs if getattr(r, "media", None)][0].media  # type: ignore[attr-defined]
         hashes.append(media[0]["pixels"])
     assert hashes[0] != hashes[1]
+
+
+def test_a_chartqa_row_whose_image_is_null_is_a_text_request_as_lm_evals_shows_nothing(tmp_path: Path) -> None:
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    root = make_chartqa(tmp_path / "d", n=3)
+    rows = _rows(root / "ChartQA/test.jsonl")
+    rows[1]["image"] = None
+    _write(root / "ChartQA/test.jsonl", rows)
+    theirs = lm_eval_requests("chartqa", root)
+    plan = compiler.compile_to_file(["+task=chartqa", f"run.data_dir={root}"], str(tmp_path / "p.msgpack"))
+    ours = read_plan(plan).instances  # read back: the plan is valid
+    assert [o.context for o in ours] == [t["context"] for t in theirs]
+    assert [t["visual"] for t in theirs][1] == [] and ours[1].media is None
+    assert [[m["sha256"] for m in o.media or []] for o in ours] == [t["sha256"] for t in theirs]
