@@ -57,6 +57,26 @@ def test_pisa_compiles_shows_executes_and_scores_with_lm_evals_requests(task: st
     assert acc == pytest.approx(per_doc["acc"].mean())
 
 
+@pytest.mark.parametrize("backend", ["hf", "vllm"])
+def test_a_local_model_refuses_an_image_placeholder_without_an_image_in_one_line(
+    backend: str, pisa: Path, tmp_path: Path
+) -> None:
+    """PISA's text-only prompts keep their ``<image>`` placeholder, which a local model's processor turns into its
+    image token with nothing to fill it (a traceback deep in the vision tower before): one line, before any
+    engine starts. The fake backend and chat endpoints run them (above)."""
+    from lmeval.executor.errors import ExecuteError
+    from lmeval.executor.media import check_plan_media
+
+    plan = tmp_path / "p.msgpack"
+    assert cli_in_process("compile", "+task=pisa_en", f"run.data_dir={pisa}", "--out", str(plan))[0] == 0
+    instances = read_plan(plan).instances
+    with pytest.raises(ExecuteError) as e:
+        check_plan_media(str(plan), instances, backend)
+    assert "\n" not in str(e.value) and "(task pisa_en doc 1) shows no image" in str(e.value)
+    assert str(plan) in str(e.value) and f"model.backend={backend} cannot run" in str(e.value)
+    check_plan_media(str(plan), instances, "openai-chat")  # a chat endpoint gets the text
+
+
 def test_diff_of_plans_with_image_less_documents(pisa: Path, tmp_path: Path) -> None:
     a = tmp_path / "a.msgpack"
     assert cli_in_process("compile", "+task=pisa_en", f"run.data_dir={pisa}", "--out", str(a))[0] == 0
