@@ -45,12 +45,17 @@ def decode(data: bytes, name: str, where: Where) -> Decoded:
 
     img = _open(data, name, where)
     orientation = img.getexif().get(_ORIENTATION)
-    seen = img if orientation is None else ImageOps.exif_transpose(img)  # datasets' decode_example
-    same = _same(seen)
+    try:
+        seen = img if orientation is None else ImageOps.exif_transpose(img)  # datasets' decode_example
+    except (OSError, SyntaxError, ValueError, TypeError, KeyError) as e:
+        raise where("doc_to_image", f"image {name}: its EXIF orientation cannot be applied ({e})") from None
+    pixels = image_digest(seen)
+    same = _same(seen, pixels)
     if orientation not in range(2, 9):  # no tag, or one that moves no pixel: the image's own bytes
-        return Decoded(_info(data, img, name, where), data, same)
+        return Decoded(_info(data, img, pixels, name, where), data, same)
     png = _png(seen, name, where)
-    return Decoded(_info(png, _open(png, name, where), name, where), png, same)
+    upright = _open(png, name, where)
+    return Decoded(_info(png, upright, image_digest(upright), name, where), png, same)
 
 
 def _open(data: bytes, name: str, where: Where) -> Any:
@@ -85,19 +90,18 @@ def _open(data: bytes, name: str, where: Where) -> Any:
     return img
 
 
-def _info(data: bytes, img: Any, name: str, where: Where) -> MediaInfo:
+def _info(data: bytes, img: Any, pixels: str, name: str, where: Where) -> MediaInfo:
     mime = MIME_TYPES.get(img.format or "")
     if mime is None:
         raise where("doc_to_image", f"image {name} has format {img.format!r}, not one of {', '.join(MIME_TYPES)}")
-    return MediaInfo(hashlib.sha256(data).hexdigest(), mime, img.width, img.height, len(data), image_digest(img))
+    return MediaInfo(hashlib.sha256(data).hexdigest(), mime, img.width, img.height, len(data), pixels)
 
 
-def _same(seen: Any) -> tuple[Any, ...]:
-    """What Pillow's ``Image.__eq__`` compares of the image ``datasets`` decodes (its class: the format's own, or
-    Pillow's plain ``Image`` once an Orientation tag made it transpose; mode, size, info, palette, pixels), the
-    pixels as their sha256."""
-    pixels = hashlib.sha256(seen.tobytes()).hexdigest()
-    return (type(seen).__name__, seen.mode, seen.size, dict(seen.info), seen.getpalette(), pixels)
+def _same(seen: Any, pixels: str) -> tuple[Any, ...]:
+    """What Pillow's ``Image.__eq__`` compares of the image ``datasets`` decodes: its class (the format's own, or
+    Pillow's plain ``Image`` once an Orientation tag made it transpose), info, palette, and mode, size and pixels
+    (``pixels``: their ``image_digest``)."""
+    return (type(seen).__name__, dict(seen.info), seen.getpalette(), pixels)
 
 
 def _png(img: Any, name: str, where: Where) -> bytes:

@@ -14,7 +14,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lmeval import compiler
+from lmeval.compiler import CompileError
 from lmeval.plans import DocRecord, InstanceRecord, image_digest, read_image, read_plan
 from tests.imagedata import exif_image, lm_eval_requests, make_chartqa, make_mmmu_art
 
@@ -155,3 +158,17 @@ def test_a_chartqa_row_whose_image_is_null_is_a_text_request_as_lm_evals_shows_n
     assert [o.context for o in ours] == [t["context"] for t in theirs]
     assert [t["visual"] for t in theirs][1] == [] and ours[1].media is None
     assert [[m["sha256"] for m in o.media or []] for o in ours] == [t["sha256"] for t in theirs]
+
+
+def test_a_cmyk_jpeg_turned_by_exif_is_refused_in_one_line(tmp_path: Path) -> None:
+    from PIL import Image
+
+    root = make_chartqa(tmp_path / "d", n=1)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.new("CMYK", (8, 4), (0, 50, 100, 0)).save(root / "ChartQA/images/test-0.png", "JPEG", exif=exif.tobytes())
+    with pytest.raises(CompileError) as e:
+        compiler.compile_plan(["+task=chartqa", f"run.data_dir={root}"])
+    text = str(e.value)
+    assert "\n" not in text and "task chartqa" in text and "doc_to_image" in text and "doc 0" in text
+    assert "(CMYK) has an EXIF orientation but cannot be stored upright as PNG" in text
