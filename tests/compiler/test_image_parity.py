@@ -141,8 +141,8 @@ def test_the_pixel_hash_covers_palette_and_transparency(tmp_path: Path) -> None:
         root = make_chartqa(tmp_path / name, n=1)
         (root / "ChartQA/images/test-0.png").write_bytes(_palette_png(INDICES, colours))
         _, recs = compiler.compile_plan(["+task=chartqa", f"run.data_dir={root}"])
-        media = [r for r in recs if getattr(r, "media", None)][0].media  # type: ignore[attr-defined]
-        hashes.append(media[0]["pixels"])
+        media = [r.media for r in recs if isinstance(r, InstanceRecord) and r.media]
+        hashes.append(media[0][0]["pixels"])
     assert hashes[0] != hashes[1]
 
 
