@@ -11,7 +11,15 @@ from typing import Any
 
 from lmeval.common import processor_hash
 from lmeval.executor.errors import ExecuteError
-from lmeval.plans import InstanceRecord, PlanError, backend_names, check_media, find_backend, read_image
+from lmeval.plans import (
+    IMAGE_PLACEHOLDER,
+    InstanceRecord,
+    PlanError,
+    backend_names,
+    check_media,
+    find_backend,
+    read_image,
+)
 
 
 def image_backends() -> tuple[str, ...]:
@@ -47,6 +55,8 @@ def check_plan_media(
             )
     first = next(iter(uses.values()))
     entry = find_backend(backend)
+    if entry is not None and entry.needs_weights:
+        _refuse_placeholders_without_images(plan_path, instances, backend)
     if entry is not None and entry.needs_weights and model_dir is not None:
         from lmeval.executor.backends import is_vision_model
 
@@ -68,6 +78,19 @@ def check_plan_media(
         check_media(plan_path, uses)
     except PlanError as e:
         raise ExecuteError(str(e)) from None
+
+
+def _refuse_placeholders_without_images(plan_path: str, instances: Sequence[InstanceRecord], backend: str) -> None:
+    """A local model cannot run a prompt whose ``<image>`` placeholder has no image (a document of an image task
+    whose ``doc_to_image`` gave none: PISA's text-only questions): the placeholder becomes the model's image token
+    with nothing to fill it. lm-eval's hf-multimodal cannot run it either (its request's ``visual`` is None)."""
+    for inst in instances:
+        if not inst.media and inst.request_type == "generate_until" and IMAGE_PLACEHOLDER in inst.context:
+            raise ExecuteError(
+                f"{plan_path}: Instance {inst.instance_id} (task {inst.task} doc {inst.doc_id}) shows no image "
+                f"but its prompt has an {IMAGE_PLACEHOLDER} placeholder, which model.backend={backend} cannot run "
+                "(nor can lm-eval's hf-multimodal); a chat endpoint (openai-chat) runs it as text"
+            )
 
 
 def with_images(job: Any, plan_path: str, inst: InstanceRecord) -> Any:

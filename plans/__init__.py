@@ -101,6 +101,7 @@ from lmeval.plans.plan import encode_pairs as encode_pairs
 from lmeval.plans.plan import encode_texts as encode_texts
 from lmeval.plans.plan import hashed as hashed
 from lmeval.plans.plan import header_hash_bytes as header_hash_bytes
+from lmeval.plans.plan import image_digest as image_digest
 from lmeval.plans.plan import instance_id_for as instance_id_for
 from lmeval.plans.plan import is_chain as is_chain
 from lmeval.plans.plan import media_dir as media_dir

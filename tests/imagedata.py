@@ -1,13 +1,14 @@
 """Small image benchmark data made at test time (no image data set is in ../shared/data, nothing downloads):
 bar charts and shapes drawn with a seed by Pillow, written in the local layout of ``run.data_dir`` for the Hub
-datasets lm-eval 0.4.13's ``chartqa`` and ``mmmu_val_art`` YAMLs read: ``ChartQA/test.jsonl`` and
-``MMMU/Art/validation.jsonl``, each image a Hugging Face ``Image`` value ``{"bytes": null, "path": ...}``
-relative to the dataset folder (``images/...png``).
+datasets lm-eval 0.4.13's ``chartqa``, ``mmmu_val_art`` and ``pisa_*`` YAMLs read: ``ChartQA/test.jsonl``,
+``MMMU/Art/validation.jsonl`` and ``pisa-bench/<language>.jsonl``, each image a Hugging Face ``Image`` value
+``{"bytes": null, "path": ...}`` relative to the dataset folder (``images/...png``), or null (no image).
 
 ``lm_eval_requests(task, data)`` dumps the requests lm-eval 0.4.13 itself builds from the same YAML and data
 (its Task API; ``datasets.load_dataset`` answered from the local files with the image columns cast to
 ``datasets.Image``, as the Hub's parquet gives them): per Instance its context, and the ordered sha256 of each
-image's original bytes and of its decoded pixels.
+image's original bytes (None for an image ``datasets`` made in memory: an EXIF-rotated one) and of its decoded
+pixels (``plans.image_digest``), and each image's (width, height).
 """
 
 from __future__ import annotations
@@ -81,10 +82,46 @@ def make_mmmu_art(root: Path, n: int = 4, seed: int = 1) -> Path:
     return root
 
 
-LOCAL = {("HuggingFaceM4/ChartQA", None): ("ChartQA", ["image"]), ("MMMU/MMMU", "Art"): ("MMMU/Art", MMMU_IMAGE_FIELDS)}
+PISA_LANGUAGES = ("en", "ch")
 
 
-def lm_eval_requests(task: str, data: Path) -> list[dict[str, Any]]:
+def make_pisa(root: Path, n: int = 4, seed: int = 2) -> Path:
+    """``root/pisa-bench/<language>.jsonl`` for lm-eval's ``pisa_en`` and ``pisa_ch``: multiple-choice questions,
+    every other one text-only (its ``image`` null, as PISA's text-only questions are)."""
+    rnd = random.Random(seed)
+    folder = root / "pisa-bench"
+    for lang in PISA_LANGUAGES:
+        rows = []
+        for i in range(n):
+            image = None
+            if i % 2 == 0:
+                rel = f"images/{lang}-{i}.png"
+                _png(folder / rel, rnd)
+                image = {"bytes": None, "path": rel}
+            rows.append({"question": f"[{lang}] Which bar is tallest in figure {i}?", "image": image,
+                         "choices": str(["the first", "the second", "the third", "the fourth"]),
+                         "answer": rnd.randrange(4)})  # fmt: skip
+        (folder / f"{lang}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def exif_image(path: Path, fmt: str, orientation: int, seed: int = 3) -> None:
+    """A 48x32 bar chart at ``path`` (``fmt``: JPEG or PNG) whose EXIF Orientation tag is ``orientation``."""
+    from PIL import Image
+
+    _png(path, random.Random(seed))
+    img = Image.open(path)
+    img.load()
+    exif = Image.Exif()
+    exif[0x0112] = orientation  # Orientation
+    img.save(path, format=fmt, exif=exif.tobytes())
+
+
+LOCAL = {("HuggingFaceM4/ChartQA", None): ("ChartQA", ["image"]), ("MMMU/MMMU", "Art"): ("MMMU/Art", MMMU_IMAGE_FIELDS),
+         ("PisaBench/pisa-bench", None): ("pisa-bench", ["image"])}  # fmt: skip
+
+
+def lm_eval_requests(task: str, data: Path, num_fewshot: int | None = None) -> list[dict[str, Any]]:
     """The requests lm-eval 0.4.13 builds for ``task`` from ``data`` (see the module docstring), in its order."""
     from unittest import mock
 
@@ -110,22 +147,30 @@ def lm_eval_requests(task: str, data: Path) -> list[dict[str, Any]]:
 
     with mock.patch.object(datasets, "load_dataset", load_dataset):
         t = get_task_dict([task], TaskManager())[task]
+        if num_fewshot is not None:
+            t.set_config(key="num_fewshot", value=num_fewshot)
+        t.set_fewshot_seed(seed=1234)  # lm-eval's default fewshot_random_seed, and run.fewshot_random_seed's
         t.build_all_requests(limit=None, rank=0, world_size=1)
     out = []
     for inst in sorted(t.instances, key=lambda x: (x.doc_id, x.idx)):
         ctx, _kwargs, extra = inst.arguments
-        images = extra["visual"]
-        out.append({"doc_id": inst.doc_id, "idx": inst.idx, "context": ctx,
-                    "sha256": [hashlib.sha256(Path(im.filename).read_bytes()).hexdigest() for im in images],
-                    "pixels": [_pixels(im) for im in images]})  # fmt: skip
+        images = extra["visual"] or []  # None for a document without images
+        out.append({"doc_id": inst.doc_id, "idx": inst.idx, "context": ctx, "visual": extra["visual"],
+                    "sha256": [_original(im) for im in images], "pixels": [_pixels(im) for im in images],
+                    "size": [im.size for im in images]})  # fmt: skip
     return out
 
 
+def _original(img: Any) -> str | None:
+    name = getattr(img, "filename", "")
+    return hashlib.sha256(Path(name).read_bytes()).hexdigest() if name else None
+
+
 def _pixels(img: Any) -> str:
-    from lmeval.plans import pixel_digest
+    from lmeval.plans import image_digest
 
     img.load()
-    return pixel_digest(img.mode, img.width, img.height, img.tobytes())
+    return image_digest(img)
 
 
 def lm_eval_generations(

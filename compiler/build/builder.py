@@ -13,7 +13,7 @@ from typing import Any
 
 from lmeval.compiler.build.construct import construct_requests
 from lmeval.compiler.build.conversation import doc_messages, doc_tools, step_request
-from lmeval.compiler.build.images import doc_images, media_refs
+from lmeval.compiler.build.images import doc_images, media_refs, same_doc
 from lmeval.compiler.build.messages import Msg, maybe_delimit, qa_turn, single_turn, to_dicts, to_text
 from lmeval.compiler.build.records import BuiltDoc, BuiltTask, Prepared, Request
 from lmeval.compiler.build.render import Renderer
@@ -188,10 +188,10 @@ class TaskBuilder(TaskDocuments):
                     "text with <image> placeholders (chat endpoints get the messages with image parts); lm-eval's "
                     "hf-multimodal renders image parts with the processor's own template, which can differ"
                 )
-            images = doc_images(r, s.doc_to_image, doc, doc_id, self._image_base(), where)
-            for rq in requests:
-                rq.media = media_refs(rq.context, rq.messages, [info for info, _ in images])
-            self.media.update((info.sha256, data) for info, data in images)
+            images = doc_images(r, s.doc_to_image, doc, doc_id, self.images, where)
+            for rq in requests:  # a document without images is a text request (no media: images.py)
+                rq.media = media_refs(rq.context, rq.messages, [d.info for d in images]) if images else None
+            self.media.update((d.info.sha256, d.data) for d in images)
         gold = q if multiple_input else target
         self._check_target(gold, choices, where, multiple_input)
         self._check_turns(doc, where)
@@ -252,11 +252,19 @@ class TaskBuilder(TaskDocuments):
     def _sample(
         self, n: int, pool: list[dict[str, Any]], eval_doc: dict[str, Any] | None, rnd: random.Random, where: Callable
     ) -> list[int]:
-        """Pool indices, drawn exactly as lm-eval's ContextSampler / FirstNSampler draw documents."""
+        """Pool indices, drawn exactly as lm-eval's ContextSampler / FirstNSampler draw documents (a candidate
+        equal to the document dropped as lm-eval compares rows: ``images.same_doc``)."""
+
+        def other(i: int) -> bool:
+            def pooled(fld: str, msg: str) -> Exception:  # an image is decoded to compare: name its document
+                return where(fld, f"{msg} (few-shot pool document {i})")
+
+            return eval_doc is None or not self._same_doc(pool[i], eval_doc, pooled)
+
         if self.config.fewshot.sampler == "first_n":
             idx = list(range(len(pool)))
             if eval_doc is not None:
-                idx = [i for i in idx if pool[i] != eval_doc]
+                idx = [i for i in idx if other(i)]
             if n > len(idx):
                 raise where("num_fewshot", f"{n} few-shot examples requested but the pool has {len(idx)}")
             return idx[:n]
@@ -267,13 +275,17 @@ class TaskBuilder(TaskDocuments):
             return rnd.sample(range(size), n)
         if n + 1 > size:
             raise where("num_fewshot", f"{n} few-shot examples (+1 for the leakage guard) but the pool has {size}")
-        res = [i for i in rnd.sample(range(size), n + 1) if pool[i] != eval_doc][:n]
+        res = [i for i in rnd.sample(range(size), n + 1) if other(i)][:n]
         if len(res) < n:
-            rest = [i for i in range(size) if pool[i] != eval_doc]
+            rest = [i for i in range(size) if other(i)]
             if n > len(rest):
                 raise where("num_fewshot", f"{n} few-shot examples requested but the pool has {len(rest)} other docs")
             res = rnd.sample(rest, n)
         return res
+
+    def _same_doc(self, a: dict[str, Any], b: dict[str, Any], where: Callable) -> bool:
+        """lm-eval's ``x == doc`` of two rows: images compared decoded in an image task (``images.same_doc``)."""
+        return same_doc(a, b, self.images, where) if self.config.doc_to_image is not None else a == b
 
     def _shot(self, r: Renderer, fs_doc: dict[str, Any], multiple_input: int, pool_id: int) -> list[Msg]:
         s, f = self.config, self.config.fewshot

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.build.documents import DataSource, apply_process_docs, joined, local_name
+from lmeval.compiler.build.images import ImageReader
 from lmeval.compiler.build.records import BuildOptions, ChatFn
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import SHIPPED_TASKLIB, FunctionRef, TaskConfig, resolve
@@ -42,6 +43,7 @@ class TaskDocuments:
         )
         self._memo: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         self.media: dict[str, bytes] = {}  # every image of the built documents: sha256 -> encoded bytes
+        self.images = ImageReader(self._image_base())  # each image read and decoded once
 
     def _drop_absent_splits(self) -> None:
         """With run.data_dir, a split whose file is missing counts as absent (as if the config had no such

@@ -53,6 +53,7 @@ from lmeval.plans.plan.media import MIME_TYPES as MIME_TYPES
 from lmeval.plans.plan.media import MediaInfo as MediaInfo
 from lmeval.plans.plan.media import MediaRef as MediaRef
 from lmeval.plans.plan.media import check_media as check_media
+from lmeval.plans.plan.media import image_digest as image_digest
 from lmeval.plans.plan.media import media_dir as media_dir
 from lmeval.plans.plan.media import media_hashes as media_hashes
 from lmeval.plans.plan.media import pixel_digest as pixel_digest

@@ -1,12 +1,14 @@
 """Images in a plan (``InstanceRecord.media``) and their bytes beside it: the rules both stages share.
 
 An Instance that shows the model images lists them, in the order the model gets them, as ``MediaRef`` maps:
-the sha256 of the image's original encoded bytes (its identity), its MIME type, width, height and byte
-count, the sha256 of its decoded pixels (``pixels``: re-encoding differs across Pillow/zlib versions, the
-pixels do not), and where it sits: ``placeholder`` is the index of the ``<image>`` placeholder it fills in the
-context (lm-eval's ``DEFAULT_IMAGE_PLACEHOLDER``; None when the prompt has fewer placeholders than images, as
-lm-eval allows) and ``offset`` that placeholder's character offset in the context; ``message`` is the index
-of the chat message holding it, when the Instance carries messages.
+the sha256 of the image's encoded bytes (its identity: the original bytes, or, for an image EXIF turns, the
+upright picture as PNG: compiler/build/imagedecode.py), its MIME type, width, height and byte count, the
+sha256 of its decoded pixels (``pixels``, palette and transparency included: re-encoding differs across
+Pillow/zlib versions, the pixels do not), and where it sits: ``placeholder`` is the index of the ``<image>``
+placeholder it fills in the context (lm-eval's ``DEFAULT_IMAGE_PLACEHOLDER``; None when the prompt has fewer
+placeholders than images, as lm-eval allows) and ``offset`` that placeholder's character offset in the
+context; ``message`` is the index of the chat message holding it, when the Instance carries messages. An
+Instance without images (a text request, or a document of an image task that has none) has no ``media``.
 
 The bytes travel in a content-addressed companion folder that ``compile`` writes beside the plan,
 ``<plan file>.media/<sha256>`` (``media_dir``), one file per distinct image. ``execute`` checks, before it
@@ -84,11 +86,34 @@ class MediaRef:
         return cls(info, d.get("placeholder"), d.get("offset"), d.get("message"))
 
 
-def pixel_digest(mode: str, width: int, height: int, raw: bytes) -> str:
-    """sha256 of decoded pixels: ``mode\\0width\\0height\\0`` then the raw pixel bytes (Pillow's ``tobytes``)."""
+def pixel_digest(
+    mode: str,
+    width: int,
+    height: int,
+    raw: bytes,
+    palette: tuple[str, bytes] | None = None,
+    transparency: Any = None,
+) -> str:
+    """sha256 of decoded pixels: ``mode\\0width\\0height\\0`` then the raw pixel bytes (Pillow's ``tobytes``),
+    then what gives those bytes their colours where the mode leaves it to the image: the palette (its mode and
+    bytes) of a palette image and the transparency (``tRNS``: a palette's alphas, a transparent grey or RGB
+    colour, GIF's transparent index). Without palette and transparency the digest is the first part alone, so an
+    image without either keeps the digest it always had (the raw bytes' length is fixed by mode and size, so the
+    suffix cannot be confused with pixels)."""
     h = hashlib.sha256(f"{mode}\0{width}\0{height}\0".encode())
     h.update(raw)
+    if palette is not None:
+        h.update(b"\0palette\0" + palette[0].encode() + b"\0" + palette[1])
+    if transparency is not None:
+        h.update(b"\0transparency\0" + repr(transparency).encode())
     return h.hexdigest()
+
+
+def image_digest(img: Any) -> str:
+    """``pixel_digest`` of a decoded (loaded) Pillow image: its mode, size, pixels, palette and transparency."""
+    colours = img.getpalette(None) if img.mode in ("P", "PA") else None  # in the palette's own mode
+    palette = (img.palette.mode, bytes(colours)) if colours is not None else None
+    return pixel_digest(img.mode, img.width, img.height, img.tobytes(), palette, img.info.get("transparency"))
 
 
 def placements(context: str, n_images: int) -> list[tuple[int | None, int | None]]:
