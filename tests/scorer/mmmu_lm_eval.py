@@ -1,0 +1,120 @@
+"""An MMMU subject made at test time, fixed replies for it, and lm-eval 0.4.13 scoring those replies itself.
+
+``make_subject(root)`` writes ``root/MMMU/Art/validation.jsonl`` (the local layout ``run.data_dir`` reads for
+lm-eval's ``mmmu_val_art``: one small drawn PNG per question, 2 to 6 options, a few open questions).
+``reply_for(doc_id)`` is the fixed reply to each document; most name no option, so MMMU's ``process_results``
+picks one with ``random.choice``.
+
+``lm_eval_scores(data, scratch)`` runs this file as a script in a fresh process (as ``lm_eval --tasks
+mmmu_val_art --seed 1234`` runs: lmeval's default ``run.seed`` is lm-eval's ``--seed 1234``): lm-eval's
+``simple_evaluate`` with a stub multimodal LM that answers each request with ``reply_for`` of its document,
+``datasets.load_dataset`` answered from the local files (image columns cast to ``datasets.Image``). lm-eval
+loads, seeds and scores the task itself, so every draw it makes from the global ``random`` is its own; the
+result is its per-document ``acc`` in document order and its aggregate.
+
+    python tests/scorer/mmmu_lm_eval.py SPEC.json OUT.json      # what ``lm_eval_scores`` runs
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+TASK, SUBJECT, SEED = "mmmu_val_art", "Art", 1234
+IMAGE_FIELDS = [f"image_{i}" for i in range(1, 8)]
+OPTIONS = ["Oil on canvas", "Tempera", "Fresco", "Woodcut", "Etching", "Gouache"]
+NO_OPTION = ["I cannot tell from this picture.", "", "Hmm.", "It depends on the light and the frame used here"]
+
+
+def make_subject(root: Path, n: int = 40, seed: int = 7) -> Path:
+    """``root/MMMU/Art/validation.jsonl`` and its images; returns ``root`` (a ``run.data_dir``)."""
+    from PIL import Image, ImageDraw
+
+    rnd = random.Random(seed)
+    folder = root / "MMMU" / SUBJECT
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        img = Image.new("RGB", (24, 24), (255, 255, 255))
+        ImageDraw.Draw(img).ellipse([4, 4, 20, 20], fill=(rnd.randrange(256), rnd.randrange(256), 90))
+        rel = f"images/q{i}.png"
+        img.save(folder / rel, format="PNG")
+        mc = i % 7 != 6
+        k = 2 + i % 5
+        row: dict[str, Any] = {"id": f"validation_{SUBJECT}_{i + 1}"}
+        row.update({f: ({"bytes": None, "path": rel} if f == "image_1" else None) for f in IMAGE_FIELDS})
+        row.update({"question": f"Which medium is shown in <image 1>? (question {i})",
+                    "options": str(OPTIONS[:k]) if mc else "[]", "explanation": "", "img_type": "['Paintings']",
+                    "answer": "ABCDEF"[rnd.randrange(k)] if mc else "oil",
+                    "topic_difficulty": "Easy", "question_type": "multiple-choice" if mc else "open",
+                    "subfield": SUBJECT})  # fmt: skip
+        rows.append(row)
+    (folder / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def reply_for(doc_id: int) -> str:
+    """Four in five replies name no option (MMMU's random fallback); the others name one: ``(B)``."""
+    return "(B)" if doc_id % 5 == 4 else NO_OPTION[doc_id % len(NO_OPTION)]
+
+
+def lm_eval_scores(data: Path, scratch: Path) -> dict[str, Any]:
+    """lm-eval's own per-document ``acc`` (document order) and aggregate for the replies, in a fresh process."""
+    from tests.support import run_child
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    out = run_child(__file__, {"data": str(data)}, scratch)
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def _child(spec_path: str, out_path: str) -> None:
+    from unittest import mock
+
+    import datasets
+    from lm_eval import simple_evaluate
+    from lm_eval.api.model import LM
+
+    data = Path(json.loads(Path(spec_path).read_text())["data"])
+    real = datasets.load_dataset
+
+    def load_dataset(path: str, name: str | None = None, **kwargs: Any) -> datasets.DatasetDict:
+        assert (path, name) == ("MMMU/MMMU", SUBJECT), (path, name)
+        base = data / "MMMU" / SUBJECT
+        dd = real("json", data_files={p.stem: str(p) for p in sorted(base.glob("*.jsonl"))})
+        out = {}
+        for split, ds in dd.items():
+            for f in IMAGE_FIELDS:
+                ds = ds.map(
+                    lambda r, f=f: {f: None if r[f] is None else {"bytes": None, "path": str(base / r[f]["path"])}}
+                )
+                ds = ds.cast_column(f, datasets.Image())
+            out[split] = ds
+        return datasets.DatasetDict(out)
+
+    class Replies(LM):
+        MULTIMODAL = True
+
+        def loglikelihood(self, requests: Any) -> Any:
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests: Any) -> Any:
+            raise NotImplementedError
+
+        def generate_until(self, requests: Any) -> list[str]:
+            return [reply_for(r.doc_id) for r in requests]
+
+    with mock.patch.object(datasets, "load_dataset", load_dataset):
+        res = simple_evaluate(model=Replies(), tasks=[TASK], random_seed=SEED, numpy_random_seed=SEED,
+                              torch_random_seed=SEED, fewshot_random_seed=SEED, log_samples=True)  # fmt: skip
+    samples = sorted(res["samples"][TASK], key=lambda s: s["doc_id"])
+    Path(out_path).write_text(json.dumps({"acc": [s["acc"] for s in samples],
+                                          "replies": [s["resps"][0][0] for s in samples],
+                                          "results": res["results"][TASK]}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], sys.argv[2])
