@@ -48,8 +48,10 @@ def test_a_model_vllm_cannot_load_is_one_line(tmp_path: Path) -> None:
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
-    want = (f"lmeval execute: error: model.path={model} (PaliGemmaForConditionalGeneration): vLLM cannot load "
-            "this model: it needs the Python package 'torchvision', which is not installed here")
+    want = (
+        f"lmeval execute: error: model.path={model} (PaliGemmaForConditionalGeneration): vLLM cannot load "
+        "this model: it needs the Python package 'torchvision', which is not installed here"
+    )
     assert err == [want]
     assert plan.read_bytes() == plan_bytes
     assert not list(out.glob("part-*")) and json.loads((out / "manifest.json").read_text())["finished"] is None
