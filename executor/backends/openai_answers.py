@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from lmeval.plans import MAX_TOKEN_ID
+
 
 def choices_of(resp: Any, n: int | None, what: str) -> list[dict[str, Any]]:
     """``resp["choices"]`` in index order, exactly ``n`` of them (None: any number), indexed 0..n-1."""
@@ -49,9 +51,6 @@ def text_of(value: Any, what: str, field: str) -> str:
 def finish_reason_of(c: dict[str, Any]) -> str:
     reason = c.get("finish_reason")
     return reason if isinstance(reason, str) and reason and len(reason) <= 64 else "stop"
-
-
-MAX_TOKEN_ID = 2**32 - 1  # a token id indexes a vocabulary: tokenizers take 0..2**32-1 and overflow past it
 
 
 def token_ids_of(value: Any, what: str) -> list[int] | None:

@@ -15,9 +15,9 @@ process):
 4. the filters run, then ``process_results`` once per document in document order, drawing as they go.
 
 ``lm_eval_random`` reproduces that around the scoring of one task: it seeds the generators from the plan's
-``run.seed``, has the task's scoring modules execute afresh (``forget_loaded``: the next ``load_ref`` runs the
-module's top level, as the new process's first import does), and ``task_loaded`` makes the three draws once
-they are loaded. Both generators are put back as they were afterwards, so a task's values depend on nothing
+``run.seed``, has the task's scoring modules execute afresh (``forget_scoring_modules``: the next ``load_ref``
+runs the module's top level, as the new process's first import does), and ``task_loaded`` makes the three
+draws once they are loaded. Both generators are put back as they were afterwards, so a task's values depend on nothing
 else in the plan (a task scored as lm-eval scores it run alone, whichever ``run.seed_mode`` the plan has).
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 from lmeval.plans import DEFAULT_SEED, seed_slots
 from lmeval.scorer.errors import ScoreError
-from lmeval.scorer.usercode.refs import forget_loaded
+from lmeval.scorer.usercode.refs import forget_scoring_modules
 
 TASK_NAME_DRAWS = 3  # TaskManager.load reads task_name: collect (1), _check_duplicates (2)
 _TASK_ID_ALPHABET = string.ascii_lowercase + string.digits  # lm-eval's random_task_id: 8 of these
@@ -58,7 +58,7 @@ def lm_eval_random(run: dict[str, Any], where: str) -> Iterator[None]:
             random.seed(seeds.python)
         if np is not None:
             np.random.seed(seeds.numpy)
-        forget_loaded()
+        forget_scoring_modules()
         yield
     finally:
         random.setstate(py_state)
