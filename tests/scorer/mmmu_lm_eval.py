@@ -12,7 +12,10 @@ mmmu_val_art --seed 1234`` runs: lmeval's default ``run.seed`` is lm-eval's ``--
 loads, seeds and scores the task itself, so every draw it makes from the global ``random`` is its own; the
 result is its per-document ``acc`` in document order and its aggregate.
 
-    python tests/scorer/mmmu_lm_eval.py SPEC.json OUT.json      # what ``lm_eval_scores`` runs
+``lm_eval_draws(task_dir, task, seed, scratch)`` does the same for a task of one's own (``--include_path
+task_dir``, no data mocked) at ``--seed seed``, replying ``reply_for`` too: its per-document metric values.
+
+    python tests/scorer/mmmu_lm_eval.py SPEC.json OUT.json      # what both run
 """
 
 from __future__ import annotations
@@ -71,14 +74,27 @@ def lm_eval_scores(data: Path, scratch: Path) -> dict[str, Any]:
     return result
 
 
+def lm_eval_draws(task_dir: Path, task: str, seed: int, scratch: Path) -> list[dict[str, Any]]:
+    """lm-eval's per-document metric values (document order) for ``task`` under ``task_dir`` at ``--seed seed``."""
+    from tests.support import run_child
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    out = run_child(__file__, {"include": str(task_dir), "task": task, "seed": seed}, scratch)
+    metrics: list[dict[str, Any]] = json.loads(out.read_text())["metrics"]
+    return metrics
+
+
 def _child(spec_path: str, out_path: str) -> None:
     from unittest import mock
 
     import datasets
     from lm_eval import simple_evaluate
     from lm_eval.api.model import LM
+    from lm_eval.tasks import TaskManager
 
-    data = Path(json.loads(Path(spec_path).read_text())["data"])
+    spec = json.loads(Path(spec_path).read_text())
+    data = Path(spec.get("data") or ".")
+    task, seed = spec.get("task", TASK), spec.get("seed", SEED)
     real = datasets.load_dataset
 
     def load_dataset(path: str, name: str | None = None, **kwargs: Any) -> datasets.DatasetDict:
@@ -107,13 +123,20 @@ def _child(spec_path: str, out_path: str) -> None:
         def generate_until(self, requests: Any) -> list[str]:
             return [reply_for(r.doc_id) for r in requests]
 
+    seeds = {"random_seed": seed, "numpy_random_seed": seed, "torch_random_seed": seed, "fewshot_random_seed": seed}
+    if "include" in spec:  # a task of one's own, on its own data
+        manager = TaskManager(include_path=spec["include"])
+        res = simple_evaluate(model=Replies(), tasks=[task], task_manager=manager, log_samples=True, **seeds)
+        samples = sorted(res["samples"][task], key=lambda s: s["doc_id"])
+        metrics = [{k: s[k] for k in s["metrics"]} for s in samples]
+        Path(out_path).write_text(json.dumps({"metrics": metrics}))
+        return
     with mock.patch.object(datasets, "load_dataset", load_dataset):
-        res = simple_evaluate(model=Replies(), tasks=[TASK], random_seed=SEED, numpy_random_seed=SEED,
-                              torch_random_seed=SEED, fewshot_random_seed=SEED, log_samples=True)  # fmt: skip
-    samples = sorted(res["samples"][TASK], key=lambda s: s["doc_id"])
+        res = simple_evaluate(model=Replies(), tasks=[task], log_samples=True, **seeds)
+    samples = sorted(res["samples"][task], key=lambda s: s["doc_id"])
     Path(out_path).write_text(json.dumps({"acc": [s["acc"] for s in samples],
                                           "replies": [s["resps"][0][0] for s in samples],
-                                          "results": res["results"][TASK]}))  # fmt: skip
+                                          "results": res["results"][task]}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from lmeval.compiler import compile_to_file
 from lmeval.plans import read_plan
 from lmeval.plans.results import RunManifest, polars_schema, write_manifest
 from lmeval.scorer.score import score_run
-from tests.scorer.mmmu_lm_eval import NO_OPTION, TASK, lm_eval_scores, make_subject, reply_for
+from tests.scorer.mmmu_lm_eval import NO_OPTION, TASK, lm_eval_draws, lm_eval_scores, make_subject, reply_for
 
 pytest.importorskip("lm_eval")
 
@@ -76,6 +76,57 @@ def test_scores_are_the_same_every_time_whatever_drew_before(scored: tuple[dict[
     assert _ours(rdir)[0] == theirs["acc"]
     assert random.getstate() == before
     assert _ours(rdir)[0] == theirs["acc"]
+
+
+DRAWS_YAML = """\
+task: draws_at_random
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{q}}}}"
+doc_to_target: "{{{{a}}}}"
+process_results: !function utils.process_results
+generation_kwargs:
+  until: ["\\n"]
+metric_list:
+  - metric: pyrand
+    aggregation: mean
+    higher_is_better: true
+  - metric: nprand
+    aggregation: mean
+    higher_is_better: true
+"""
+DRAWS_UTILS = """\
+import random
+
+import numpy as np
+
+
+def process_results(doc, results):
+    return {"pyrand": random.random(), "nprand": float(np.random.random())}
+"""
+
+
+def test_scoring_code_drawing_from_the_seeded_generators_equals_lm_evals(tmp_path: Path) -> None:
+    """A task whose ``process_results`` draws from Python's and numpy's global generators without seeding them
+    (pisa's guesses with Python's): each document's draws follow ``run.seed`` (lm-eval's ``--seed``: slot 1 seeds
+    ``random``, slot 2 numpy) and lm-eval's three ``task_name`` draws, as lm-eval's own run at that seed."""
+    task_dir, data = tmp_path / "task", tmp_path / "test.jsonl"
+    task_dir.mkdir()
+    data.write_text("".join(json.dumps({"q": f"question {i}?", "a": str(i)}) + "\n" for i in range(12)))
+    (task_dir / "draws.yaml").write_text(DRAWS_YAML.format(data=data))
+    (task_dir / "utils.py").write_text(DRAWS_UTILS)
+    theirs = lm_eval_draws(task_dir, "draws_at_random", 7, tmp_path / "lm_eval")
+    plan = compile_to_file(["run.tasks=[draws_at_random]", f"run.include_path={task_dir}", "run.seed=7"],
+                           str(tmp_path / "draws.msgpack"))  # fmt: skip
+    rdir = _results(Path(plan), tmp_path / "results")
+    score_run(str(rdir), trust_code=True, include_path=[task_dir])
+    samples = pl.read_parquet(rdir / "samples.parquet").sort("doc_id")
+    assert len(theirs) == 12 and len({m["pyrand"] for m in theirs}) == 12
+    assert samples.select("pyrand", "nprand").to_dicts() == theirs
 
 
 def test_a_malformed_recorded_seed_is_one_line(scored: tuple[dict[str, Any], Path], tmp_path: Path) -> None:
