@@ -13,9 +13,10 @@ Import checks: the output file is read with ``plans.read_lines`` (a regular file
 ``plans.loads_json``'s limits. A line that is not JSON, a ``custom_id`` that is not one of this export's ids (a
 foreign id), one exported from another plan (its plan hash differs: another plan's batch, e.g. the 2-shot
 plan's answers offered to the 0-shot plan, whose Instance ids are the same), one whose request hash is not
-that request's, or one seen twice is refused in one line and nothing is written. A request with no answer
-(absent, or the provider's error) is left out: the import is partial, its manifest unfinished (exit status 2),
-and importing another output file into the same directory (the re-run of the missing requests;
+that request's, or one seen twice is refused in one line and nothing is written; so is an answer that does not
+say which endpoint it is from (``_endpoint_of``: its ``object``, else the shape of its choices). A request with
+no answer (absent, or the provider's error) is left out: the import is partial, its manifest unfinished (exit
+status 2), and importing another output file into the same directory (the re-run of the missing requests;
 ``export-batch --resume DIR`` exports only those) completes it. Rows already in the directory are kept, and
 answers to them skipped.
 """
@@ -51,6 +52,7 @@ from lmeval.executor.store import ResultsDir
 from lmeval.plans import InstanceRecord, PlanError, PlanHeader, RunManifest, loads_json, plan_keys, read_lines
 
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}  # under /v1, as the backends post
+RESPONSE_OBJECTS = {"text_completion": "completions", "chat.completion": "chat"}  # an answer's ``object``
 ID_HASH = 16  # hex digits of the plan hash and of the request hash in a custom_id
 
 
@@ -211,11 +213,40 @@ def _answer(rec: dict[str, Any], req: BatchRequest, at: str) -> Answer:
     body = resp.get("body") if isinstance(resp, dict) else None
     n = req.job.input.params.n if not req.job.input.params.greedy else 1
     try:
-        if isinstance(body, dict) and body.get("object") == "text_completion":
+        if _endpoint_of(body, f"{at}: custom_id {req.custom_id}") == "completions":
             return Answer(req.custom_id, completion_output(body, n, at))
         return Answer(req.custom_id, chat_output(body, n, at))
     except (ValueError, KeyError, TypeError) as e:
         raise ExecuteError(f"{at}: custom_id {req.custom_id}: not a completion ({str(e)[:200]})") from None
+
+
+def _endpoint_of(body: Any, where: str) -> str:
+    """Which endpoint's answer ``body`` is. OpenAI's batch output always names it: the body is the endpoint's
+    response object, ``object`` ``text_completion`` or ``chat.completion``. A compatible server's body without
+    ``object`` is read by its choices when they agree: each holds ``text`` and no ``message`` (a completion) or
+    ``message`` and no ``text`` (a chat completion). A choice without the field its kind answers in, and a body
+    that names neither kind, are refused in one line (read as chat they were empty answers)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
+        return "chat"  # no choices to read: chat_output refuses the body in its own words
+    shapes = {("text" in c, "message" in c) for c in choices}
+    by_shape = {(True, False): "completions", (False, True): "chat"}.get(shapes.pop()) if len(shapes) == 1 else None
+    obj = body.get("object")
+    if obj is None:
+        if by_shape is None:
+            raise ExecuteError(
+                f"{where}: the answer names no object and its choices hold neither only text (a completion) nor "
+                "only message (a chat completion): which endpoint answered is unknown"
+            )
+        return by_shape
+    kind = RESPONSE_OBJECTS.get(obj) if isinstance(obj, str) else None
+    if kind is None:
+        want = " or ".join(RESPONSE_OBJECTS)
+        raise ExecuteError(f"{where}: the answer is object {quoted(obj, 40)}, not {want}")
+    field = "text" if kind == "completions" else "message"
+    if not all(field in c for c in choices):
+        raise ExecuteError(f"{where}: the answer is a {obj} whose choices do not all hold {field}")
+    return kind
 
 
 def import_batch(

@@ -34,6 +34,7 @@ from lmeval.plans.limits import MAX_GEN_TOKS as MAX_GEN_TOKS
 from lmeval.plans.limits import MAX_MANIFEST_BYTES as MAX_MANIFEST_BYTES
 from lmeval.plans.limits import MAX_REPEATS as MAX_REPEATS
 from lmeval.plans.limits import MAX_ROW_BYTES as MAX_ROW_BYTES
+from lmeval.plans.limits import MAX_TOKEN_ID as MAX_TOKEN_ID
 from lmeval.plans.limits import MAX_YAML_BYTES as MAX_YAML_BYTES
 from lmeval.plans.limits import InputError as InputError
 from lmeval.plans.limits import loads_json as loads_json
@@ -232,6 +233,7 @@ from lmeval.plans.vocab import CATEGORIES as CATEGORIES
 from lmeval.plans.vocab import DEFAULT_BACKEND as DEFAULT_BACKEND
 from lmeval.plans.vocab import DEFAULT_LABEL_STYLE as DEFAULT_LABEL_STYLE
 from lmeval.plans.vocab import DEFAULT_METRICS as DEFAULT_METRICS
+from lmeval.plans.vocab import DEFAULT_SEED as DEFAULT_SEED
 from lmeval.plans.vocab import EXAMPLE_FIELDS as EXAMPLE_FIELDS
 from lmeval.plans.vocab import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
 from lmeval.plans.vocab import LM_EVAL_05 as LM_EVAL_05
@@ -267,6 +269,7 @@ from lmeval.plans.vocab import Reasoning as Reasoning
 from lmeval.plans.vocab import ReasoningError as ReasoningError
 from lmeval.plans.vocab import RegexTimeout as RegexTimeout
 from lmeval.plans.vocab import SampleScoresError as SampleScoresError
+from lmeval.plans.vocab import Seeds as Seeds
 from lmeval.plans.vocab import Split as Split
 from lmeval.plans.vocab import Subsample as Subsample
 from lmeval.plans.vocab import SubsampleError as SubsampleError
@@ -313,6 +316,7 @@ from lmeval.plans.vocab import register_prompt_format as register_prompt_format
 from lmeval.plans.vocab import remove_aggregation_name as remove_aggregation_name
 from lmeval.plans.vocab import remove_metric_spec as remove_metric_spec
 from lmeval.plans.vocab import search_bounded as search_bounded
+from lmeval.plans.vocab import seed_slots as seed_slots
 from lmeval.plans.vocab import split_name as split_name
 from lmeval.plans.vocab import split_response as split_response
 from lmeval.plans.vocab import spread_aggregate as spread_aggregate

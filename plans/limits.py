@@ -35,7 +35,7 @@ MAX_YAML_BYTES = 4 << 20  # one task YAML file
 MAX_MANIFEST_BYTES = 16 << 20  # a results directory's manifest.json
 MAX_REPEATS = 1024  # an Instance's ``repeats`` (lm-eval's self-consistency tasks use up to 64)
 MAX_GEN_TOKS = 1 << 20  # a generation's max_gen_toks (and its aliases)
-MAX_TOKEN_ID = (1 << 32) - 1  # a token id in a plan (vocabularies are far smaller; the executor checks its own)
+MAX_TOKEN_ID = (1 << 32) - 1  # a token id in a plan or a server's answer (vocabularies are far smaller)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTAINERS = (dict, list, tuple)

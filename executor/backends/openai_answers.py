@@ -5,14 +5,17 @@ Every check raises ``ValueError`` with one line; the backends ask once more and 
 ``RequestFailed`` (the answers already received are written, a rerun resumes). An answer is taken only when:
 its ``choices`` is a list of objects with distinct integer ``index`` 0..n-1, as many as the request asked for
 (a greedy request: exactly one); each text is a string of valid Unicode (no lone surrogate, which no file can
-store); token ids are integers; and every log-likelihood is a finite number <= 0 (NaN, infinities and positive
-values are not log-probabilities).
+store); token ids are integers from 0 to 2**32-1 (a negative or larger one indexes no vocabulary, and the
+tokenizer decoding it overflows); and every log-likelihood is a finite number <= 0 (NaN, infinities and
+positive values are not log-probabilities).
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from lmeval.plans import MAX_TOKEN_ID
 
 
 def choices_of(resp: Any, n: int | None, what: str) -> list[dict[str, Any]]:
@@ -51,10 +54,14 @@ def finish_reason_of(c: dict[str, Any]) -> str:
 
 
 def token_ids_of(value: Any, what: str) -> list[int] | None:
+    """A choice's ``token_ids``: integers from 0 to ``MAX_TOKEN_ID`` (None: the server sent none)."""
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
         raise ValueError(f"{what}: token_ids is not a list of integers")
+    bad = next((t for t in value if not 0 <= t <= MAX_TOKEN_ID), None)
+    if bad is not None:
+        raise ValueError(f"{what}: token_ids holds {str(bad)[:40]}, not a token id (0..{MAX_TOKEN_ID})")
     return list(value)
 
 

@@ -11,6 +11,7 @@ plan's sampling settings.
 from __future__ import annotations
 
 import gc
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
@@ -26,7 +27,7 @@ from lmeval.executor.engineconf import (
     model_facts,
     vllm_engine_keys,
 )
-from lmeval.executor.errors import ExecuteError
+from lmeval.executor.errors import ExecuteError, first_line
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import GenInput, GenOutput, Sample, ScoreInput, ScoreOutput
 
@@ -70,6 +71,21 @@ def engine_error(e: BaseException, args: dict[str, Any] | None = None) -> str:
     where = f"model.{loc}" if loc in top else f"model.engine.{loc}" if loc else "model.engine"
     value = f"={args[loc]}" if args and loc in args else ""
     return f"{where}{value}: vLLM rejects it ({msg})"
+
+
+def load_error(model_dir: Path, e: ImportError) -> str:
+    """vLLM could not import what this model needs here (PaliGemma's image code imports torchvision), as one
+    line naming the model (its directory and architecture) and the missing module."""
+    try:
+        archs = json.loads((model_dir / "config.json").read_text()).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        archs = None
+    arch = f" ({archs[0]})" if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    if isinstance(e, ModuleNotFoundError) and e.name:
+        cause = f"it needs the Python package {e.name.split('.')[0]!r}, which is not installed here"
+    else:
+        cause = f"{type(e).__name__}: {first_line(e)}"
+    return f"model.path={model_dir}{arch}: vLLM cannot load this model: {cause}"
 
 
 def continuation_score(plp: Any, ids: Sequence[int], ctxlen: int) -> ScoreOutput:
@@ -179,6 +195,8 @@ class VLLMBackend:
             self.llm = LLM(**args)
         except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             raise ExecuteError(engine_error(e, args)) from None
+        except ImportError as e:  # the model's code needs a package this install lacks
+            raise ExecuteError(load_error(model_dir, e)) from None
         self.max_length: int = int(self.llm.llm_engine.model_config.max_model_len)
         # scoring: prompt tokens read from the prefix cache, requests scored again without it; every kind:
         # tokens the engine computed (prompt tokens not read from the cache, plus generated ones)

@@ -1,6 +1,6 @@
 """The compile/score vocabulary both stages share: scoring specs (metrics, aggregations, filters), prompt formats,
-reasoning, budgets, subsampling, sample scores, judging, regexes and the JSONL task spec; ``extend`` adds the names
-the scorer's registries gain at run time."""
+reasoning, budgets, seeds (``run.seed``), subsampling, sample scores, judging, regexes and the JSONL task spec;
+``extend`` adds the names the scorer's registries gain at run time."""
 
 from lmeval.plans.vocab.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
 from lmeval.plans.vocab.backends import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
@@ -95,6 +95,9 @@ from lmeval.plans.vocab.scoring import check_group_metric as check_group_metric
 from lmeval.plans.vocab.scoring import check_metric_list as check_metric_list
 from lmeval.plans.vocab.scoring import produced_metrics as produced_metrics
 from lmeval.plans.vocab.scoring import unconditional_metrics as unconditional_metrics
+from lmeval.plans.vocab.seeds import DEFAULT_SEED as DEFAULT_SEED
+from lmeval.plans.vocab.seeds import Seeds as Seeds
+from lmeval.plans.vocab.seeds import seed_slots as seed_slots
 from lmeval.plans.vocab.subsample import SUBSAMPLE_KEY as SUBSAMPLE_KEY
 from lmeval.plans.vocab.subsample import Drawn as Drawn
 from lmeval.plans.vocab.subsample import Subsample as Subsample

@@ -45,7 +45,13 @@ from lmeval.scorer.errors import ScoreError
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
-__all__ = ["Trust", "is_ref", "load_ref", "locate_ref", "ref_name"]
+def forget_scoring_modules() -> None:
+    """The next ``load_ref`` of a task-folder module executes it afresh (its top-level code runs again, as a
+    new process's first import does: ``scorer/usercode/globalrandom.py``)."""
+    _LOADED.clear()
+
+
+__all__ = ["Trust", "forget_scoring_modules", "is_ref", "load_ref", "locate_ref", "ref_name"]
 
 ref_name = ref_attr  # the attribute name of a reference (lm-eval names a callable metric by ``__name__``)
 

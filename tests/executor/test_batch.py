@@ -227,3 +227,52 @@ def test_plans_with_images_are_not_exported(tmp_path: Path) -> None:
     rc, _, err = cli_in_process("export-batch", str(plan), "--out", str(tmp_path / "x.jsonl"), *MODEL)
     assert rc == 2 and "shows images, which are not exported to a batch" in err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def _bodies(records: list[dict[str, Any]], change: Any) -> list[dict[str, Any]]:
+    """``records`` with ``change(body)`` applied to every answer's body (a copy)."""
+    out = json.loads(json.dumps(records))
+    for r in out:
+        change(r["response"]["body"])
+    return out
+
+
+def test_a_completions_body_without_its_object_is_read_by_its_choices(gsm8k_plan: Path, tmp_path: Path) -> None:
+    """OpenAI's batch output always names the body's ``object``; a compatible server's may not. A completion's
+    choices hold ``text`` (a chat completion's ``message``), so such a body is read as what it is: the answers
+    equal those of the same output with ``object`` (they were all '' before, read as chat completions)."""
+    lines = _export(gsm8k_plan, tmp_path / "in.jsonl", "--endpoint", "completions")
+    records = _provider_output(lines, tmp_path / "out.jsonl", Stub())
+    _write(tmp_path / "bare.jsonl", _bodies(records, lambda b: b.pop("object")))
+    assert _import(gsm8k_plan, tmp_path / "out.jsonl", tmp_path / "named")[0] == 0
+    rc, err = _import(gsm8k_plan, tmp_path / "bare.jsonl", tmp_path / "bare")
+    assert rc == 0, err
+    bare, named = (read_results(tmp_path / d).sort("instance_id")["response"].to_list() for d in ("bare", "named"))
+    assert bare == named and all("####" in r for r in bare)
+
+
+def _text_and_message(b: dict[str, Any]) -> None:
+    b.pop("object")
+    b["choices"][0]["message"] = {"role": "assistant", "content": "x"}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda b: [b.pop("object"), b["choices"][0].pop("text")], "names no object and its choices hold neither"),
+        (_text_and_message, "names no object and its choices hold neither"),
+        (lambda b: b.update(object="chat.completion"), "is a chat.completion whose choices do not all hold message"),
+        (lambda b: b["choices"][0].pop("text"), "is a text_completion whose choices do not all hold text"),
+        (lambda b: b.update(object="list"), "is object 'list', not text_completion or chat.completion"),
+    ],
+)
+def test_an_answer_that_does_not_say_which_endpoint_it_is_from_is_refused(
+    gsm8k_plan: Path, tmp_path: Path, change: Any, why: str
+) -> None:
+    lines = _export(gsm8k_plan, tmp_path / "in.jsonl", "--endpoint", "completions")
+    records = _provider_output(lines, tmp_path / "out.jsonl", Stub())
+    _write(tmp_path / "out.jsonl", _bodies(records, change))
+    rc, err = _import(gsm8k_plan, tmp_path / "out.jsonl", tmp_path / "r")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"out.jsonl line 1: custom_id {records[0]['custom_id']}: the answer {why}" in err, err
+    assert not (tmp_path / "r").exists()  # nothing written

@@ -252,6 +252,8 @@ def test_a_malformed_chat_answer_is_one_line(resp: Any, why: str) -> None:
     [
         ({"choices": [{"index": 0, "text": 5}]}, "text is not text"),
         ({"choices": [{"index": 0, "text": None, "token_ids": ["a"]}]}, "token_ids is not a list of integers"),
+        ({"choices": [{"index": 0, "text": "x", "token_ids": [3, -5]}]}, r"token_ids holds -5, not a token id"),
+        ({"choices": [{"index": 0, "text": "x", "token_ids": [2**40]}]}, r"holds 1099511627776, not a token id"),
         ({"choices": [{"text": "x"}]}, "no integer index"),
         ({"choices": [{"index": i, "text": "x"} for i in range(5)]}, "5 choices for n=1"),  # a greedy request
         ({"choices": [5]}, "a choice is not an object"),
@@ -368,3 +370,28 @@ def test_nan_or_positive_log_likelihoods_from_a_server_are_not_scored(tmp_path: 
     assert "task arc_easy doc 0" in err and "(must be finite and <= 0)" in err
     assert len([s for s in seen if s[0] == "POST"]) == 2  # asked once more, then refused
     assert not (tmp_path / "r").exists() or len(read_results(tmp_path / "r")) == 0
+
+
+def test_negative_token_ids_in_a_completion_are_one_line(tmp_path: Path) -> None:
+    """A completions server answering token ids that index no vocabulary: refused in one line naming the
+    Instance (the tokenizer decoding them overflowed in a traceback before), the answers before it kept."""
+    from lmeval.common.tinymodel import ensure_tiny_model
+
+    plan = pt.compiled(tmp_path / "gsm8k.msgpack", "+task=gsm8k", "run.limit=3")
+    posts: list[int] = []
+
+    def reply(h: BaseHTTPRequestHandler, m: str, p: str, b: Any) -> None:
+        if m == "GET":
+            return send(h, 200, json.dumps({"data": [{"id": "stub", "max_model_len": 2048}]}).encode())
+        posts.append(1)
+        ids = [3, 4] if len(posts) == 1 else [3, -5]  # the first answer is sound
+        send(h, 200, json.dumps({"choices": [{"index": 0, "text": "x", "token_ids": ids}]}).encode())
+
+    with scripted(reply) as (url, _):
+        rc, _, err = cli_in_process("execute", str(plan), "--out", str(tmp_path / "r"), "--no-progress",
+                                    "model.backend=openai", f"model.path={ensure_tiny_model()}",
+                                    f"model.engine.base_url={url}", "model.engine.model=stub",
+                                    "model.engine.backoff_s=0.001", "model.engine.concurrency=1")  # fmt: skip
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{plan}: task gsm8k doc " in err and "token_ids holds -5, not a token id (0..4294967295)" in err
+    assert len(read_results(tmp_path / "r")) == 1 and len(posts) > 2  # the bad answer was asked for again
