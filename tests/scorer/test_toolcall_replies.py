@@ -1,6 +1,6 @@
 """Hostile tool-call replies through the whole ``lmeval score`` path (#64): a run whose answers are forged (the
 replies a model could write: JSON and Python nested far past the recursion limit, an unclosed ``<tool_call>``
-tag repeated over 400,000 characters, a Markdown fence around 50,000 spaces) scores cleanly, each such reply as
+tag repeated over a million characters, a Markdown fence around 50,000 spaces) scores cleanly, each such reply as
 unparsed, within a time limit the quadratic and cubic scans of before the fix ran far past (minutes), beside a
 right call that still scores 1."""
 
@@ -29,15 +29,17 @@ RIGHT = {
     "json": json.dumps({"name": "area", "parameters": {"base": 10, "height": 5}}),
     "pythonic": "[area(base=10, height=5)]",
 }
-HOSTILE = {
-    "hermes": [
-        hermes(deep_json()),
-        hermes('{"name": "area", "arguments": ' + json.dumps("[" * DEEP) + "}"),
-        "<tool_call>" * 40_000,  # 440,000 characters: 70 s alone before the fix
-    ],
-    "json": ["[" * DEEP + "]" * DEEP, '{"a":' * DEEP + "1" + "}" * DEEP, "```" + " " * 50_000 + "x"],
-    "pythonic": ["area(base=" + "-" * DEEP + "1)", "a." * DEEP + "area(base=1)", "```" + " " * 50_000 + "x"],
-}
+HOSTILE = [
+    ("hermes", "deep JSON", hermes(deep_json())),
+    ("hermes", "deep JSON text of arguments", hermes('{"name": "area", "arguments": ' + json.dumps("[" * DEEP) + "}")),
+    ("hermes", "unclosed tags", "<tool_call>" * 100_000),  # 1.1 million characters: minutes before the fix
+    ("json", "deep list", "[" * DEEP + "]" * DEEP),
+    ("json", "deep object", '{"a":' * DEEP + "1" + "}" * DEEP),
+    ("json", "fence of spaces", "```" + " " * 50_000 + "x"),
+    ("pythonic", "deep signs", "area(base=" + "-" * DEEP + "1)"),
+    ("pythonic", "long dotted name", "a." * DEEP + "area(base=1)"),
+    ("pythonic", "fence of spaces", "```" + " " * 50_000 + "x"),
+]
 TIME_LIMIT = 60.0  # seconds for the whole `lmeval score` (it takes a few)
 
 
@@ -81,11 +83,10 @@ def forged_run(plan: Path, replies: list[str], rdir: Path) -> Path:
     return rdir
 
 
-@pytest.mark.parametrize("parser", sorted(HOSTILE))
-def test_hostile_replies_score_as_unparsed_in_time(parser: str, tmp_path: Path) -> None:
-    replies = [RIGHT[parser], *HOSTILE[parser]]
-    plan = _plan(tmp_path, parser, len(replies))
-    rdir = forged_run(plan, replies, tmp_path / "results")
+@pytest.mark.parametrize(("parser", "what", "reply"), HOSTILE, ids=[f"{p}-{w}" for p, w, _ in HOSTILE])
+def test_hostile_replies_score_as_unparsed_in_time(parser: str, what: str, reply: str, tmp_path: Path) -> None:
+    plan = _plan(tmp_path, parser, 2)
+    rdir = forged_run(plan, [RIGHT[parser], reply], tmp_path / "results")
     try:
         p = subprocess.run(
             [sys.executable, "-m", "lmeval", "score", str(rdir), "--plan", str(plan), "--quiet"],
@@ -95,6 +96,5 @@ def test_hostile_replies_score_as_unparsed_in_time(parser: str, tmp_path: Path) 
         pytest.fail(f"lmeval score did not return within {TIME_LIMIT} s")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-3000:]
     res = json.loads((rdir / "results.json").read_text())["results"]["calls"]
-    n = len(replies)
-    assert res["tool_call,none"] == 1 / n  # the right call, alone
-    assert res["tool_call_unparsed,none"] == (n - 1) / n  # every hostile reply
+    assert res["tool_call,none"] == 0.5  # the right call of document 0
+    assert res["tool_call_unparsed,none"] == 0.5  # the hostile reply of document 1
