@@ -24,8 +24,7 @@ import re
 from typing import Any
 
 from lmeval.common import quoted
-from lmeval.plans import Call, parse_calls
-from lmeval.plans.limits import json_nesting_within
+from lmeval.plans import Call, json_nesting_within, parse_calls
 
 _STRIP = re.compile(r"[ ,./\-_*^]")
 _TYPES: dict[str, tuple[type, ...]] = {

@@ -18,6 +18,11 @@ can read (counted as unparsed by the scorer):
   list of them, arguments under ``arguments`` or ``parameters``.
 - ``pythonic`` (BFCL's prompting format, Llama 4 / Llama 3.2 style): ``[f(a=1, b="x"), g(c=[1, 2])]`` (the
   brackets optional), arguments Python literals, read with ``ast`` (never evaluated).
+
+A reply is a model's output, untrusted: each parser reads any reply in time linear in its length. JSON nested
+deeper than ``MAX_DEPTH`` is not handed to ``json.loads`` (``plans.limits.json_nesting_within``), Python source
+that could nest deeper than its bounds not to ``ast.parse`` (``plans/plan/pysource.py``): such a reply is
+unparsed. Tags and fences are found by forward searches, not by backtracking regular expressions.
 """
 
 from __future__ import annotations

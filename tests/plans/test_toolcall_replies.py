@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans import MAX_DEPTH, Call, parse_calls
-from lmeval.plans.limits import json_nesting_within
+from lmeval.plans import MAX_DEPTH, Call, json_nesting_within, parse_calls
 from lmeval.plans.plan import pysource
 
 DEEP = 100 * sys.getrecursionlimit()  # far past the interpreter's recursion limit
