@@ -37,6 +37,7 @@ from lmeval.plans.limits import MAX_ROW_BYTES as MAX_ROW_BYTES
 from lmeval.plans.limits import MAX_TOKEN_ID as MAX_TOKEN_ID
 from lmeval.plans.limits import MAX_YAML_BYTES as MAX_YAML_BYTES
 from lmeval.plans.limits import InputError as InputError
+from lmeval.plans.limits import json_nesting_within as json_nesting_within
 from lmeval.plans.limits import loads_json as loads_json
 from lmeval.plans.limits import open_regular as open_regular
 from lmeval.plans.limits import read_lines as read_lines

@@ -244,8 +244,11 @@ def _score_one(
         rows, partial = _complete_docs(results_dir, plan.path, ts.name, td, rows, warnings)
         reasoning = plan_reasoning(plan.header.config)
         pipes = pipelines_of(ts.filter_list, ts.name)
-        every = score_task(ts, td, rows, tm, pipes, trust, reasoning)
-        repeat_rows = with_repeats(ts, td, rows, tm, pipes, trust, reasoning, every)  # sample_scores
+        try:
+            every = score_task(ts, td, rows, tm, pipes, trust, reasoning)
+            repeat_rows = with_repeats(ts, td, rows, tm, pipes, trust, reasoning, every)  # sample_scores
+        except ScoreError as e:  # a document that cannot be scored: the plan holding it named first
+            raise ScoreError(f"{plan.path}: {e}" if str(e).startswith("task ") else str(e)) from None
     alias = ts.config.get("task_alias") or aliases.get(ts.name) or ts.name
     has_spec = any(m.get("metric") == "jsonl_spec" for m in ts.metric_list)
     drawn = drawn_of(ts)  # run.subsample: the estimate of the full run's score

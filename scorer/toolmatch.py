@@ -23,7 +23,8 @@ import json
 import re
 from typing import Any
 
-from lmeval.plans import Call, parse_calls
+from lmeval.common import quoted
+from lmeval.plans import Call, json_nesting_within, parse_calls
 
 _STRIP = re.compile(r"[ ,./\-_*^]")
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -132,13 +133,26 @@ def score_reply(reply: str, expected: list[dict[str, Any]], tools: Any, parser: 
 
 
 def expected_calls(gold: Any) -> list[dict[str, Any]]:
-    """The expected calls from a document's target: ``{"calls": [...]}`` or the list, or either's JSON text."""
+    """The expected calls from a document's target: ``{"calls": [...]}`` or the list, or either's JSON text;
+    ``ValueError`` saying what is wrong (null, not a list, a call that is not ``{function: {argument: [values]}}``)."""
     try:
-        value = json.loads(gold) if isinstance(gold, str) else gold
+        value = json.loads(gold) if isinstance(gold, str) and json_nesting_within(gold) else gold
     except ValueError:
-        value = None
+        value = gold
     if isinstance(value, dict) and set(value) == {"calls"}:
         value = value["calls"]
-    if not isinstance(value, list) or not all(isinstance(c, dict) and len(c) == 1 for c in value):
-        raise ValueError("the target is not a list of expected calls {function: {argument: [values]}}")
+    if not isinstance(value, list):
+        got = "null" if value is None else f"a {type(value).__name__} {quoted(value)}"
+        raise ValueError(f"the expected calls are {got}, not a list {_FORM}")
+    for i, c in enumerate(value):
+        args = next(iter(c.values())) if isinstance(c, dict) and len(c) == 1 else None
+        if (
+            not isinstance(args, dict)
+            or not isinstance(next(iter(c)), str)
+            or not all(isinstance(v, list) for v in args.values())
+        ):
+            raise ValueError(f"expected call {i} is {quoted(c)}, not {_FORM}")
     return value
+
+
+_FORM = "{function: {argument: [acceptable values]}}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lmeval.common import quoted
 from lmeval.compiler.errors import fail
 from lmeval.plans import TOOL_PARSERS
 
@@ -38,8 +39,9 @@ def conversation_fields(s: Any, cfg: dict[str, Any]) -> None:
     if s.doc_to_tools is not None and out != "generate_until":
         raise bad(f"applies to generate_until tasks, not {out}", "doc_to_tools")
     parser = cfg.get("tool_parser")
-    if parser is not None and parser not in TOOL_PARSERS:
-        raise bad(f"unknown parser {parser!r}; known: {', '.join(TOOL_PARSERS)}", "tool_parser")
+    if parser is not None and (type(parser) is not str or parser not in TOOL_PARSERS):
+        what = "unknown parser" if type(parser) is str else "must be one parser's name, got"
+        raise bad(f"{what} {quoted(parser)}; known: {', '.join(TOOL_PARSERS)}", "tool_parser")
     s.tool_parser = parser
     join = cfg.get("doc_join")
     if join is not None:

@@ -18,16 +18,23 @@ can read (counted as unparsed by the scorer):
   list of them, arguments under ``arguments`` or ``parameters``.
 - ``pythonic`` (BFCL's prompting format, Llama 4 / Llama 3.2 style): ``[f(a=1, b="x"), g(c=[1, 2])]`` (the
   brackets optional), arguments Python literals, read with ``ast`` (never evaluated).
+
+A reply is a model's output, untrusted: each parser reads any reply in time linear in its length. JSON nested
+deeper than ``MAX_DEPTH`` is not handed to ``json.loads`` (``plans.limits.json_nesting_within``), Python source
+that could nest deeper than its bounds not to ``ast.parse`` (``plans/plan/pysource.py``): such a reply is
+unparsed. Tags and fences are found by forward searches, not by backtracking regular expressions.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from lmeval.plans.limits import json_nesting_within
+from lmeval.plans.plan.pysource import call_source_bounded
 
 # BFCL's gorilla type names -> JSON Schema types (BFCL's GORILLA_TO_OPENAPI, the Python categories' names)
 GORILLA_TYPES: dict[str, str] = {
@@ -88,49 +95,71 @@ def tools_problem(value: Any) -> str | None:
 # --- parsers -----------------------------------------------------------------------------------------------
 
 
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, or ``_NOT_JSON`` when it is not JSON or nests deeper than ``MAX_DEPTH`` (checked
+    first, in linear time: a reply is untrusted)."""
+    if not json_nesting_within(text):
+        return _NOT_JSON
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
+_NOT_JSON = object()
+
+
 def _call_of(obj: Any) -> Call | None:
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         return None
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return None
+        args = _loads(args)
     return Call(obj["name"], args) if isinstance(args, dict) else None
 
 
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+
+
+def _blocks(text: str) -> list[str] | None:
+    """The text of every ``<tool_call>...</tool_call>`` block, each closed by the first close tag after it; None
+    when a block is left open or holds another open tag (or there is none). One pass: each ``find`` starts
+    where the last one stopped."""
+    blocks: list[str] = []
+    pos = 0
+    while (start := text.find(_OPEN, pos)) >= 0:
+        end = text.find(_CLOSE, start + len(_OPEN))
+        if end < 0:
+            return None
+        blocks.append(text[start + len(_OPEN) : end])
+        pos = end + len(_CLOSE)
+    if not blocks or any(_OPEN in b for b in blocks):
+        return None
+    return blocks
 
 
 def parse_hermes(text: str) -> list[Call] | None:
-    blocks = _TOOL_CALL.findall(text)
-    if not blocks or text.count("<tool_call>") != len(blocks):
-        return None
+    blocks = _blocks(text)
     calls: list[Call] = []
-    for b in blocks:
-        try:
-            c = _call_of(json.loads(b))
-        except ValueError:
-            return None
+    for b in blocks or []:
+        c = _call_of(_loads(b))
         if c is None:
             return None
         calls.append(c)
-    return calls
+    return calls or None
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+def _unfenced(s: str) -> str:
+    """``s`` (stripped) without a Markdown fence around it: ```` ```json ... ``` ```` or ```` ``` ... ``` ````
+    gives what is inside, white space around it stripped; anything else is ``s`` itself."""
+    if len(s) < 6 or not s.startswith("```") or not s.endswith("```"):
+        return s
+    body = s[3:-3]
+    return (body[4:] if body.startswith("json") else body).strip()
 
 
 def parse_json(text: str) -> list[Call] | None:
-    s = text.strip()
-    m = _FENCE.match(s)
-    if m:
-        s = m.group(1)
-    try:
-        obj = json.loads(s)
-    except ValueError:
-        return None
+    obj = _loads(_unfenced(text.strip()))
     items = obj if isinstance(obj, list) else [obj]
     calls = [_call_of(o) for o in items]
     if not calls or any(c is None for c in calls):
@@ -139,24 +168,24 @@ def parse_json(text: str) -> list[Call] | None:
 
 
 def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def parse_pythonic(text: str) -> list[Call] | None:
-    s = text.strip()
-    m = _FENCE.match(s) or re.match(r"^```(?:python)?\s*(.*?)\s*```$", s, re.DOTALL)
-    if m:
-        s = m.group(1)
+    s = _unfenced(text.strip())
     if not s.startswith("["):
         s = f"[{s}]"
+    if not call_source_bounded(s):
+        return None
     try:
         tree = ast.parse(s, mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError):
         return None
     if not isinstance(tree.body, ast.List) or not tree.body.elts:
         return None
@@ -173,7 +202,7 @@ def parse_pythonic(text: str) -> list[Call] | None:
                 return None
             try:
                 args[kw.arg] = ast.literal_eval(kw.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError):
+            except (ValueError, TypeError, SyntaxError):
                 return None
         calls.append(Call(name, args))
     return calls

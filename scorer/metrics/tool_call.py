@@ -21,7 +21,7 @@ def _generate(gold: Any, result: Any, kwargs: dict[str, Any], doc: dict[str, Any
     try:
         expected = toolmatch.expected_calls(gold)
     except ValueError as e:
-        raise ScoreError(f"metric tool_call: {e}") from None
+        raise ScoreError(f"field doc_to_target (metric tool_call): {e}") from None
     return toolmatch.score_reply(str(result), expected, doc.get(kwargs["tools"]), kwargs["parser"])
 
 
