@@ -147,3 +147,10 @@ def loads_json(text: str | bytes) -> Any:
     if problem is not None:
         raise ValueError(problem[1])
     return value
+
+
+# A trajectory task (compiler/trajectories.py) makes one request per recorded reply, each holding the whole
+# conversation before it: the plan holds the sum over scored steps of their conversations, which grows with
+# the square of a conversation's length (200 messages of 20 KB: 200 MB; 1,500 of 10 KB: 5.6 GB). Compiling
+# costs a few times what the plan holds; past this many characters in all, a trajectory file is refused.
+MAX_TRAJECTORY_CHARS = 64 << 20
