@@ -15,6 +15,11 @@ Two file forms, told apart by their content:
 
 A document: ``{"trajectory": id, "step": k, "messages": the conversation up to and including its k-th message}``
 (k counts messages from 0; only assistant messages after at least one other message are scored).
+
+Untrusted files: every field read is type-checked (ATIF's: compiler/atif.py), JSON nested past the plan's 64
+levels is refused at its line and path (compiler/jsonwhere.py), and a file whose scored steps' conversations pass
+``MAX_TRAJECTORY_CHARS`` characters in all (each step repeats the conversation before it: plans/limits.py) is
+refused before anything is rendered. Each refusal is one line naming the file, the line or step and the field.
 """
 
 from __future__ import annotations
@@ -26,8 +31,15 @@ from typing import Any
 
 from lmeval.compiler.atif import TrajectoryError, atif_messages
 from lmeval.compiler.jsonwhere import deep_path, path_text, too_deep_at
-from lmeval.plans import MAX_DEPTH, MAX_ROW_BYTES, InputError, messages_problem, open_regular, value_problem
-from lmeval.plans.limits import MAX_TRAJECTORY_CHARS
+from lmeval.plans import (
+    MAX_DEPTH,
+    MAX_ROW_BYTES,
+    MAX_TRAJECTORY_CHARS,
+    InputError,
+    messages_problem,
+    open_regular,
+    value_problem,
+)
 
 __all__ = ["TrajectoryError", "read_trajectories", "step_docs", "trajectory_task"]
 
@@ -49,8 +61,8 @@ def _parsed(text: str, where: str, line: int = 1) -> Any:
         ) from None
     problem = value_problem(value) if type(value) is not dict or "steps" not in value else None
     if problem is not None:  # (an ATIF trajectory is checked field by field: compiler/atif.py)
-        at = deep_path(value, MAX_DEPTH) if problem[0] == "nesting_too_deep" else None
-        raise TrajectoryError(f"{where}:{line}: {path_text(at) + ': ' if at else ''}{problem[1]}")
+        inner = deep_path(value, MAX_DEPTH) if problem[0] == "nesting_too_deep" else None
+        raise TrajectoryError(f"{where}:{line}: {path_text(inner) + ': ' if inner else ''}{problem[1]}")
     return value
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from lmeval.plans.limits import MAX_TRAJECTORY_CHARS
+from lmeval.plans import MAX_TRAJECTORY_CHARS
 from tests.hostile.corpus import env
 
 _WRAP = (
