@@ -1,15 +1,18 @@
 """Trajectory files (``+task=trajectory``, compiler/trajectories.py and compiler/atif.py, #64): deeply nested JSON
 (a RecursionError traceback before; past the plan's 64 levels but within json's recursion it was accepted) and
 ATIF steps whose fields have the wrong type (tracebacks, or silently dropped or rewritten). Each is one line naming
-the file, the record (a JSONL line, an ATIF step) and the field; nothing is written."""
+the file, the record (a JSONL line, an ATIF step) and the field; nothing is written. And ``lmeval trajectories``
+on a run whose plan's step documents were forged (hashes recomputed): one line naming the document and field."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tests.hostile.corpus import Base, Case, case, nested
+from tests.hostile.corpus import FAKE, Base, Case, case, lmeval, nested
 
 CONV = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
 
@@ -143,3 +146,63 @@ def traj_atif_session_id_object(tmp: Path, base: Base) -> Case:
     p = tmp / "t.json"
     p.write_text(json.dumps(_atif(session_id={"id": 1})))
     return _compile(tmp, p, ": session_id: must be a string", "got an object")
+
+
+def _forged_step_run(tmp: Path, edit: Callable[[dict[str, Any]], Any]) -> Path:
+    """A run of a two-step trajectory (fake backend) whose plan's second step document went through ``edit``,
+    re-sealed with every hash recomputed and the manifest pointed at it (a forger can)."""
+    from lmeval.plans.plan import DocRecord, PlanReader, write_plan
+    from lmeval.plans.plan.io import with_derived
+
+    traj = tmp / "t.jsonl"
+    conv = [*CONV, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]
+    traj.write_text(json.dumps({"id": "a", "messages": conv}) + "\n")
+    plan, forged, run = tmp / "p.msgpack", tmp / "forged.msgpack", tmp / "r"
+    for argv in (
+        ["compile", "+task=trajectory", f"task.trajectory.path={traj}", "run.apply_chat_template=true",
+         "--no-cache", "--out", str(plan)],
+        ["execute", str(plan), FAKE, "--out", str(run), "--no-progress"],
+    ):  # fmt: skip
+        p = lmeval(*argv, cwd=tmp)
+        assert p.returncode == 0, p.stderr
+    with PlanReader(plan) as r:
+        header, recs = r.header, list(r)
+    out = [
+        with_derived(replace(rec, doc=edit(dict(rec.doc)), doc_hash=""))
+        if isinstance(rec, DocRecord) and rec.doc_id == 1
+        else rec
+        for rec in recs
+    ]
+    write_plan(forged, header, out)
+    with PlanReader(forged) as r:
+        new_hash = r.header.plan_hash
+    m = json.loads((run / "manifest.json").read_text())
+    m.update(plan_path=str(forged), plan_hash=new_hash)
+    (run / "manifest.json").write_text(json.dumps(m))
+    return run
+
+
+def _without(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda d: {k: v for k, v in d.items() if k != key}
+
+
+FORGED_STEPS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
+    "no_step": (_without("step"), "field 'step'"),
+    "step_string": (lambda d: {**d, "step": "3"}, "field 'step'"),
+    "step_zero": (lambda d: {**d, "step": 0}, "field 'step'"),
+    "trajectory_list": (lambda d: {**d, "trajectory": ["a"]}, "field 'trajectory'"),
+    "no_trajectory": (_without("trajectory"), "field 'trajectory'"),
+}
+
+
+def _register_forged(name: str, edit: Callable[[dict[str, Any]], Any], needle: str) -> None:
+    def build(tmp: Path, base: Base) -> Case:
+        run = _forged_step_run(tmp, edit)
+        return Case(["trajectories", str(run)], (str(run), "task trajectory", "doc 1", needle), keep=[run])
+
+    build.__name__ = "traj_scores_forged_" + name
+    case("trajectories")(build)
+
+
+for _name, (_edit, _needle) in FORGED_STEPS.items():
+    _register_forged(_name, _edit, _needle)
