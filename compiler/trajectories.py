@@ -99,7 +99,10 @@ def read_trajectories(path: str) -> tuple[str, str, list[tuple[str, list[dict[st
             raise TrajectoryError(f"{path}:{n}: not JSON ({str(e)[:80]})") from None
         tid, raw = str(n), row
         if isinstance(row, dict):
-            tid, raw = str(row.get("id", n)), row.get("messages")
+            rid = row.get("id", n)
+            if type(rid) not in (str, int):
+                raise TrajectoryError(f"{path}:{n}: id: must be a string or an integer, got {type(rid).__name__}")
+            tid, raw = str(rid), row.get("messages")
         out.append((tid, _checked(raw, f"{path}:{n}", tid)))
     if not out:
         raise TrajectoryError(f"{path}: no recorded conversation in the file")

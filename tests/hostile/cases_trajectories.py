@@ -206,3 +206,10 @@ def _register_forged(name: str, edit: Callable[[dict[str, Any]], Any], needle: s
 
 for _name, (_edit, _needle) in FORGED_STEPS.items():
     _register_forged(_name, _edit, _needle)
+
+
+@case("trajectories")
+def traj_jsonl_id_object(tmp: Path, base: Base) -> Case:  # was written as its Python repr
+    p = tmp / "t.jsonl"
+    p.write_text(json.dumps({"id": {"run": 1}, "messages": CONV}) + "\n")
+    return _compile(tmp, p, f"{p}:1: id: must be a string or an integer", "got dict")
