@@ -151,6 +151,8 @@ def loads_json(text: str | bytes) -> Any:
 
 # A trajectory task (compiler/trajectories.py) makes one request per recorded reply, each holding the whole
 # conversation before it: the plan holds the sum over scored steps of their conversations, which grows with
-# the square of a conversation's length (200 messages of 20 KB: 200 MB; 1,500 of 10 KB: 5.6 GB). Compiling
-# costs a few times what the plan holds; past this many characters in all, a trajectory file is refused.
+# the square of a conversation's length (200 messages of 20 KB: 200 M characters; 1,500 of 10 KB: 5.6 G).
+# Past this many characters in all a trajectory file is refused before anything is rendered. A file at the
+# limit (16 Mi tokens or so of scored context) compiles in about 1 GB (token ids in bounded batches:
+# compiler/encode/plan_records.py); tests/compiler/test_trajectory_memory.py measures it.
 MAX_TRAJECTORY_CHARS = 64 << 20
