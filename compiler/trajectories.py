@@ -15,6 +15,11 @@ Two file forms, told apart by their content:
 
 A document: ``{"trajectory": id, "step": k, "messages": the conversation up to and including its k-th message}``
 (k counts messages from 0; only assistant messages after at least one other message are scored).
+
+Untrusted files: every field read is type-checked (ATIF's: compiler/atif.py), JSON nested past the plan's 64
+levels is refused at its line and path (compiler/jsonwhere.py), and a file whose scored steps' conversations pass
+``MAX_TRAJECTORY_CHARS`` characters in all (each step repeats the conversation before it: plans/limits.py) is
+refused before anything is rendered. Each refusal is one line naming the file, the line or step and the field.
 """
 
 from __future__ import annotations
@@ -24,70 +29,63 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lmeval.compiler.errors import CompileError
-from lmeval.plans import MAX_ROW_BYTES, InputError, messages_problem, open_regular
+from lmeval.compiler.atif import TrajectoryError, atif_messages
+from lmeval.compiler.jsonwhere import deep_path, path_text, too_deep_at
+from lmeval.plans import (
+    MAX_DEPTH,
+    MAX_ROW_BYTES,
+    MAX_TRAJECTORY_CHARS,
+    InputError,
+    messages_problem,
+    open_regular,
+    value_problem,
+)
+
+__all__ = ["TrajectoryError", "read_trajectories", "step_docs", "trajectory_task"]
 
 TRAJECTORY_VERSION = 1
 MAX_FILE_BYTES = 1 << 30
 
 
-class TrajectoryError(CompileError):
-    """A recorded-conversation file that cannot be read as one."""
-
-
-def _atif(obj: dict[str, Any], path: str) -> tuple[str, list[dict[str, str]]]:
-    steps = obj.get("steps")
-    if not isinstance(steps, list) or not steps:
-        raise TrajectoryError(f"{path}: an ATIF trajectory needs a non-empty list of steps")
-    out: list[dict[str, str]] = []
-    for i, st in enumerate(steps):
-        src = st.get("source") if isinstance(st, dict) else None
-        if src not in ("system", "user", "agent"):
-            raise TrajectoryError(f"{path}: step {i}: source must be system, user or agent, got {str(src)[:40]!r}")
-        assert isinstance(st, dict)
-        text = st.get("message") or ""
-        if not isinstance(text, str):
-            raise TrajectoryError(f"{path}: step {i}: message is not a string")
-        if src != "agent":
-            out.append({"role": src, "content": text})
-            continue
-        parts = [text] if text else []
-        for call in st.get("tool_calls") or []:
-            if not isinstance(call, dict) or not isinstance(call.get("function_name"), str):
-                raise TrajectoryError(f"{path}: step {i}: a tool call without a function_name")
-            body = {"name": call["function_name"], "arguments": call.get("arguments") or {}}
-            parts.append(f"<tool_call>{json.dumps(body, ensure_ascii=False)}</tool_call>")
-        out.append({"role": "assistant", "content": "\n".join(parts)})
-        results = (st.get("observation") or {}).get("results") or []
-        seen = [r.get("content") for r in results if isinstance(r, dict) and r.get("content") is not None]
-        if seen:
-            out.append(
-                {"role": "user", "content": "\n\n".join(c if isinstance(c, str) else json.dumps(c) for c in seen)}
-            )
-    return str(obj.get("session_id") or Path(path).stem), out
+def _parsed(text: str, where: str, line: int = 1) -> Any:
+    """``json.loads(text)``; ``TrajectoryError`` naming the line and the path of a value nested too deep (json
+    recurses: a few thousand levels end in RecursionError) or breaking the plan's other limits; ``ValueError``
+    when it is not JSON."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        found = too_deep_at(text, MAX_DEPTH)
+        n, at = found if found is not None else (1, [])
+        raise TrajectoryError(
+            f"{where}:{line + n - 1}: {path_text(at)}: nested deeper than {MAX_DEPTH} levels"
+        ) from None
+    problem = value_problem(value) if type(value) is not dict or "steps" not in value else None
+    if problem is not None:  # (an ATIF trajectory is checked field by field: compiler/atif.py)
+        inner = deep_path(value, MAX_DEPTH) if problem[0] == "nesting_too_deep" else None
+        raise TrajectoryError(f"{where}:{line}: {path_text(inner) + ': ' if inner else ''}{problem[1]}")
+    return value
 
 
 def read_trajectories(path: str) -> tuple[str, str, list[tuple[str, list[dict[str, str]]]]]:
     """(form, sha256 of the file, [(trajectory id, messages)]) of a JSONL or ATIF file; ``TrajectoryError``
-    (one line naming the file and line or step) for anything else."""
+    (one line naming the file and line or step, and the field) for anything else."""
     try:
-        with open_regular(path, what="trajectory file") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        with open_regular(path, max_bytes=MAX_FILE_BYTES, what="trajectory file") as fh:
+            data = fh.read()
     except (InputError, OSError) as e:
         raise TrajectoryError(f"{path}: cannot read the trajectory file ({e})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise TrajectoryError(f"{path}: over {MAX_FILE_BYTES} bytes")
     sha = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TrajectoryError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    del data
     try:
-        whole = json.loads(text)
-    except ValueError:
+        whole = _parsed(text, path)  # (a deep first line of JSONL is refused here, at its line: the same error)
+    except ValueError:  # several values: JSONL, read line by line
         whole = None
     if isinstance(whole, dict) and "steps" in whole:
-        tid, msgs = _atif(whole, path)
+        tid, msgs = atif_messages(whole, path)
         return "atif", sha, [(tid, _checked(msgs, path, tid))]
     out: list[tuple[str, list[dict[str, str]]]] = []
     for n, line in enumerate(text.split("\n"), 1):
@@ -96,12 +94,15 @@ def read_trajectories(path: str) -> tuple[str, str, list[tuple[str, list[dict[st
         if len(line) > MAX_ROW_BYTES:
             raise TrajectoryError(f"{path}:{n}: line longer than {MAX_ROW_BYTES} bytes")
         try:
-            row = json.loads(line)
+            row = _parsed(line, path, n)
         except ValueError as e:
             raise TrajectoryError(f"{path}:{n}: not JSON ({str(e)[:80]})") from None
         tid, raw = str(n), row
         if isinstance(row, dict):
-            tid, raw = str(row.get("id", n)), row.get("messages")
+            rid = row.get("id", n)
+            if type(rid) not in (str, int):
+                raise TrajectoryError(f"{path}:{n}: id: must be a string or an integer, got {type(rid).__name__}")
+            tid, raw = str(rid), row.get("messages")
         out.append((tid, _checked(raw, f"{path}:{n}", tid)))
     if not out:
         raise TrajectoryError(f"{path}: no recorded conversation in the file")
@@ -130,9 +131,28 @@ def step_docs(trajectories: list[tuple[str, list[dict[str, str]]]]) -> list[dict
     ]
 
 
+def _check_size(trajectories: list[tuple[str, list[dict[str, str]]]], path: str) -> None:
+    """``TrajectoryError`` when the scored steps' conversations hold more than ``MAX_TRAJECTORY_CHARS`` in all
+    (each step's request repeats the conversation before its reply: see plans/limits.py), before any is built."""
+    total = 0
+    for tid, msgs in trajectories:
+        upto = 0
+        for k, m in enumerate(msgs):
+            upto += len(m["content"])
+            if k and m["role"] == "assistant":
+                total += upto
+                if total > MAX_TRAJECTORY_CHARS:
+                    raise TrajectoryError(
+                        f"{path}: trajectory {tid!r} message {k}: the scored steps' conversations pass "
+                        f"{MAX_TRAJECTORY_CHARS} characters in all (the limit: each step's request repeats the "
+                        "conversation before its reply); split the file or shorten its conversations"
+                    )
+
+
 def trajectory_task(path: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The task config and documents of a trajectory file."""
     form, sha, trajectories = read_trajectories(path)
+    _check_size(trajectories, path)
     config = {
         "task": name,
         "dataset_path": Path(path).name,  # the plan keeps the file's name and sha256, not where it lives

@@ -35,6 +35,7 @@ from lmeval.plans.limits import MAX_MANIFEST_BYTES as MAX_MANIFEST_BYTES
 from lmeval.plans.limits import MAX_REPEATS as MAX_REPEATS
 from lmeval.plans.limits import MAX_ROW_BYTES as MAX_ROW_BYTES
 from lmeval.plans.limits import MAX_TOKEN_ID as MAX_TOKEN_ID
+from lmeval.plans.limits import MAX_TRAJECTORY_CHARS as MAX_TRAJECTORY_CHARS
 from lmeval.plans.limits import MAX_YAML_BYTES as MAX_YAML_BYTES
 from lmeval.plans.limits import InputError as InputError
 from lmeval.plans.limits import json_nesting_within as json_nesting_within

@@ -172,3 +172,12 @@ def json_nesting_within(text: str, limit: int = MAX_DEPTH) -> bool:
         else:
             depth = max(depth - 1, 0)
     return True
+
+
+# A trajectory task (compiler/trajectories.py) makes one request per recorded reply, each holding the whole
+# conversation before it: the plan holds the sum over scored steps of their conversations, which grows with
+# the square of a conversation's length (200 messages of 20 KB: 200 M characters; 1,500 of 10 KB: 5.6 G).
+# Past this many characters in all a trajectory file is refused before anything is rendered. A file at the
+# limit (16 Mi tokens or so of scored context) compiles in about 1 GB (token ids in bounded batches:
+# compiler/encode/plan_records.py); tests/compiler/test_trajectory_memory.py measures it.
+MAX_TRAJECTORY_CHARS = 64 << 20

@@ -1,12 +1,15 @@
 """Thumbnails of the images a plan's Instances show (plans/plan/media.py), for the sample browser: each image read
 from the plan's companion folder (its sha256 checked), shrunk to at most ``THUMB`` pixels a side and embedded as
 a PNG ``data:`` URI (the page's content policy allows images from ``data:`` only). An image that is missing or
-altered is shown as such, never silently dropped."""
+altered, or that is not a regular file (a FIFO, a link to a device) or over the image size limit is shown as
+such (``plans.read_image`` refuses it unread), never silently dropped, with one warning line on stderr: the rest
+of the report is still written."""
 
 from __future__ import annotations
 
 import base64
 import io
+import sys
 from typing import Any
 
 from lmeval.plans import PlanError, read_image
@@ -53,7 +56,8 @@ def doc_thumbnails(plan_path: str, views: list[DocView | None]) -> list[Any] | N
                 try:
                     entry["src"] = thumbnail(read_image(plan_path, sha))
                 except PlanError as e:
-                    entry["problem"] = str(e).rsplit(": ", 1)[-1]
+                    entry["problem"] = str(e).removeprefix(f"{plan_path}: ")
+                    print(f"WARNING: {e} (shown as unreadable in the report)", file=sys.stderr)
                 cache[sha] = entry
             row.append(cache[sha])
         out.append(row)

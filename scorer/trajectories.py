@@ -71,9 +71,22 @@ def step_scores(results_dir: str | Path) -> list[StepScore]:
                 n = row["n_continuation_tokens"]
                 if n is None:
                     n = len(rec.continuation_ids or [])
-                out.append(StepScore(task, str(doc.doc["trajectory"]), int(doc.doc["step"]), rec.doc_id,
-                                     float(row["loglikelihood"]), int(n), bool(row["is_greedy"])))  # fmt: skip
+                tid, step = _step_of(doc, rdir, task)
+                out.append(StepScore(task, tid, step, rec.doc_id, float(row["loglikelihood"]), int(n),
+                                     bool(row["is_greedy"])))  # fmt: skip
     return out
+
+
+def _step_of(doc: DocRecord, rdir: str, task: str) -> tuple[str, int]:
+    """A step document's (trajectory id, step): what compiler/trajectories.py writes; ``ScoreError`` (one line
+    naming the document and field) for a plan that holds anything else (forged, hashes and all)."""
+    d = doc.doc if isinstance(doc.doc, dict) else {}
+    tid, step = d.get("trajectory"), d.get("step")
+    if type(tid) is not str:
+        raise ScoreError(f"{rdir}: task {task}: doc {doc.doc_id}: field 'trajectory' is not a trajectory id (a string)")
+    if type(step) is not int or step < 1:
+        raise ScoreError(f"{rdir}: task {task}: doc {doc.doc_id}: field 'step' is not a message index (an integer > 0)")
+    return tid, step
 
 
 def trajectory_scores(steps: list[StepScore]) -> list[TrajectoryScore]:

@@ -4,7 +4,7 @@ ids computed in a second thread, and the data fingerprint of its evaluation spli
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import msgpack
 
@@ -29,6 +29,26 @@ TokenIds = dict[tuple[int, int], tuple[list[int] | None, list[int] | None]]
 
 
 _CHUNK_DOCS = 4096  # docs per tokenizing batch: the main thread encodes one batch while the next is tokenized
+# request text per batch (fewer docs when theirs are long): a batch's token ids, and the tokenizer's own
+# encodings of it, are held only while it is encoded, so long prompts (a trajectory's steps each repeat the
+# conversation before them) cost their packed bytes, not their ids as Python lists (#64)
+_CHUNK_CHARS = 1 << 20
+
+
+def _bounds(bt: BuiltTask) -> list[tuple[int, int]]:
+    """The tokenizing batches, as (lo, hi) doc ranges: at most ``_CHUNK_DOCS`` docs and, past the first doc of
+    each, at most ``_CHUNK_CHARS`` characters of context and continuation."""
+    out: list[tuple[int, int]] = []
+    lo = chars = 0
+    for i, d in enumerate(bt.docs):
+        n = sum(len(rq.context) + len(rq.continuation or "") for rq in d.requests)
+        if i > lo and (i - lo >= _CHUNK_DOCS or chars + n > _CHUNK_CHARS):
+            out.append((lo, i))
+            lo, chars = i, 0
+        chars += n
+    if lo < len(bt.docs):
+        out.append((lo, len(bt.docs)))
+    return out
 
 
 def _token_ids(bt: BuiltTask, tok: ModelTokenizer, lo: int, hi: int) -> TokenIds:
@@ -124,7 +144,7 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
         docs, doc_blobs = _doc_records(bt, doc_bytes)
         return _instance_records(bt, docs, doc_blobs, {}, 0, n)[1], fingerprint
     blobs: list[bytes] = []
-    bounds = [(lo, min(lo + _CHUNK_DOCS, n)) for lo in range(0, n, _CHUNK_DOCS)]
+    bounds = _bounds(bt)
     packer = IdsPacker()
     if not tok.threaded:
         fingerprint, doc_bytes = _fingerprint(bt)
@@ -133,15 +153,21 @@ def task_records(bt: BuiltTask, tok: ModelTokenizer | None) -> tuple[list[bytes]
             blobs += _instance_records(bt, docs, doc_blobs, _token_ids(bt, tok, lo, hi), lo, hi, packer)[1]
         return blobs, fingerprint
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmeval-tokenize") as pool:
-        pending = [pool.submit(_token_ids, bt, tok, lo, hi) for lo, hi in bounds]
+        # the tokenizing thread runs one batch ahead of this one, no further: its ids wait for no more than that
+        pending: list[Future[TokenIds] | None] = [pool.submit(_token_ids, bt, tok, lo, hi) for lo, hi in bounds[:1]]
         try:
             fingerprint, doc_bytes = _fingerprint(bt)
             docs, doc_blobs = _doc_records(bt, doc_bytes)
-            for (lo, hi), fut in zip(bounds, pending, strict=True):
+            for k, (lo, hi) in enumerate(bounds):
+                if k + 1 < len(bounds):
+                    pending.append(pool.submit(_token_ids, bt, tok, *bounds[k + 1]))
+                fut, pending[k] = pending[k], None
+                assert fut is not None
                 blobs += _instance_records(bt, docs, doc_blobs, fut.result(), lo, hi, packer)[1]
         finally:
-            for fut in pending:
-                fut.cancel()  # after an error: do not tokenize the rest
+            for left in pending:
+                if left is not None:
+                    left.cancel()  # after an error: do not tokenize the rest
     return blobs, fingerprint
 
 

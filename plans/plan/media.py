@@ -30,6 +30,7 @@ from typing import Any
 
 from lmeval.common import file_sha256
 from lmeval.plans.errors import PlanError
+from lmeval.plans.limits import InputError, open_regular
 
 IMAGE_PLACEHOLDER = "<image>"  # lm-eval 0.4.13's DEFAULT_IMAGE_PLACEHOLDER (models/hf_vlms.py)
 MEDIA_SUFFIX = ".media"  # the companion folder: <plan file>.media/<sha256>
@@ -193,12 +194,16 @@ def read_image(plan_path: str | os.PathLike[str], sha: str) -> bytes:
     path = media_dir(plan_path) / sha
     if not _HEX64.fullmatch(sha):
         raise PlanError(f"{plan_path}: {sha[:40]!r} is not an image sha256")
-    try:
-        if path.stat().st_size > MAX_IMAGE_BYTES:
-            raise PlanError(f"{plan_path}: image {sha[:12]} in {path.parent} is over {MAX_IMAGE_BYTES} bytes")
-        data = path.read_bytes()
-    except OSError:
-        raise PlanError(f"{plan_path}: image {sha[:12]} is missing from {path.parent}") from None
+    if not path.exists():  # (a dangling link too)
+        raise PlanError(f"{plan_path}: image {sha[:12]} is missing from {path.parent}")
+    try:  # a regular file only, never blocking on a FIFO nor reading a device a link leads to, and bounded
+        with open_regular(path, max_bytes=MAX_IMAGE_BYTES, what="image file") as f:
+            data = f.read(MAX_IMAGE_BYTES + 1)
+    except (InputError, OSError) as e:
+        why = str(e).removeprefix(f"{path}: ")
+        raise PlanError(f"{plan_path}: image {sha[:12]} in {path.parent} cannot be read ({why})") from None
+    if len(data) > MAX_IMAGE_BYTES:  # (grown since it was opened)
+        raise PlanError(f"{plan_path}: image {sha[:12]} in {path.parent} is over {MAX_IMAGE_BYTES} bytes")
     if hashlib.sha256(data).hexdigest() != sha:
         raise PlanError(f"{plan_path}: image {sha[:12]} in {path.parent} has been altered (its bytes hash otherwise)")
     return data

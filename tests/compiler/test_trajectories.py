@@ -148,3 +148,33 @@ def test_a_template_that_does_not_put_the_reply_after_the_prompt_is_refused() ->
     with pytest.raises(ValueError, match="does not render the reply right after the prompt"):
         step_request(chat, CONV[1:3], where)
     assert step_request(lambda m, g: "P:" if g else "P:" + m[-1]["content"], CONV[1:3], where) == ("P:", "Hello.")
+
+
+def test_atif_optional_fields_may_be_null_or_absent(tmp_path: Path) -> None:
+    """ATIF's optional fields (as a pydantic dump writes them: null) are absent, not wrong (#64 checks types)."""
+    steps = [
+        {"step_id": 1, "source": "system", "message": "Be brief.", "tool_calls": None, "observation": None},
+        {"step_id": 2, "source": "user", "message": "Weather?"},
+        {"step_id": 3, "source": "agent", "message": "", "tool_calls": [{"function_name": "w", "tool_call_id": None}],
+         "observation": {"results": [{"source_call_id": None, "content": None}, {"content": "18C"}]}},
+        {"step_id": 4, "source": "agent", "message": "18C.", "reasoning_content": None, "metrics": None},
+    ]  # fmt: skip
+    f = _write(tmp_path, "t.json", json.dumps({"session_id": None, "steps": steps}))
+    _, _, [(tid, msgs)] = read_trajectories(str(f))
+    assert tid == "t" and msgs == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": '<tool_call>{"name": "w", "arguments": {}}</tool_call>'},
+        {"role": "user", "content": "18C"},
+        {"role": "assistant", "content": "18C."},
+    ]
+
+
+def test_the_depth_scanner_reads_strings_as_strings() -> None:
+    from lmeval.compiler.jsonwhere import path_text, too_deep_at
+
+    text = '{"a\\"[": "[[[{{{", "b": [1, "]", {"c": ' + "[" * 70 + "]" * 70 + "}]}"
+    found = too_deep_at(text, 64)
+    assert found is not None and path_text(found[1], keep=3) == "b[2].c..."
+    assert too_deep_at('{"x": "' + "[" * 100 + '"}', 64) is None
+    assert too_deep_at("[\n[\n" + "[" * 70, 64) == (3, [0, 0] + [0] * 62)
