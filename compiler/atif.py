@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.errors import CompileError
-from lmeval.compiler.jsonwhere import deep_path, path_text
-from lmeval.plans import MAX_DEPTH, value_problem
+from lmeval.plans import MAX_DEPTH, deep_path, path_text, value_problem
 
 SOURCES = ("system", "user", "agent")
 

@@ -17,7 +17,7 @@ A document: ``{"trajectory": id, "step": k, "messages": the conversation up to a
 (k counts messages from 0; only assistant messages after at least one other message are scored).
 
 Untrusted files: every field read is type-checked (ATIF's: compiler/atif.py), JSON nested past the plan's 64
-levels is refused at its line and path (compiler/jsonwhere.py), and a file whose scored steps' conversations pass
+levels is refused at its line and path (plans/jsonwhere.py), and a file whose scored steps' conversations pass
 ``MAX_TRAJECTORY_CHARS`` characters in all (each step repeats the conversation before it: plans/limits.py) is
 refused before anything is rendered. Each refusal is one line naming the file, the line or step and the field.
 """
@@ -30,14 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from lmeval.compiler.atif import TrajectoryError, atif_messages
-from lmeval.compiler.jsonwhere import deep_path, path_text, too_deep_at
 from lmeval.plans import (
     MAX_DEPTH,
     MAX_ROW_BYTES,
     MAX_TRAJECTORY_CHARS,
     InputError,
+    deep_path,
     messages_problem,
     open_regular,
+    path_text,
+    too_deep_at,
     value_problem,
 )
 

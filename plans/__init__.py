@@ -10,8 +10,9 @@ wings, each a subpackage with its own face:
 - ``usercode/``: user code a task names (function references);
 
 and at the top of plans/ the modules on which the wings stand or which stand on them: apikeys.py, errors.py,
-limits.py, openchain.py (``open_chain``: the one way into a chained run), openrun.py (``open_run``: the one way
-into a results directory), outputs.py (no output over an input), resultsdir.py. This face re-exports every
+jsonwhere.py (the one JSON depth scan), limits.py, openchain.py (``open_chain``: the one way into a chained
+run), openrun.py (``open_run``: the one way into a results directory), outputs.py (no output over an input),
+resultsdir.py. This face re-exports every
 public name of the contract, one line each."""
 
 from lmeval.plans.apikeys import API_KEY_ENV as API_KEY_ENV
@@ -29,6 +30,9 @@ from lmeval.plans.errors import PlanError as PlanError
 from lmeval.plans.errors import RegistrationError as RegistrationError
 from lmeval.plans.errors import UserError as UserError
 from lmeval.plans.errors import reraised_as as reraised_as
+from lmeval.plans.jsonwhere import deep_path as deep_path
+from lmeval.plans.jsonwhere import path_text as path_text
+from lmeval.plans.jsonwhere import too_deep_at as too_deep_at
 from lmeval.plans.limits import MAX_DEPTH as MAX_DEPTH
 from lmeval.plans.limits import MAX_GEN_TOKS as MAX_GEN_TOKS
 from lmeval.plans.limits import MAX_MANIFEST_BYTES as MAX_MANIFEST_BYTES

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from lmeval.common import InputError, UserError, file_kind
+from lmeval.plans.jsonwhere import too_deep_at
 
 __all__ = ["InputError", "UserError", "file_kind"]  # re-exported: the stages import them from here
 
@@ -149,29 +150,12 @@ def loads_json(text: str | bytes) -> Any:
     return value
 
 
-_JSON_SPECIAL = re.compile(r'["\[\]{}]')
-_JSON_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a string's body and closing quote (linear)
-
-
 def json_nesting_within(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether ``json.loads(text)`` would nest no deeper than ``limit`` lists/objects before it returns or
-    fails: one linear scan of the brackets outside strings, so untrusted text (a model's reply) can be bounded
-    before ``json.loads`` recurses into it. Text that is not JSON may pass (``json.loads`` then refuses it)."""
-    depth, pos = 0, 0
-    while (m := _JSON_SPECIAL.search(text, pos)) is not None:
-        c, pos = m.group(), m.end()
-        if c == '"':
-            s = _JSON_STRING_REST.match(text, pos)
-            if s is None:  # unterminated: json.loads stops there
-                return True
-            pos = s.end()
-        elif c in "[{":
-            depth += 1
-            if depth > limit:
-                return False
-        else:
-            depth = max(depth - 1, 0)
-    return True
+    fails: one linear scan of the brackets outside strings (``plans/jsonwhere.py``), so untrusted text (a model's
+    reply) can be bounded before ``json.loads`` recurses into it. Text that is not JSON may pass (``json.loads``
+    then refuses it)."""
+    return too_deep_at(text, limit) is None
 
 
 # A trajectory task (compiler/trajectories.py) makes one request per recorded reply, each holding the whole

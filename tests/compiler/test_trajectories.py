@@ -171,7 +171,7 @@ def test_atif_optional_fields_may_be_null_or_absent(tmp_path: Path) -> None:
 
 
 def test_the_depth_scanner_reads_strings_as_strings() -> None:
-    from lmeval.compiler.jsonwhere import path_text, too_deep_at
+    from lmeval.plans import path_text, too_deep_at
 
     text = '{"a\\"[": "[[[{{{", "b": [1, "]", {"c": ' + "[" * 70 + "]" * 70 + "}]}"
     found = too_deep_at(text, 64)

@@ -1,15 +1,18 @@
 """Where in a JSON text its nesting first passes a depth: the line and the path (keys and indices) of the value
 that does, found by scanning the text (``json.loads`` itself recurses, so a text nested a few thousand levels
 deep ends in a ``RecursionError`` that names no place). Linear in the text and iterative: any text is scanned
-in bounded memory."""
+in bounded memory. The contract's one depth scan: ``plans.json_nesting_within`` (a model's reply, before
+``json.loads``) and the compiler's trajectory files (where it names the place) both read it."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-# a JSON string (escapes included), or one of the structural characters the path depends on
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
+# a string's opening quote, or one of the structural characters the path depends on
+_SPECIAL = re.compile(r'["\[\]{},]')
+# a string's body and its closing quote, from just after the opening one (one pass, no backtracking)
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 def too_deep_at(text: str, max_depth: int) -> tuple[int, list[str | int]] | None:
@@ -19,13 +22,17 @@ def too_deep_at(text: str, max_depth: int) -> tuple[int, list[str | int]] | None
     path: list[str | int] = []  # one entry per open container: its current key or index
     is_obj: list[bool] = []
     want_key = False
-    for m in _TOKEN.finditer(text):
-        tok = m.group()
-        c = tok[0]
+    pos = 0
+    while (m := _SPECIAL.search(text, pos)) is not None:
+        c, pos = m.group(), m.end()
         if c == '"':
+            rest = _STRING_REST.match(text, pos)
+            if rest is None:  # an unterminated string: json.loads stops there, nothing deeper follows
+                return None
             if is_obj and want_key:
-                path[-1] = tok[1:-1][:40]  # (a key's text as written, escapes and all, at most 40 characters)
+                path[-1] = text[pos : min(rest.end() - 1, pos + 40)]  # (a key as written, at most 40 characters)
                 want_key = False
+            pos = rest.end()
         elif c in "[{":
             if len(path) >= max_depth:
                 return text.count("\n", 0, m.start()) + 1, path
