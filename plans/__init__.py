@@ -176,7 +176,12 @@ from lmeval.plans.results import shard_keys as shard_keys
 from lmeval.plans.results import write_manifest as write_manifest
 from lmeval.plans.resultsdir import PlanTask as PlanTask
 from lmeval.plans.resultsdir import read_plan_by_task as read_plan_by_task
+from lmeval.plans.scored import NA as NA
+from lmeval.plans.scored import PARTIAL as PARTIAL
 from lmeval.plans.scored import DOCUMENT as DOCUMENT
+from lmeval.plans.scored import Flag as Flag
+from lmeval.plans.scored import judge_graded as judge_graded
+from lmeval.plans.scored import limit_text as limit_text
 from lmeval.plans.scored import FIELD_PREFIX as FIELD_PREFIX
 from lmeval.plans.scored import ITEMS as ITEMS
 from lmeval.plans.scored import REASONING_COLUMNS as REASONING_COLUMNS
