@@ -36,7 +36,9 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
                 continue
             up = hib.get(m)
             arrow = _ARROW[up] if isinstance(up, bool) else ""
-            value = "N/A" if flag is not None and flag.of(mf) == NA else (f"{v:.4f}" if isinstance(v, float) else str(v))
+            value = f"{v:.4f}" if isinstance(v, float) else str(v)
+            if flag is not None and flag.of(mf) == NA:
+                value = "N/A"
             se_key = f"{m}_stderr,{f}"
             if se_key in dic and value != "N/A":
                 se = dic[se_key]
