@@ -36,7 +36,7 @@ def metric_keys(runs: list[Run], column: str, task: str) -> list[str]:
     return sorted(keys)
 
 
-def _alias(runs: list[Run], column: str, task: str) -> str:
+def alias_of(runs: list[Run], column: str, task: str) -> str:
     for r in runs:
         m = r.results.table(column).get(task)
         if isinstance(m, dict) and isinstance(m.get("alias"), str):
@@ -55,7 +55,7 @@ def _per_run(runs: list[Run], field: str, task: str) -> str:
     return " / ".join(vals)
 
 
-def _hib(runs: list[Run], task: str, metric: str) -> bool | None:
+def hib_of(runs: list[Run], task: str, metric: str) -> bool | None:
     for r in runs:
         h = r.results.higher_is_better.get(task, {})
         if isinstance(h, dict) and isinstance(h.get(metric), bool):
@@ -78,9 +78,11 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
         keys = metric_keys(runs, column, task)
         for i, key in enumerate(keys):
             metric, _, filt = key.partition(",")
-            hib = _hib(runs, task, metric)
+            hib = hib_of(runs, task, metric)
             cls = ' class="first"' if i == 0 else ""
-            name = ("&nbsp;" * 2 * depth + ("- " if depth else "") + esc(_alias(runs, column, task))) if i == 0 else ""
+            name = (
+                ("&nbsp;" * 2 * depth + ("- " if depth else "") + esc(alias_of(runs, column, task))) if i == 0 else ""
+            )
             cells = [
                 f'<td class="task">{name}</td>',
                 f"<td>{esc(_per_run(runs, 'versions', task)) if i == 0 else ''}</td>",
@@ -171,11 +173,16 @@ def charts(runs: list[Run]) -> str:
                 se = m.get(f"{metric}_stderr,{filt}")
                 bars.append(Bar(r.index, float(m[key]), float(se) if se is not None and is_num(se) else None))
             groups.append(Group(key, bars))
-        alias = _alias(runs, "results", task)
+        alias = alias_of(runs, "results", task)
         svg = task_chart(task, alias, groups, [labels.get(i, str(i)) for i in range(len(runs))])
         if svg:
             out.append(f'<figure class="chart-box"><figcaption>{esc(alias)}</figcaption>{svg}</figure>')
     return "".join(out)
+
+
+def is_significant(d: MetricDelta) -> bool:
+    """The report's one rule for a marked difference: its paired test's p below 0.05."""
+    return d.p is not None and d.p < 0.05
 
 
 def _cell(d: MetricDelta | None, hib: bool | None, flips: tuple[int, int]) -> str:
@@ -183,7 +190,7 @@ def _cell(d: MetricDelta | None, hib: bool | None, flips: tuple[int, int]) -> st
         return '<td class="cmp none">–</td>'
     if d.delta is None:
         return f'<td class="cmp none" title="{esc(fmt(d.a))} → {esc(fmt(d.b))}">n/a</td>'
-    sig = d.p is not None and d.p < 0.05
+    sig = is_significant(d)
     better = d.delta > 0 if hib is not False else d.delta < 0
     cls = "cmp" + ((" better" if better else " worse") if sig and d.delta != 0 else "")
     se = f" ± {fmt(d.se)}" if d.se is not None else ""
@@ -225,8 +232,8 @@ def comparison_matrix(runs: list[Run], base: Run, comps: dict[int, Comparison]) 
             metric, _, filt = key.partition(",")
             if not any((task, key) in index[r.index] for r in others):
                 continue
-            hib = _hib(runs, task, metric)
-            name = "&nbsp;" * 2 * depth + esc(_alias(runs, "results", task))
+            hib = hib_of(runs, task, metric)
+            name = "&nbsp;" * 2 * depth + esc(alias_of(runs, "results", task))
             cells = "".join(
                 _cell(index[r.index].get((task, key)), hib, flips[r.index].get((task, key), (0, 0))) for r in others
             )
