@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from lmeval.report.html import esc, fmt, raw
 
-Z95 = _Z95 = 1.959963984540054  # two-sided 95% normal quantile
+_Z95 = 1.959963984540054  # two-sided 95% normal quantile
 BAR = 18
 GAP = 14
 PLOT_H = 120
@@ -30,6 +30,11 @@ class Bar:
 class Group:
     key: str  # "metric,filter"
     bars: list[Bar]
+
+
+def normal_interval(value: float, stderr: float) -> tuple[float, float]:
+    """The 95% interval the charts draw: value ∓ 1.96 stderr."""
+    return value - _Z95 * stderr, value + _Z95 * stderr
 
 
 def _nice_up(x: float) -> float:
@@ -134,7 +139,7 @@ def _x(v: float, lo: float, hi: float) -> float:
 
 def scale_svg(lo: float, hi: float) -> str:
     """The scores chart's axis (its column's header): five ticks over ``[lo, hi]``."""
-    parts = [f'<svg class="chart scale" xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" height="16" '
+    parts = [f'<svg class="scale" xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" height="16" '
              f'viewBox="0 0 {CHART_W} 16" data-lo="{raw(lo)}" data-hi="{raw(hi)}">']  # fmt: skip
     for k in range(5):
         v = lo + (hi - lo) * k / 4
@@ -149,7 +154,7 @@ def row_svg(label: str, points: list[tuple[int, float | None, float | None, floa
     95% interval as a whisker, on the axis every row shares (``[lo, hi]``)."""
     shown = [(run, v, a, b) for run, v, a, b in points if v is not None]
     height = max(len(points), 1) * ROW_H + 4
-    parts = [f'<svg class="chart forest" xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" height="{height}" '
+    parts = [f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" height="{height}" '
              f'viewBox="0 0 {CHART_W} {height}" role="img" data-lo="{raw(lo)}" data-hi="{raw(hi)}">']  # fmt: skip
     for k in range(5):
         gx = _c(_x(lo + (hi - lo) * k / 4, lo, hi))

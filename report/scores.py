@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from lmeval.diff import Comparison, MetricDelta
 from lmeval.plans import NA, PARTIAL, Flag
-from lmeval.report.charts import Z95, row_svg, scale_svg, span
+from lmeval.report.charts import normal_interval, row_svg, scale_svg, span
 from lmeval.report.html import esc, fmt, is_num, raw
 from lmeval.report.inputs import Run
 from lmeval.report.tables import alias_of, hib_of, is_significant, metric_keys, table_order
@@ -40,7 +40,7 @@ def _cell(r: Run, task: str, key: str, flags: dict[str, Flag], delta: MetricDelt
     metric, _, filt = key.partition(",")
     se = m.get(f"{metric}_stderr,{filt}") if isinstance(m, dict) else None
     if is_num(se):
-        return Cell(value, value - Z95 * float(se), value + Z95 * float(se), status, delta)  # type: ignore[arg-type]
+        return Cell(value, *normal_interval(value, float(se)), status, delta)  # type: ignore[arg-type]
     return Cell(value, status=status, delta=delta)
 
 

@@ -126,7 +126,8 @@ class ScoredRun:
 
     def flags(self) -> dict[str, Flag]:
         """Partial and N/A composites (``plans/scored/composites.py``), from the rest of the run."""
-        incomplete = {t: (p.incomplete_docs, self.n_samples.get(t, {}).get("original", 0)) for t, p in self.partial.items()}
+        docs = {t: n.get("original", 0) for t, n in self.n_samples.items()}
+        incomplete = {t: (p.incomplete_docs, docs.get(t, 0)) for t, p in self.partial.items()}
         return assess(self.results, self.group_subtasks, set(self.groups), incomplete, self.configs, self.limit)
 
     def table(self, column: str) -> dict[str, Any]:
