@@ -155,3 +155,13 @@ def test_a_judge_that_graded_part_of_the_run_is_partial_then_complete(judged: di
     res = _results(judged["run"])
     assert res["composites"] == {"version": 1, "limit": 6, "flags": {}}
     assert res["results"]["arith"]["judge_n,single_10"] + res["results"]["arith"]["judge_unparsed,single_10"] == 6
+
+
+def test_the_clustered_table_only_where_it_adds_something(mmlu: dict[str, Any], judged: dict[str, Any]) -> None:
+    """#62 item 5: clusters of one document each repeat lm-eval's stderr (no table); a group's subtasks do not."""
+    assert "Clustered stderr" not in judged["console"]
+    console = mmlu["console"]
+    clustered = console[console.index("Clustered stderr and 95% intervals") :]
+    names = [_row(clustered, g)[0] for g in ("mmlu", "mmlu_stem", "mmlu_other")]
+    assert names == ["mmlu", "mmlu_stem", "mmlu_other"]
+    assert "mmlu_anatomy" not in clustered and "(subtask)" in clustered and "(document)" not in clustered
