@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lmeval.plans.scored.files import ScoredRun
 
 COMPOSITES_VERSION = 1
 PARTIAL, NA = "partial", "n/a"
@@ -137,7 +140,7 @@ def assess(
         for t in leaves:
             if t in incomplete:
                 left, total = incomplete[t]
-                for key in keys or ["*"]:
+                for key in keys:  # a group without an aggregation has no number to label
                     flag(g, key, PARTIAL, f"{t}: {left} of {total} documents left out (missing results)")
         if limit is not None and keys:
             for key in keys:
@@ -145,6 +148,13 @@ def assess(
     for f in flags.values():
         f.status = NA if all(s == NA for s in f.metrics.values()) else PARTIAL
     return dict(sorted(flags.items()))
+
+
+def run_flags(run: ScoredRun) -> dict[str, Flag]:
+    """``assess`` over a scored run's fields (documents left out: ``partial``; of how many: ``n-samples``)."""
+    docs = {t: n.get("original", 0) for t, n in run.n_samples.items()}
+    incomplete = {t: (p.incomplete_docs, docs.get(t, 0)) for t, p in run.partial.items()}
+    return assess(run.results, run.group_subtasks, set(run.groups), incomplete, run.configs, run.limit)
 
 
 def composites_dict(flags: dict[str, Flag], limit: float | None) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import loads_json
 from lmeval.plans.results import read_bounded, read_parquet
 from lmeval.plans.scored.clean import Contamination, parse_contamination
-from lmeval.plans.scored.composites import Flag, assess, composites_dict, parse_limit
+from lmeval.plans.scored.composites import Flag, composites_dict, parse_limit, run_flags
 from lmeval.plans.scored.intervals import Intervals, parse_intervals
 from lmeval.plans.scored.subset import SubsetScores, parse_subset
 
@@ -126,9 +126,7 @@ class ScoredRun:
 
     def flags(self) -> dict[str, Flag]:
         """Partial and N/A composites (``plans/scored/composites.py``), from the rest of the run."""
-        docs = {t: n.get("original", 0) for t, n in self.n_samples.items()}
-        incomplete = {t: (p.incomplete_docs, docs.get(t, 0)) for t, p in self.partial.items()}
-        return assess(self.results, self.group_subtasks, set(self.groups), incomplete, self.configs, self.limit)
+        return run_flags(self)
 
     def table(self, column: str) -> dict[str, Any]:
         """A top-level map by its JSON name (``results``, ``groups``, ``versions``, ``n-shot``, ...)."""
