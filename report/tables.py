@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lmeval.diff import Comparison, MetricDelta
+from lmeval.plans import NA
 from lmeval.report.charts import Bar, Group, task_chart
 from lmeval.report.html import esc, fmt, is_num, raw
 from lmeval.report.inputs import Run
@@ -74,6 +75,7 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
         f'<table class="results" data-column="{esc(column)}"><thead><tr><th>{esc(title)}</th><th>Version</th>'
         f"<th>Filter</th><th>n-shot</th><th>Metric</th><th></th>{head}</tr></thead><tbody>"
     ]
+    flags = [r.results.flags() for r in runs]
     for task, depth in order:
         keys = metric_keys(runs, column, task)
         for i, key in enumerate(keys):
@@ -91,11 +93,17 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
                 f"<td>{esc(metric)}</td>",
                 f"<td>{ARROWS.get(hib, '') if hib is not None else ''}</td>",
             ]
-            for r in runs:
+            for r, fl in zip(runs, flags, strict=True):
                 m = r.results.table(column).get(task)
                 v = m.get(key) if isinstance(m, dict) else None
                 se = m.get(f"{metric}_stderr,{filt}") if isinstance(m, dict) else None
                 attrs = f'data-run="{r.index}" data-task="{esc(task)}" data-key="{esc(key)}"'
+                status = fl[task].of(key) if task in fl else None
+                if v is not None and status == NA:  # lm-eval's number for a composite that is not one (Scores)
+                    why = esc("; ".join(fl[task].reasons))
+                    cells.append(f'<td class="value na" {attrs} data-status="n/a" title="{why}">N/A</td>')
+                    cells.append("<td></td><td></td>")
+                    continue
                 if v is None:
                     cells.append(f'<td class="value missing" {attrs}>–</td><td></td><td></td>')
                     continue
@@ -160,6 +168,7 @@ def interval_table(runs: list[Run]) -> str:
 def charts(runs: list[Run]) -> str:
     """One chart per task and group (results order), bars for every numeric metric with a value."""
     labels = {r.index: r.label for r in runs}
+    flags = {r.index: r.results.flags() for r in runs}
     out: list[str] = []
     for task, _depth in table_order(runs, "results"):
         groups: list[Group] = []
@@ -170,6 +179,8 @@ def charts(runs: list[Run]) -> str:
                 m = r.results.results.get(task)
                 if not isinstance(m, dict) or not is_num(m.get(key)):
                     continue
+                if task in flags[r.index] and flags[r.index][task].of(key) == NA:
+                    continue  # not the composite: no bar
                 se = m.get(f"{metric}_stderr,{filt}")
                 bars.append(Bar(r.index, float(m[key]), float(se) if se is not None and is_num(se) else None))
             groups.append(Group(key, bars))

@@ -110,6 +110,8 @@ def test_report_labels_partial_and_na_groups(mmlu: dict[str, Any]) -> None:
     assert 'data-run="0" data-value=' in full_row and 'data-status="partial"' in full_row
     assert '<td class="value na" data-run="1" data-status="n/a"' in full_row and ">N/A<" in full_row
     assert "mmlu_anatomy" in scores and "run.limit=2" in scores
+    results = page[page.index('<section id="results">') :]  # lm-eval's table below: no number for it either
+    assert '<td class="value na" data-run="1" data-task="mmlu" data-key="acc,none" data-status="n/a"' in results
 
 
 @pytest.fixture(scope="module")
