@@ -127,8 +127,14 @@ def scores_section(runs: list[Run], base: Run, comps: dict[int, Comparison]) -> 
         + _notes(runs, flags)
         + "".join(out)
         + '<p class="dim">95% interval: the clustered interval where results.json has one, else value ± 1.96 '
-        "stderr. Beside a run's score: its difference from the baseline (* and colour: p &lt; 0.05, the paired "
-        'test of <a href="#comparison">Comparison</a>). Provenance, configs and prompts follow.</p></section>'
+        + "stderr. "
+        + (
+            "Beside a run's score: its difference from the baseline (* and colour: p &lt; 0.05, the paired test "
+            'of <a href="#comparison">Comparison</a>). '
+            if len(runs) > 1
+            else ""
+        )
+        + "Provenance, configs and prompts follow.</p></section>"
     )
 
 

@@ -167,3 +167,15 @@ def test_the_clustered_table_only_where_it_adds_something(mmlu: dict[str, Any], 
     names = [_row(clustered, g)[0] for g in ("mmlu", "mmlu_stem", "mmlu_other")]
     assert names == ["mmlu", "mmlu_stem", "mmlu_other"]
     assert "mmlu_anatomy" not in clustered and "(subtask)" in clustered and "(document)" not in clustered
+
+
+def test_composites_version_is_checked_and_the_limit_read_back(mmlu: dict[str, Any], tmp_path: Path) -> None:
+    from lmeval.plans import PlanError, read_scored
+
+    run = read_scored(mmlu["full"], samples=False).results
+    assert run.limit == LIMIT and sorted(run.flags()) == sorted(GROUPS)
+    doc = _results(mmlu["full"])
+    doc["composites"]["version"] = 2
+    (tmp_path / "results.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(PlanError, match=r"field composites\.version: 2; this lmeval reads 1$"):
+        read_scored(tmp_path, samples=False)
