@@ -185,10 +185,13 @@ from lmeval.plans.resultsdir import read_plan_by_task as read_plan_by_task
 from lmeval.plans.scored import DOCUMENT as DOCUMENT
 from lmeval.plans.scored import FIELD_PREFIX as FIELD_PREFIX
 from lmeval.plans.scored import ITEMS as ITEMS
+from lmeval.plans.scored import NA as NA
+from lmeval.plans.scored import PARTIAL as PARTIAL
 from lmeval.plans.scored import REASONING_COLUMNS as REASONING_COLUMNS
 from lmeval.plans.scored import RESULTS_JSON as RESULTS_JSON
 from lmeval.plans.scored import SUBTASK as SUBTASK
 from lmeval.plans.scored import Contamination as Contamination
+from lmeval.plans.scored import Flag as Flag
 from lmeval.plans.scored import Intervals as Intervals
 from lmeval.plans.scored import MetricInterval as MetricInterval
 from lmeval.plans.scored import MissingInstance as MissingInstance
@@ -196,6 +199,7 @@ from lmeval.plans.scored import ScoredRun as ScoredRun
 from lmeval.plans.scored import SubsetScores as SubsetScores
 from lmeval.plans.scored import TaskPartial as TaskPartial
 from lmeval.plans.scored import empty_samples as empty_samples
+from lmeval.plans.scored import judge_graded as judge_graded
 from lmeval.plans.scored import read_repeats as read_repeats
 from lmeval.plans.scored import read_scored as read_scored
 from lmeval.plans.scored import side_by_side as side_by_side

@@ -22,6 +22,7 @@ from lmeval.report.inputs import PlanView, Run, label_runs, load_run
 from lmeval.report.plansection import plans_section
 from lmeval.report.provenance import provenance_table
 from lmeval.report.samples import LL_DIGITS, task_order, task_payload
+from lmeval.report.scores import scores_section
 from lmeval.report.tables import charts, comparison_matrix, interval_table, results_table
 from lmeval.scorer import ScoreError
 
@@ -105,7 +106,7 @@ def _hib(runs: list[Run], task: str) -> dict[str, bool]:
 
 def _header(runs: list[Run], base: Run, title: str, n_findings: int, formats: bool) -> str:
     """The page's title, its section links and the runs' legend."""
-    nav = [("provenance", "Provenance"), ("results", "Results")]
+    nav = [("scores", "Scores"), ("provenance", "Provenance"), ("results", "Results")]
     if has_contamination(runs):
         nav.append(("contamination", "Contamination"))
     if len(runs) > 1:
@@ -154,6 +155,7 @@ def build_report(dirs: list[str], baseline: str | None = None, title: str | None
     title = title or "lmeval report: " + ", ".join(r.label for r in runs)
     body = [
         _header(runs, base, title, len(findings), bool(formats_html)),
+        scores_section(runs, base, comps),  # the first screen: the scores; provenance, configs, prompts follow
         '<section id="provenance"><h2>Provenance</h2>' + provenance_table(runs, base.index) + "</section>",
         '<section id="results"><h2>Results</h2>'
         + results_table(runs, "results", "Tasks")

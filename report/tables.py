@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lmeval.diff import Comparison, MetricDelta
+from lmeval.plans import NA
 from lmeval.report.charts import Bar, Group, task_chart
 from lmeval.report.html import esc, fmt, is_num, raw
 from lmeval.report.inputs import Run
@@ -36,7 +37,7 @@ def metric_keys(runs: list[Run], column: str, task: str) -> list[str]:
     return sorted(keys)
 
 
-def _alias(runs: list[Run], column: str, task: str) -> str:
+def alias_of(runs: list[Run], column: str, task: str) -> str:
     for r in runs:
         m = r.results.table(column).get(task)
         if isinstance(m, dict) and isinstance(m.get("alias"), str):
@@ -55,7 +56,7 @@ def _per_run(runs: list[Run], field: str, task: str) -> str:
     return " / ".join(vals)
 
 
-def _hib(runs: list[Run], task: str, metric: str) -> bool | None:
+def hib_of(runs: list[Run], task: str, metric: str) -> bool | None:
     for r in runs:
         h = r.results.higher_is_better.get(task, {})
         if isinstance(h, dict) and isinstance(h.get(metric), bool):
@@ -74,13 +75,16 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
         f'<table class="results" data-column="{esc(column)}"><thead><tr><th>{esc(title)}</th><th>Version</th>'
         f"<th>Filter</th><th>n-shot</th><th>Metric</th><th></th>{head}</tr></thead><tbody>"
     ]
+    flags = [r.results.flags() for r in runs]
     for task, depth in order:
         keys = metric_keys(runs, column, task)
         for i, key in enumerate(keys):
             metric, _, filt = key.partition(",")
-            hib = _hib(runs, task, metric)
+            hib = hib_of(runs, task, metric)
             cls = ' class="first"' if i == 0 else ""
-            name = ("&nbsp;" * 2 * depth + ("- " if depth else "") + esc(_alias(runs, column, task))) if i == 0 else ""
+            name = (
+                ("&nbsp;" * 2 * depth + ("- " if depth else "") + esc(alias_of(runs, column, task))) if i == 0 else ""
+            )
             cells = [
                 f'<td class="task">{name}</td>',
                 f"<td>{esc(_per_run(runs, 'versions', task)) if i == 0 else ''}</td>",
@@ -89,11 +93,17 @@ def results_table(runs: list[Run], column: str, title: str) -> str:
                 f"<td>{esc(metric)}</td>",
                 f"<td>{ARROWS.get(hib, '') if hib is not None else ''}</td>",
             ]
-            for r in runs:
+            for r, fl in zip(runs, flags, strict=True):
                 m = r.results.table(column).get(task)
                 v = m.get(key) if isinstance(m, dict) else None
                 se = m.get(f"{metric}_stderr,{filt}") if isinstance(m, dict) else None
                 attrs = f'data-run="{r.index}" data-task="{esc(task)}" data-key="{esc(key)}"'
+                status = fl[task].of(key) if task in fl else None
+                if v is not None and status == NA:  # lm-eval's number for a composite that is not one (Scores)
+                    why = esc("; ".join(fl[task].reasons))
+                    cells.append(f'<td class="value na" {attrs} data-status="n/a" title="{why}">N/A</td>')
+                    cells.append("<td></td><td></td>")
+                    continue
                 if v is None:
                     cells.append(f'<td class="value missing" {attrs}>–</td><td></td><td></td>')
                     continue
@@ -158,6 +168,7 @@ def interval_table(runs: list[Run]) -> str:
 def charts(runs: list[Run]) -> str:
     """One chart per task and group (results order), bars for every numeric metric with a value."""
     labels = {r.index: r.label for r in runs}
+    flags = {r.index: r.results.flags() for r in runs}
     out: list[str] = []
     for task, _depth in table_order(runs, "results"):
         groups: list[Group] = []
@@ -168,14 +179,21 @@ def charts(runs: list[Run]) -> str:
                 m = r.results.results.get(task)
                 if not isinstance(m, dict) or not is_num(m.get(key)):
                     continue
+                if task in flags[r.index] and flags[r.index][task].of(key) == NA:
+                    continue  # not the composite: no bar
                 se = m.get(f"{metric}_stderr,{filt}")
                 bars.append(Bar(r.index, float(m[key]), float(se) if se is not None and is_num(se) else None))
             groups.append(Group(key, bars))
-        alias = _alias(runs, "results", task)
+        alias = alias_of(runs, "results", task)
         svg = task_chart(task, alias, groups, [labels.get(i, str(i)) for i in range(len(runs))])
         if svg:
             out.append(f'<figure class="chart-box"><figcaption>{esc(alias)}</figcaption>{svg}</figure>')
     return "".join(out)
+
+
+def is_significant(d: MetricDelta) -> bool:
+    """The report's one rule for a marked difference: its paired test's p below 0.05."""
+    return d.p is not None and d.p < 0.05
 
 
 def _cell(d: MetricDelta | None, hib: bool | None, flips: tuple[int, int]) -> str:
@@ -183,7 +201,7 @@ def _cell(d: MetricDelta | None, hib: bool | None, flips: tuple[int, int]) -> st
         return '<td class="cmp none">–</td>'
     if d.delta is None:
         return f'<td class="cmp none" title="{esc(fmt(d.a))} → {esc(fmt(d.b))}">n/a</td>'
-    sig = d.p is not None and d.p < 0.05
+    sig = is_significant(d)
     better = d.delta > 0 if hib is not False else d.delta < 0
     cls = "cmp" + ((" better" if better else " worse") if sig and d.delta != 0 else "")
     se = f" ± {fmt(d.se)}" if d.se is not None else ""
@@ -225,8 +243,8 @@ def comparison_matrix(runs: list[Run], base: Run, comps: dict[int, Comparison]) 
             metric, _, filt = key.partition(",")
             if not any((task, key) in index[r.index] for r in others):
                 continue
-            hib = _hib(runs, task, metric)
-            name = "&nbsp;" * 2 * depth + esc(_alias(runs, "results", task))
+            hib = hib_of(runs, task, metric)
+            name = "&nbsp;" * 2 * depth + esc(alias_of(runs, "results", task))
             cells = "".join(
                 _cell(index[r.index].get((task, key)), hib, flips[r.index].get((task, key), (0, 0))) for r in others
             )

@@ -355,6 +355,7 @@ def _scored_run(
         spec={t: s.spec for t, s in scored.items() if s.spec is not None},
         partial={t: s.partial for t, s in scored.items() if s.partial is not None},
         subsample=SubsetScores(subsets) if (subsets := {t: s.subset for t, s in scored.items() if s.subset}) else None,
+        limit=(header.config.get("run") or {}).get("limit"),
     )
 
 

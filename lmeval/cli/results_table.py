@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmeval.plans import RESULTS_JSON, ScoredRun, side_by_side
+from lmeval.plans import DOCUMENT, NA, PARTIAL, RESULTS_JSON, ScoredRun, side_by_side
 
 _ARROW = {True: "↑", False: "↓"}
 
@@ -13,9 +13,13 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
     """The table's rows for ``column`` (``results`` or ``groups``), in lm-eval's order."""
     depth, order = run.depths()
     table = run.table(column)
+    flags = run.flags()
     out: list[list[str]] = []
     for k in [k for k in order if k in table]:
         dic = dict(table[k])
+        flag = flags.get(k)
+        for bare in [m for m in (flag.metrics if flag else {}) if "," not in m and m != "*"]:
+            dic.setdefault(f"{bare},", NA)  # a flagged metric with no value yet (a judge-graded task ungraded)
         version = run.versions.get(k, "    N/A")
         n = str(run.n_shot.get(k, " "))
         hib = run.higher_is_better.get(k, {})
@@ -24,6 +28,8 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
             dic.pop(drop, None)
         if depth.get(k, 0) > 0:
             name = " " * depth[k] + "- " + name
+        if flag is not None and PARTIAL in flag.metrics.values():
+            name += f" ({PARTIAL})"
         for mf, v in sorted(dic.items()):
             m, _, f = mf.partition(",")
             if m.endswith("_stderr"):
@@ -31,8 +37,10 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
             up = hib.get(m)
             arrow = _ARROW[up] if isinstance(up, bool) else ""
             value = f"{v:.4f}" if isinstance(v, float) else str(v)
+            if flag is not None and flag.of(mf) == NA:
+                value = "N/A"
             se_key = f"{m}_stderr,{f}"
-            if se_key in dic:
+            if se_key in dic and value != "N/A":
                 se = dic[se_key]
                 se_s = "   N/A" if se == "N/A" else f"{se:.4f}"
                 out.append([name, str(version), f, n, m, arrow, value, "±", se_s])
@@ -42,18 +50,34 @@ def rows(run: ScoredRun, column: str = "results") -> list[list[str]]:
     return out
 
 
+def composite_lines(run: ScoredRun) -> list[str]:
+    """One line per partial or N/A task or group: what is missing (``composites`` in results.json)."""
+    out = []
+    for name, f in run.flags().items():
+        na = sorted(k for k, s in f.metrics.items() if s == NA and k != "*")
+        what = f"N/A ({', '.join(na)})" if na and f.status != NA else f.status.upper()
+        out.append(f"{name}: {what}: " + "; ".join(f.reasons))
+    if any(f.missing for f in run.flags().values()):
+        out.append(f"(N/A: a mean over the members that have a score is another composite; lm-eval's number for it "
+                   f"stays in {RESULTS_JSON}, see 'composites')")  # fmt: skip
+    return out
+
+
 INTERVAL_HEADER = ("Tasks", "Filter", "Metric", "Value", "Stderr", "Clustered", "Clusters", "95% interval")
 
 
 def interval_rows(run: ScoredRun) -> list[list[str]]:
-    """Per task or group and metric with an interval (``intervals``): the value, lm-eval's stderr, the
-    clustered stderr with its cluster unit and count, and the 95% interval, in lm-eval's order."""
+    """Per task or group and metric whose interval adds something to lm-eval's stderr (``intervals``: clusters
+    other than documents, a group's subtasks): the value, lm-eval's stderr, the clustered stderr with its cluster
+    unit and count, and the 95% interval, in lm-eval's order. Clusters of one document each repeat lm-eval's
+    stderr: no row."""
     iv = run.intervals
     if iv is None:
         return []
     depth, order = run.depths()
+    flags = run.flags()
     out: list[list[str]] = []
-    for task in [t for t in order if t in iv.metrics]:
+    for task in [t for t in order if t in iv.metrics and iv.cluster.get(t, DOCUMENT) != DOCUMENT]:
         name = " " * depth.get(task, 0) + task
         for key, m in sorted(iv.metrics[task].items()):
             metric, _, filt = key.partition(",")
@@ -63,9 +87,11 @@ def interval_rows(run: ScoredRun) -> list[list[str]]:
             unit = iv.cluster.get(task, "")
             n = "–" if m.clusters is None else f"{m.clusters} ({unit})"
             how = "" if m.method == "normal" else " boot"
-            out.append(
-                [name, filt, metric, _value(res.get(key)), _value(se), cl, n, f"[{m.low:.4f}, {m.high:.4f}]{how}"]
-            )
+            ci = f"[{m.low:.4f}, {m.high:.4f}]{how}"
+            if (flag := flags.get(task)) is not None and flag.of(key) == NA:
+                out.append([name, filt, metric, "N/A", "–", "–", "–", "–"])
+            else:
+                out.append([name, filt, metric, _value(res.get(key)), _value(se), cl, n, ci])
             name = ""
     return out
 
@@ -146,6 +172,8 @@ def print_tables(run: ScoredRun) -> None:
         for r in body:
             t.add_row(*r)
         console.print(t)
+    for line in composite_lines(run):
+        console.print(line, markup=False)
     print_interval_table(run)
     print_clean_table(run)
     if run.partial:

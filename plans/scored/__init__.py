@@ -3,6 +3,10 @@ contamination, intervals, honest subsets (design note: plans/scored/SCORED.md)."
 
 from lmeval.plans.scored.clean import Contamination as Contamination
 from lmeval.plans.scored.clean import side_by_side as side_by_side
+from lmeval.plans.scored.composites import NA as NA
+from lmeval.plans.scored.composites import PARTIAL as PARTIAL
+from lmeval.plans.scored.composites import Flag as Flag
+from lmeval.plans.scored.composites import judge_graded as judge_graded
 from lmeval.plans.scored.files import ITEMS as ITEMS
 from lmeval.plans.scored.files import REASONING_COLUMNS as REASONING_COLUMNS
 from lmeval.plans.scored.files import RESULTS_JSON as RESULTS_JSON

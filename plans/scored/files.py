@@ -22,6 +22,7 @@ from lmeval.plans.errors import PlanError
 from lmeval.plans.limits import loads_json
 from lmeval.plans.results import read_bounded, read_parquet
 from lmeval.plans.scored.clean import Contamination, parse_contamination
+from lmeval.plans.scored.composites import Flag, composites_dict, parse_limit, run_flags
 from lmeval.plans.scored.intervals import Intervals, parse_intervals
 from lmeval.plans.scored.subset import SubsetScores, parse_subset
 
@@ -120,6 +121,12 @@ class ScoredRun:
     """Clustered standard errors and 95% intervals per task or group and metric (``plans.scoredintervals``)."""
     subsample: SubsetScores | None = None
     """``run.subsample``: per task, the estimate of the full run's score and its interval (``plans.scoredsubset``)."""
+    limit: float | None = None
+    """The plan's ``run.limit`` (``composites.limit``): every composite over it is partial."""
+
+    def flags(self) -> dict[str, Flag]:
+        """Partial and N/A composites (``plans/scored/composites.py``), from the rest of the run."""
+        return run_flags(self)
 
     def table(self, column: str) -> dict[str, Any]:
         """A top-level map by its JSON name (``results``, ``groups``, ``versions``, ``n-shot``, ...)."""
@@ -184,6 +191,8 @@ class ScoredRun:
             out["intervals"] = self.intervals.to_dict()
         if self.subsample is not None:
             out["subsample"] = self.subsample.to_dict()
+        if (composites := composites_dict(self.flags(), self.limit)) is not None:
+            out["composites"] = composites
         return jsonable(out)
 
 
@@ -296,6 +305,7 @@ def parse_results(data: bytes, path: Path) -> ScoredRun:
         contamination=parse_contamination(doc.get("contamination"), check.fail),
         intervals=parse_intervals(doc.get("intervals"), check.fail),
         subsample=parse_subset(doc.get("subsample"), check.fail),
+        limit=parse_limit(doc.get("composites"), check.fail),
     )
 
 
