@@ -15,6 +15,7 @@ from lmeval.compiler.tasks.conversation import conversation_fields
 from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
 from lmeval.plans import MAX_REPEATS, OUTPUT_TYPES, SampleScoresError, check_repeats, parse_sample_scores
+from lmeval.plans.vocab import JUDGED_BY, judged_by_problem
 
 SAMPLERS = ("default", "first_n")
 DEFAULT_MAX_GEN_TOKS = 256
@@ -28,6 +29,7 @@ TASK_FIELDS = (
     "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format", "turns_field",
     "multiple_inputs",  # lm-eval 0.5 (#55): doc_to_text gives the contexts, doc_to_choice the one continuation
     "doc_to_messages", "doc_to_tools", "tool_parser", "doc_join",
+    "judged_by",  # #62: a judge-graded task names its judges (plans/vocab/judging.py; `lmeval run ... judge=MODEL`)
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -249,6 +251,13 @@ def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
             raise _bad(s, f"a multi-turn task generates; this task's output_type is {s.output_type}", "turns_field")
         if rep != 1:
             raise _bad(s, f"a multi-turn task answers each turn once; repeats is {rep}", "turns_field")
+    judged = cfg.get(JUDGED_BY)
+    if judged is not None:
+        problem = judged_by_problem(judged)
+        if problem is not None:
+            raise _bad(s, problem, JUDGED_BY)
+        if s.output_type != "generate_until":
+            raise _bad(s, f"a judge grades generations; this task's output_type is {s.output_type}", JUDGED_BY)
 
 
 def _scoring_lists(s: TaskConfig, cfg: dict[str, Any]) -> None:

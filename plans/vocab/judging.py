@@ -26,27 +26,27 @@ VERDICTS = ("a", "b", "tie")
 
 @dataclass(frozen=True)
 class ParseRule:
-    """``regex`` with exactly one group; single mode: the group is a number in ``[min, max]``; pairwise: the
-    group is a key of ``labels`` (label -> a | b | tie). The first match in the judge's output counts."""
+    """``regex`` with exactly one group; single mode: the group is a number in ``[min, max]`` (null bounds: no
+    range check, as FastChat takes 0 and 11 as given); pairwise: the group is a key of ``labels`` (label -> a | b |
+    tie). The first match in the judge's output counts; ``fallback`` (one group too) is searched only when
+    ``regex`` matches nowhere (FastChat's ``[[n]]`` then ``[n]``)."""
 
     regex: str
     min: float | None = None
     max: float | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    fallback: str | None = None
 
     @classmethod
     def from_dict(cls, d: Any, mode: str, where: str = "judge.parse") -> ParseRule:
         if not isinstance(d, dict) or not isinstance(d.get("regex"), str):
             raise PlanError(f"{where}.regex: a regular expression (a string) is required")
-        err = compile_regex(d["regex"])
-        if err is not None:
-            raise PlanError(f"{where}.regex: not a regular expression ({err})")
-        hazard = nested_quantifier(d["regex"])
-        if hazard is not None:
-            raise PlanError(f"{where}.regex: {hazard}")
-        groups = re.compile(d["regex"]).groups
-        if groups != 1:
-            raise PlanError(f"{where}.regex: needs exactly one group, has {groups}")
+        fallback = d.get("fallback")
+        if fallback is not None and not isinstance(fallback, str):
+            raise PlanError(f"{where}.fallback: a regular expression (a string) or null, got {fallback!r}")
+        for key, rx in (("regex", d["regex"]), ("fallback", fallback)):
+            if rx is not None:
+                _check_regex(rx, f"{where}.{key}")
         labels = d.get("labels") or {}
         if not isinstance(labels, dict) or any(v not in VERDICTS for v in labels.values()):
             raise PlanError(f"{where}.labels: a map of label -> one of {', '.join(VERDICTS)}")
@@ -59,10 +59,12 @@ class ParseRule:
                 raise PlanError(f"{where}.{k}: a finite number or null, got {v!r}")
         if lo is not None and hi is not None and lo > hi:
             raise PlanError(f"{where}: min {lo} is above max {hi}")
-        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()})
+        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()}, fallback)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)}
+        """The plan's ``judge.parse``; ``fallback`` only when set, so other judge plans keep their hashes."""
+        extra = {"fallback": self.fallback} if self.fallback is not None else {}
+        return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)} | extra
 
     def grade(self, output: str | None) -> float | None:
         """Single mode: the number the judge's output gives, or None (no match, not a finite number, out of range);
@@ -89,8 +91,23 @@ class ParseRule:
     def _match(self, output: str | None) -> str | None:
         if not isinstance(output, str):
             return None
-        m = search_bounded(self.regex, output[:MAX_PARSED_CHARS], PARSE_SECONDS)
+        text = output[:MAX_PARSED_CHARS]
+        m = search_bounded(self.regex, text, PARSE_SECONDS)
+        if m is None and self.fallback is not None:
+            m = search_bounded(self.fallback, text, PARSE_SECONDS)
         return None if m is None or m.group(1) is None else m.group(1)
+
+
+def _check_regex(rx: str, where: str) -> None:
+    err = compile_regex(rx)
+    if err is not None:
+        raise PlanError(f"{where}: not a regular expression ({err})")
+    hazard = nested_quantifier(rx)
+    if hazard is not None:
+        raise PlanError(f"{where}: {hazard}")
+    groups = re.compile(rx).groups
+    if groups != 1:
+        raise PlanError(f"{where}: needs exactly one group, has {groups}")
 
 
 def consistent(first: str | None, swapped: str | None) -> str | None:
@@ -101,6 +118,40 @@ def consistent(first: str | None, swapped: str | None) -> str | None:
         return None
     back = {"a": "b", "b": "a", "tie": "tie"}[swapped]
     return first if first == back else "tie"
+
+
+# --- a judge-graded task (task config ``judged_by``): read by the compiler (checked) and by ``lmeval run`` (it runs them)
+JUDGED_BY = "judged_by"
+
+
+@dataclass(frozen=True)
+class JudgedBy:
+    """A task graded by a judge: ``judges`` the conf/judge entries, the K-th grading turn K of a multi-turn task
+    (one entry for a one-turn task); ``category_field`` the document field whose values get their own mean."""
+
+    judges: list[str]
+    category_field: str | None = None
+
+
+def judged_by_problem(value: Any) -> str | None:
+    """Why a task config's ``judged_by`` is not ``{judges: [NAME, ...], category_field: FIELD|null}``, or None."""
+    if not isinstance(value, dict) or set(value) - {"judges", "category_field"}:
+        return f"must be a mapping with judges (and category_field), got {value!r}"[:200]
+    judges = value.get("judges")
+    if not isinstance(judges, list) or not judges or not all(isinstance(j, str) and j for j in judges):
+        return f"judges must be a non-empty list of judge names, got {judges!r}"[:200]
+    cat = value.get("category_field")
+    if cat is not None and (not isinstance(cat, str) or not cat):
+        return f"category_field must name a document field, got {cat!r}"[:200]
+    return None
+
+
+def judged_by(task_config: Any) -> JudgedBy | None:
+    """The judges of a judge-graded task (its config's ``judged_by``), or None (a task scored by its metrics)."""
+    value = task_config.get(JUDGED_BY) if isinstance(task_config, dict) else None
+    if value is None or judged_by_problem(value) is not None:
+        return None
+    return JudgedBy(list(value["judges"]), value.get("category_field"))
 
 
 def judge_section(config: Any) -> dict[str, Any] | None:
