@@ -96,7 +96,8 @@ class PairwiseSummary:
         n = self.total
         if n == 0:
             return {"win_rate": None, "loss_rate": None, "win_rate_adjusted": None}
-        return {"win_rate": self.win / n, "loss_rate": self.loss / n, "win_rate_adjusted": (self.win + 0.5 * self.tie) / n}
+        adjusted = (self.win + 0.5 * self.tie) / n
+        return {"win_rate": self.win / n, "loss_rate": self.loss / n, "win_rate_adjusted": adjusted}
 
     def metrics(self) -> dict[str, Any]:
         """``win_rate``, ``loss_rate``, ``win_rate_adjusted`` and the counts (``win``, ``loss``, ``tie``,

@@ -75,7 +75,7 @@ def next_turn(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.compiler import compile_located, execute_model_overrides
-    from lmeval.flow.judged import Stage, graded_tasks, split_judge
+    from lmeval.flow.judged import Stage, check_judges, graded_tasks, split_judge
     from lmeval.plans import UserError, show_check_cost, turns_field
 
     if args.verbose:
@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if judge is not None and not graded:
         raise UserError("judge=...: no task of this run is graded by a judge (a task config's judged_by); "
                         "`lmeval judge RESULTS --judge NAME` grades any generation task")  # fmt: skip
+    if judge is not None:
+        check_judges(graded, judge)  # before the model runs
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`

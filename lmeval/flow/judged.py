@@ -78,9 +78,9 @@ def graded_tasks(header: Any) -> dict[str, JudgedBy]:
 
 def how_to_grade(task: str, by: JudgedBy, first_stage: str) -> str:
     """The one line a run without a judge prints for a judge-graded task."""
-    return (f"{task}: graded by a judge ({', '.join(by.judges)}), not scored by this run: add judge=MODEL (a conf/model "
-            f"entry, or judge.path=DIR / judge.backend=openai-chat) to grade it here, or `lmeval judge {first_stage} "
-            f"--judge {by.judges[0]} model=MODEL` per turn (docs/how-to/judges.md)")  # fmt: skip
+    return (f"{task}: graded by a judge ({', '.join(by.judges)}), not scored by this run: add judge=MODEL (a "
+            f"conf/model entry, or judge.path=DIR / judge.backend=openai-chat) to grade it here, or `lmeval judge "
+            f"{first_stage} --judge {by.judges[0]} model=MODEL` per turn (docs/how-to/judges.md)")  # fmt: skip
 
 
 def judge_view(run: Any, graded: set[str] | dict[str, Any], only: bool = False) -> Any:
@@ -110,7 +110,6 @@ def judge_stages(
     from lmeval.plans import add_metrics
     from lmeval.scorer import single_summary
 
-    _check_modes(graded, choice)
     grades: dict[str, list[dict[int, Any]]] = {t: [] for t in graded}
     last: dict[str, str] = {}
     for stage in stages:
@@ -131,7 +130,9 @@ def judge_stages(
     return out
 
 
-def _check_modes(graded: dict[str, JudgedBy], choice: JudgeChoice) -> None:
+def check_judges(graded: dict[str, JudgedBy], choice: JudgeChoice) -> None:
+    """Before any model runs: every judge the graded tasks name loads with the chosen judge model (a missing judge
+    or model entry, a bad override: one line), and grades single answers (pairwise needs a baseline)."""
     from lmeval.compiler import load_judge_config
 
     for task, by in graded.items():
@@ -139,7 +140,8 @@ def _check_modes(graded: dict[str, JudgedBy], choice: JudgeChoice) -> None:
             cfg = load_judge_config(name, choice.config)
             if cfg.mode != "single":
                 raise UserError(f"task {task}: judge {name} is {cfg.mode}: it needs a baseline's answers, which "
-                                f"`lmeval run` has none of; `lmeval judge RUN --judge {name} --against OTHER`")  # fmt: skip
+                                f"`lmeval run` has none of; use `lmeval judge RUN --judge {name} --against "
+                                "OTHER`")  # fmt: skip
 
 
 def _judges_of(stage: Stage, graded: dict[str, JudgedBy]) -> dict[str, list[str]]:

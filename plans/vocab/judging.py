@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.vocab.regexes import compile_regex, nested_quantifier, search_bounded
+from lmeval.plans.vocab.regexes import compile_regex, groups_bounded, nested_quantifier, search_bounded
 
 MODES = ("single", "pairwise")
 TASK_PREFIX = "judge_"
@@ -29,13 +29,15 @@ class ParseRule:
     """``regex`` with exactly one group; single mode: the group is a number in ``[min, max]`` (null bounds: no
     range check, as FastChat takes 0 and 11 as given); pairwise: the group is a key of ``labels`` (label -> a | b |
     tie). The first match in the judge's output counts; ``fallback`` (one group too) is searched only when
-    ``regex`` matches nowhere (FastChat's ``[[n]]`` then ``[n]``)."""
+    ``regex`` matches nowhere (FastChat's ``[[n]]`` then ``[n]``); ``label_order``: the verdict is the first label,
+    in ``labels``' order, that any match names (FastChat looks for ``[[A]]``, then ``[[B]]``, then ``[[C]]``)."""
 
     regex: str
     min: float | None = None
     max: float | None = None
     labels: dict[str, str] = field(default_factory=dict)
     fallback: str | None = None
+    label_order: bool = False  # pairwise: the first label in labels' order matched anywhere (FastChat: A, B, C)
 
     @classmethod
     def from_dict(cls, d: Any, mode: str, where: str = "judge.parse") -> ParseRule:
@@ -59,11 +61,15 @@ class ParseRule:
                 raise PlanError(f"{where}.{k}: a finite number or null, got {v!r}")
         if lo is not None and hi is not None and lo > hi:
             raise PlanError(f"{where}: min {lo} is above max {hi}")
-        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()}, fallback)
+        order = d.get("label_order", False)
+        if not isinstance(order, bool):
+            raise PlanError(f"{where}.label_order: true or false, got {order!r}")
+        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()}, fallback, order)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan's ``judge.parse``; ``fallback`` only when set, so other judge plans keep their hashes."""
         extra = {"fallback": self.fallback} if self.fallback is not None else {}
+        extra |= {"label_order": True} if self.label_order else {}
         return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)} | extra
 
     def grade(self, output: str | None) -> float | None:
@@ -85,6 +91,9 @@ class ParseRule:
     def verdict(self, output: str | None) -> str | None:
         """Pairwise mode: a | b | tie from the judge's output, or None (no match, unknown label); ``RegexTimeout``
         as ``grade``."""
+        if self.label_order and isinstance(output, str):
+            found = set(groups_bounded(self.regex, output[:MAX_PARSED_CHARS], PARSE_SECONDS))
+            return next((v for k, v in self.labels.items() if k in found), None)
         m = self._match(output)
         return None if m is None else self.labels.get(m)
 
@@ -120,7 +129,7 @@ def consistent(first: str | None, swapped: str | None) -> str | None:
     return first if first == back else "tie"
 
 
-# --- a judge-graded task (task config ``judged_by``): read by the compiler (checked) and by ``lmeval run`` (it runs them)
+# --- a judge-graded task (task config ``judged_by``): checked by the compiler, run by ``lmeval run``
 JUDGED_BY = "judged_by"
 
 

@@ -150,6 +150,7 @@ GAMES = [  # (game 1: the judged run is A, game 2: it is B)
     ("[[C]]", "[[B]]"),  # a tie in game 1: a tie
     ("no verdict", "[[A]]"),  # an error in one order: dropped
     ("[[B]]", "undecided"),
+    ("Not [[B]], rather [[A]]", "[[B]]"),  # both labels named: FastChat looks for [[A]] first: a win
 ]
 
 
@@ -163,6 +164,6 @@ def test_pairwise_win_rates_are_fastchats() -> None:
     assert m["judge_loss_rate"] == pytest.approx(want["loss_rate"])
     assert m["judge_win_rate_adjusted"] == pytest.approx(want["win_rate_adjusted"])
     assert m["judge_score"] == pytest.approx(want["win_rate_adjusted"])
-    assert (m["judge_win"], m["judge_loss"], m["judge_tie"], m["judge_unparsed"]) == (1, 2, 4, 2)
+    assert (m["judge_win"], m["judge_loss"], m["judge_tie"], m["judge_unparsed"]) == (2, 2, 4, 2)
     p = pairwise_summary(list(tg.grades.values()))
     assert p.metrics()["win_rate_adjusted,judge"] == pytest.approx(want["win_rate_adjusted"])
