@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support import cli_in_process as cli
 from tests.support import data_dir
 
@@ -62,3 +64,55 @@ def test_with_a_judge_one_table_from_both_turns_grades(tmp_path: Path) -> None:
         assert table[metric] == f"{value:.4f}", (metric, table)
     assert table["unparsed"] == "0" and table["graded"] == "16"
     assert out.rstrip().endswith(str(root))
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (["judge.generation.max_gen_toks=3"], "a judge setting without a judge"),
+        (["judge=nosuchmodel"], "no conf/model/nosuchmodel.yaml"),
+        (["judge=tiny", "judge.parse.regex=(a)(b)"], "judge.parse.regex: needs exactly one group"),
+    ],
+)
+def test_a_bad_judge_is_refused_in_one_line_before_the_model_runs(tmp_path: Path, extra: list[str], why: str) -> None:
+    rc, _, err = cli(*RUN, *extra, "--out", str(tmp_path / "run"))
+    assert rc == 2 and why in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_judge_for_a_run_without_a_judge_graded_task_is_refused(tmp_path: Path) -> None:
+    rc, _, err = cli("run", "+task=arith", "run.limit=2", "model.backend=fake", "judge=tiny", "--out",
+                     str(tmp_path / "run"), "--no-progress")  # fmt: skip
+    assert rc == 2 and "no task of this run is graded by a judge" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def _task(tmp_path: Path, judged_by: str) -> list[str]:
+    (tmp_path / "d.jsonl").write_text('{"q": "Hi?"}\n{"q": "Why?"}\n')
+    (tmp_path / "jt.yaml").write_text(
+        f"task: jt\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {tmp_path / 'd.jsonl'}}}}}\n"
+        'test_split: test\noutput_type: generate_until\ndoc_to_text: "{{q}}"\ndoc_to_target: ""\n'
+        f"generation_kwargs: {{until: [], max_gen_toks: 8}}\njudged_by: {judged_by}\n"
+    )
+    return ["run", f"run.include_path={tmp_path}", "run.tasks=[jt]", "model.backend=fake", "--no-progress"]
+
+
+def test_a_bad_judged_by_is_refused_at_compile(tmp_path: Path) -> None:
+    rc, _, err = cli(*_task(tmp_path, "{judges: []}"), "--out", str(tmp_path / "run"))
+    assert rc == 2 and "jt.yaml" in err and "judged_by" in err and "non-empty list" in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_pairwise_judge_is_refused_by_run(tmp_path: Path) -> None:
+    rc, _, err = cli(*_task(tmp_path, "{judges: [pairwise]}"), "judge=tiny", "--out", str(tmp_path / "run"))
+    assert rc == 2 and "judge pairwise is pairwise" in err and "--against" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_one_turn_judged_task_is_graded_in_its_run(tmp_path: Path) -> None:
+    rc, out, err = cli(*_task(tmp_path, "{judges: [single_10]}"), *JUDGE, "judge.parse.min=null", "judge.parse.max=null",
+                       "judge.question=null", "judge.reference=null", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert rc == 0, err
+    (entry,) = json.loads((tmp_path / "run" / "judge.json").read_text()).values()
+    grades = list(entry["tasks"]["jt"]["grades"].values())
+    assert len(grades) == 2 and _table(out)["turn1"] == _table(out)["overall"] == f"{sum(grades) / 2:.4f}", out
