@@ -14,8 +14,15 @@ from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.tasks.conversation import conversation_fields
 from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
-from lmeval.plans import MAX_REPEATS, OUTPUT_TYPES, SampleScoresError, check_repeats, parse_sample_scores
-from lmeval.plans.vocab import JUDGED_BY, judged_by_problem
+from lmeval.plans import (
+    JUDGED_BY,
+    MAX_REPEATS,
+    OUTPUT_TYPES,
+    SampleScoresError,
+    check_repeats,
+    judged_by_problem,
+    parse_sample_scores,
+)
 
 SAMPLERS = ("default", "first_n")
 DEFAULT_MAX_GEN_TOKS = 256

@@ -55,7 +55,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
 
 def run_judge_score(args: argparse.Namespace) -> int:
-    from lmeval.flow.grading import grade_into
+    from lmeval.flow import grade_into
 
     _, lines = grade_into(args.judge_results, args.into, plan=args.plan, judged_plan=args.judged_plan)
     for line in lines:

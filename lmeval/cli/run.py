@@ -75,7 +75,7 @@ def next_turn(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
     from lmeval.compiler import compile_located, execute_model_overrides
-    from lmeval.flow.judged import Stage, check_judges, graded_tasks, split_judge
+    from lmeval.flow import RunStage, check_judges, graded_tasks, split_judge
     from lmeval.plans import UserError, show_check_cost, turns_field
 
     if args.verbose:
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         )
         outcome = scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include)
         _print(outcome, graded)
-        root, stages = results, [Stage(1, str(plan), str(results))]
+        root, stages = results, [RunStage(1, str(plan), str(results))]
     if graded:
         _grade(args, graded, judge, stages)
     print(root)
@@ -124,7 +124,7 @@ def _print(outcome: Any, graded: dict[str, Any]) -> None:
     import dataclasses
 
     from lmeval.cli.results_table import print_score
-    from lmeval.flow.judged import judge_view
+    from lmeval.flow import judge_view
 
     print_score(dataclasses.replace(outcome, run=judge_view(outcome.run, graded)) if graded else outcome)
 
@@ -133,7 +133,7 @@ def _grade(args: argparse.Namespace, graded: dict[str, Any], judge: Any, stages:
     """The judge-graded tasks: graded by the judge the command names, with their summary table; else one line
     each naming how to grade them."""
     from lmeval.cli.results_table import print_tables
-    from lmeval.flow.judged import how_to_grade, judge_stages, judge_view
+    from lmeval.flow import how_to_grade, judge_stages, judge_view
     from lmeval.plans import read_scored
 
     if judge is None:
@@ -155,7 +155,7 @@ def _run_chain(
 
     from lmeval import executor, scorer
     from lmeval.compiler import compile_next
-    from lmeval.flow.judged import Stage
+    from lmeval.flow import RunStage
     from lmeval.plans import Chain, UserError, is_chain, new_stage, read_chain, stage_dir, stage_plan_name, write_chain
 
     h = c.header
@@ -165,7 +165,7 @@ def _run_chain(
     # every stage's plan is kept in the chain folder (stage 1's too, beside --plan-out), recorded relative to it:
     # the folder moved or copied elsewhere is the same chain (plans/plan/chain.py)
     turn, plan_hash, write_plan = 1, h.plan_hash, lambda p: c.write(str(p))
-    stages: list[Stage] = []
+    stages: list[RunStage] = []
     while True:
         out = stage_dir(root, turn)
         old = chain.stage(turn)
@@ -190,7 +190,7 @@ def _run_chain(
             part_size=args.part_size,
         )
         _print(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include), graded)
-        stages.append(Stage(turn, str(plan_k), str(results)))
+        stages.append(RunStage(turn, str(plan_k), str(results)))
         stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)
         write_chain(root, chain)
         if nxt is None:

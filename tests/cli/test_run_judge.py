@@ -110,8 +110,9 @@ def test_a_pairwise_judge_is_refused_by_run(tmp_path: Path) -> None:
 
 
 def test_a_one_turn_judged_task_is_graded_in_its_run(tmp_path: Path) -> None:
-    rc, out, err = cli(*_task(tmp_path, "{judges: [single_10]}"), *JUDGE, "judge.parse.min=null", "judge.parse.max=null",
-                       "judge.question=null", "judge.reference=null", "--out", str(tmp_path / "run"))  # fmt: skip
+    rc, out, err = cli(*_task(tmp_path, "{judges: [single_10]}"), *JUDGE, "judge.parse.min=null",
+                       "judge.parse.max=null", "judge.question=null", "judge.reference=null", "--out",
+                       str(tmp_path / "run"))  # fmt: skip
     assert rc == 0, err
     (entry,) = json.loads((tmp_path / "run" / "judge.json").read_text()).values()
     grades = list(entry["tasks"]["jt"]["grades"].values())

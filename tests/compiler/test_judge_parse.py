@@ -51,7 +51,8 @@ def test_nested_quantifier_rule_is_refused_at_compile() -> None:
 
 
 def test_fallback_is_searched_only_when_the_regex_matches_nowhere() -> None:
-    rule = ParseRule.from_dict({"regex": r"\[\[(\d+)\]\]", "fallback": r"\[(\d+)\]", "min": None, "max": None}, "single")
+    parse = {"regex": r"\[\[(\d+)\]\]", "fallback": r"\[(\d+)\]", "min": None, "max": None}
+    rule = ParseRule.from_dict(parse, "single")
     assert rule.grade("step [2], Rating: [[9]]") == 9.0 and rule.grade("I give it [3]") == 3.0
     assert rule.grade("Rating: [[0]]") == 0.0 and rule.grade("[[11]]") == 11.0  # no range: as given
     assert rule.to_dict()["fallback"] == r"\[(\d+)\]" and "fallback" not in SINGLE.to_dict()  # old hashes kept

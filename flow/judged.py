@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmeval.plans import UserError
-from lmeval.plans.vocab import JudgedBy, judged_by
+from lmeval.plans import JudgedBy, UserError, judged_by
 
 # ``judge.KEY=VALUE`` with KEY a conf/model key sets the judge model's KEY; any other KEY is a judge config key
 # (``judge.generation.max_gen_toks=64``, ``judge.limit=5``)
@@ -35,7 +34,7 @@ class JudgeChoice:
 
 
 @dataclass(frozen=True)
-class Stage:
+class RunStage:
     turn: int
     plan: str
     results: str
@@ -102,7 +101,7 @@ def judge_view(run: Any, graded: set[str] | dict[str, Any], only: bool = False) 
 
 
 def judge_stages(
-    stages: Sequence[Stage], graded: dict[str, JudgedBy], choice: JudgeChoice, *, progress: bool, verbose: bool,
+    stages: Sequence[RunStage], graded: dict[str, JudgedBy], choice: JudgeChoice, *, progress: bool, verbose: bool,
     part_size: int | None,
 ) -> str:  # fmt: skip
     """Every stage graded by its turn's judges, then FastChat's summary into the last graded stage's results.json;
@@ -144,7 +143,7 @@ def check_judges(graded: dict[str, JudgedBy], choice: JudgeChoice) -> None:
                                 "OTHER`")  # fmt: skip
 
 
-def _judges_of(stage: Stage, graded: dict[str, JudgedBy]) -> dict[str, list[str]]:
+def _judges_of(stage: RunStage, graded: dict[str, JudgedBy]) -> dict[str, list[str]]:
     """Judge name -> the stage's tasks it grades (the K-th judge of each graded task the stage holds)."""
     from lmeval.plans import read_header
 
@@ -157,7 +156,7 @@ def _judges_of(stage: Stage, graded: dict[str, JudgedBy]) -> dict[str, list[str]
 
 
 def _judge_one(
-    stage: Stage, name: str, tasks: list[str], choice: JudgeChoice, *, progress: bool, verbose: bool,
+    stage: RunStage, name: str, tasks: list[str], choice: JudgeChoice, *, progress: bool, verbose: bool,
     part_size: int | None,
 ) -> list[Any]:  # fmt: skip
     import sys

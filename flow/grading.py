@@ -12,15 +12,14 @@ from lmeval.plans import UserError
 
 if TYPE_CHECKING:
     from lmeval.plans import OpenRun
-    from lmeval.scorer.judgegrades import TaskGrades
 
 
 def grade_into(
     judge_results: str, into: str, plan: str | None = None, judged_plan: str | None = None
-) -> tuple[list[TaskGrades], list[str]]:
-    """The judge run ``judge_results`` graded into the scored run ``into``: its grades per judged task and one
-    line per task to print. ``UserError`` (one line) for a run that is not the judged one, an unfinished judge run,
-    a row the judge plan does not hold."""
+) -> tuple[list[Any], list[str]]:
+    """The judge run ``judge_results`` graded into the scored run ``into``: its grades per judged task
+    (``scorer.judgegrades.TaskGrades``) and one line per task to print. ``UserError`` (one line) for a run that is
+    not the judged one, an unfinished judge run, a row the judge plan does not hold."""
     from lmeval.plans import PARSE_SECONDS, add_metrics, judge_section, open_run, read_header, write_grades
     from lmeval.scorer import judge_grades
 
