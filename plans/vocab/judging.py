@@ -68,7 +68,7 @@ class ParseRule:
 
     def to_dict(self) -> dict[str, Any]:
         """The plan's ``judge.parse``; ``fallback`` only when set, so other judge plans keep their hashes."""
-        extra = {"fallback": self.fallback} if self.fallback is not None else {}
+        extra: dict[str, Any] = {"fallback": self.fallback} if self.fallback is not None else {}
         extra |= {"label_order": True} if self.label_order else {}
         return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)} | extra
 
