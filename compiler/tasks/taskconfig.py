@@ -37,6 +37,7 @@ TASK_FIELDS = (
     "multiple_inputs",  # lm-eval 0.5 (#55): doc_to_text gives the contexts, doc_to_choice the one continuation
     "doc_to_messages", "doc_to_tools", "tool_parser", "doc_join",
     "judged_by",  # #62: a judge-graded task names its judges (plans/vocab/judging.py; `lmeval run ... judge=MODEL`)
+    "doc_generation_kwargs",  # #62: true: a document's own "generation_kwargs" field wins (mt_bench_fastchat)
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -159,6 +160,10 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
             s, f"multiple inputs apply to multiple_choice tasks (this one is {output_type!r})", "multiple_inputs"
         )
     s.multiple_inputs = mi
+    dgk = cfg.get("doc_generation_kwargs", False)
+    if not isinstance(dgk, bool):
+        raise _bad(s, f"must be true or false, got {dgk!r}", "doc_generation_kwargs")
+    s.per_doc_generation_kwargs = dgk
     _strings(s, cfg)
     conversation_fields(s, cfg)
     _documents(s, cfg)
