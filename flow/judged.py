@@ -103,9 +103,9 @@ def judge_view(run: Any, graded: set[str] | dict[str, Any], only: bool = False) 
 def judge_stages(
     stages: Sequence[RunStage], graded: dict[str, JudgedBy], choice: JudgeChoice, *, progress: bool, verbose: bool,
     part_size: int | None,
-) -> str:  # fmt: skip
-    """Every stage graded by its turn's judges, then FastChat's summary into the last graded stage's results.json;
-    returns that stage's results folder."""
+) -> list[str]:  # fmt: skip
+    """Every stage graded by its turn's judges, then each task's FastChat summary into its last graded stage's
+    results.json; returns those results folders (one table each)."""
     from lmeval.plans import add_metrics
     from lmeval.scorer import single_summary
 
@@ -116,7 +116,7 @@ def judge_stages(
             for tg in _judge_one(stage, name, tasks, choice, progress=progress, verbose=verbose, part_size=part_size):
                 grades[tg.task].append(dict(tg.grades))
                 last[tg.task] = stage.results
-    out = ""
+    out: list[str] = []
     for task, by in graded.items():
         if task not in last:
             continue
@@ -125,7 +125,7 @@ def judge_stages(
         hib = {m.split(",")[0]: True for m in summary.metrics() if "_stderr," not in m and not m.startswith("graded,")}
         hib["unparsed"] = False
         add_metrics(last[task], {task: summary.metrics()}, hib)
-        out = last[task]
+        out += [] if last[task] in out else [last[task]]
     return out
 
 

@@ -140,9 +140,8 @@ def _grade(args: argparse.Namespace, graded: dict[str, Any], judge: Any, stages:
         for task, by in graded.items():
             print(how_to_grade(task, by, stages[0].results))
         return
-    where = judge_stages(stages, graded, judge, progress=not args.no_progress, verbose=args.verbose,
-                         part_size=args.part_size)  # fmt: skip
-    if where:
+    for where in judge_stages(stages, graded, judge, progress=not args.no_progress, verbose=args.verbose,
+                              part_size=args.part_size):  # fmt: skip
         print_tables(judge_view(read_scored(where, samples=False).results, graded, only=True))
 
 
