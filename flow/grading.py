@@ -39,7 +39,7 @@ def grade_into(
         raise UserError(f"{into}: scored from plan {target.results.plan_hash[:12]}, but the judge plan judged "
                         f"{str(judged.get('plan_hash'))[:12]}")  # fmt: skip
     _check_judged_answers(into, judged_plan, section, judged)
-    rows = _judge_rows(run, plan_path)
+    rows = judge_run_rows(run, plan_path)
     try:
         graded = judge_grades(header, rows)
     except ValueError as e:
@@ -81,7 +81,7 @@ def _check_judged_answers(into: str, judged_plan: str | None, section: dict[str,
         )
 
 
-def _judge_rows(run: OpenRun, plan_path: str) -> list[dict[str, Any]]:
+def judge_run_rows(run: OpenRun, plan_path: str) -> list[dict[str, Any]]:
     """The judge run's rows, each one checked against the judge plan's Instances (a row for a document the judge
     plan does not hold is refused, as resume refuses it); an unfinished judge run is refused, not graded."""
     from lmeval.plans import check_rows, plan_keys, read_plan, read_row_keys
