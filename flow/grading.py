@@ -47,7 +47,8 @@ def grade_into(
     name = str(section.get("name"))
     metrics: dict[str, dict[str, Any]] = {}
     entry: dict[str, Any] = {"judge": name, "mode": section.get("mode"), "judge_plan_hash": header.plan_hash,
-                             "rubric_hash": text_sha256(str(section.get("rubric"))), "tasks": {}}  # fmt: skip
+                             "rubric_hash": text_sha256(str(section.get("rubric"))),
+                             "judge_model": _judge_model(header, manifest), "tasks": {}}  # fmt: skip
     lines = []
     for tg in graded:
         m = tg.metrics()
@@ -95,6 +96,16 @@ def judge_run_rows(run: OpenRun, plan_path: str) -> list[dict[str, Any]]:
             f"with `lmeval execute {plan_path} --out {results}` (it resumes), then judge-score"
         )
     return df.select("task", "doc_id", "idx", "response").to_dicts()
+
+
+def _judge_model(header: Any, manifest: Any) -> dict[str, Any]:
+    """Who judged: the judge plan's model identity (name, Hub id and revision, config and tokenizer hashes) and what
+    the judge run ran (backend; an API's model name as the run was told it, ``engine.model``)."""
+    m, run = header.model, manifest.model if isinstance(manifest.model, dict) else {}
+    served = (manifest.engine_args or {}).get("model") if isinstance(manifest.engine_args, dict) else None
+    return {"name": m.name, "hub_id": m.path, "revision": m.revision, "config_hash": m.config_hash,
+            "tokenizer_hash": m.tokenizer_hash, "backend": manifest.backend, "ran_config_hash": run.get("config_hash"),
+            "api_model": served}  # fmt: skip
 
 
 def _num(x: Any) -> str:

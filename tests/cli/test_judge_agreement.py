@@ -76,3 +76,12 @@ def test_judges_of_other_answers_are_refused(judged: Path) -> None:
     (j2,) = [p for p in (judged / "mt").glob("turn2.judge-mt_bench_turn2-*") if p.is_dir()]
     rc, _, err = cli("compare", str(j1), str(j2))
     assert rc == 2 and "graded other answers" in err and err.count("\n") == 1, err
+
+
+def test_the_judge_is_named_in_the_grades(judged: Path) -> None:
+    import json
+
+    (entry,) = json.loads((judged / "mt" / "turn1" / "judge.json").read_text()).values()
+    who = entry["judge_model"]
+    assert who["name"] == "tiny" and who["backend"] == "fake" and len(who["config_hash"]) == 64
+    assert who["config_hash"] == who["ran_config_hash"] and who["tokenizer_hash"]
