@@ -32,10 +32,10 @@ def krippendorff_alpha(a: Sequence[Hashable], b: Sequence[Hashable], metric: str
     m = len(values)
     if metric == "interval":
         xs = [float(v) for v in values]  # type: ignore[arg-type]
-        d_o = sum((float(x) - float(y)) ** 2 for x, y in zip(a, b, strict=True)) / n  # type: ignore[arg-type]
+        d_o = sum((xs[i] - xs[n + i]) ** 2 for i in range(n)) / n
         s1, s2 = sum(xs), sum(x * x for x in xs)
         d_e = (2 * m * s2 - 2 * s1 * s1) / (m * (m - 1))  # the sum of (x_i - x_j)^2 over ordered pairs i != j
     else:
-        d_o = sum(x != y for x, y in zip(a, b, strict=True)) / n
+        d_o = float(sum(x != y for x, y in zip(a, b, strict=True))) / n
         d_e = 1 - sum(c * (c - 1) for c in Counter(values).values()) / (m * (m - 1))
     return None if d_e <= 1e-12 else 1.0 - d_o / d_e
