@@ -246,6 +246,7 @@ from lmeval.plans.vocab import DEFAULT_METRICS as DEFAULT_METRICS
 from lmeval.plans.vocab import DEFAULT_SEED as DEFAULT_SEED
 from lmeval.plans.vocab import EXAMPLE_FIELDS as EXAMPLE_FIELDS
 from lmeval.plans.vocab import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
+from lmeval.plans.vocab import JUDGED_BY as JUDGED_BY
 from lmeval.plans.vocab import LM_EVAL_05 as LM_EVAL_05
 from lmeval.plans.vocab import LM_EVAL_FORMATS as LM_EVAL_FORMATS
 from lmeval.plans.vocab import MAJORITY as MAJORITY
@@ -272,6 +273,7 @@ from lmeval.plans.vocab import TASK_PREFIX as TASK_PREFIX
 from lmeval.plans.vocab import UNCONDITIONAL_CONTEXTS as UNCONDITIONAL_CONTEXTS
 from lmeval.plans.vocab import BackendEntry as BackendEntry
 from lmeval.plans.vocab import Drawn as Drawn
+from lmeval.plans.vocab import JudgedBy as JudgedBy
 from lmeval.plans.vocab import MetricSpec as MetricSpec
 from lmeval.plans.vocab import ParseRule as ParseRule
 from lmeval.plans.vocab import PromptFormat as PromptFormat
@@ -309,6 +311,8 @@ from lmeval.plans.vocab import format_name as format_name
 from lmeval.plans.vocab import format_names as format_names
 from lmeval.plans.vocab import format_of as format_of
 from lmeval.plans.vocab import judge_section as judge_section
+from lmeval.plans.vocab import judged_by as judged_by
+from lmeval.plans.vocab import judged_by_problem as judged_by_problem
 from lmeval.plans.vocab import name_problem as name_problem
 from lmeval.plans.vocab import nested_quantifier as nested_quantifier
 from lmeval.plans.vocab import parse_reasoning as parse_reasoning

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans import TASK_PREFIX, ParseRule, PlanHeader, RegexTimeout, consistent, judge_section
+from lmeval.scorer.mtbench import pairwise_summary
 
 
 @dataclass
@@ -26,7 +27,8 @@ class TaskGrades:
 
     def metrics(self) -> dict[str, float | int | None]:
         """``judge_score`` and its stderr (single: mean grade; pairwise: A's win rate, a tie counting half),
-        ``judge_n`` (documents graded) and ``judge_unparsed``."""
+        ``judge_n`` (documents graded) and ``judge_unparsed``; pairwise adds FastChat's ``judge_win_rate``,
+        ``judge_loss_rate``, ``judge_win_rate_adjusted`` and the counts ``judge_win``/``judge_loss``/``judge_tie``."""
         if self.mode == "single":
             xs = [float(g) for g in self.grades.values() if g is not None]
         else:
@@ -38,7 +40,12 @@ class TaskGrades:
             if n > 1 and mean is not None
             else None
         )
-        return {"judge_score": mean, "judge_score_stderr": se, "judge_n": n, "judge_unparsed": self.unparsed}
+        out = {"judge_score": mean, "judge_score_stderr": se, "judge_n": n, "judge_unparsed": self.unparsed}
+        if self.mode == "pairwise":  # FastChat's win rates (scorer.mtbench); judge_score is its adjusted one
+            p = pairwise_summary(list(self.grades.values()))
+            out |= {f"judge_{k}": v for k, v in p.rates().items()}
+            out |= {"judge_win": p.win, "judge_loss": p.loss, "judge_tie": p.tie}
+        return out
 
 
 def judge_grades(header: PlanHeader, rows: list[dict[str, Any]]) -> list[TaskGrades]:

@@ -98,7 +98,7 @@ def _find(name: str, kind: str) -> Path:
 
 
 TEXT_KEYS = frozenset(
-    {"name", "rubric", "system", "system_with_reference", "question", "reference", "parse.regex"}
+    {"name", "rubric", "system", "system_with_reference", "question", "reference", "parse.regex", "parse.fallback"}
 )  # taken verbatim
 
 

@@ -14,7 +14,15 @@ from lmeval.compiler.errors import CompileError, fail
 from lmeval.compiler.tasks.conversation import conversation_fields
 from lmeval.compiler.tasks.functions import FunctionRef
 from lmeval.plans import DEFAULT_METRICS as DEFAULT_METRICS  # the contract's (the scorer implements these)
-from lmeval.plans import MAX_REPEATS, OUTPUT_TYPES, SampleScoresError, check_repeats, parse_sample_scores
+from lmeval.plans import (
+    JUDGED_BY,
+    MAX_REPEATS,
+    OUTPUT_TYPES,
+    SampleScoresError,
+    check_repeats,
+    judged_by_problem,
+    parse_sample_scores,
+)
 
 SAMPLERS = ("default", "first_n")
 DEFAULT_MAX_GEN_TOKS = 256
@@ -28,6 +36,8 @@ TASK_FIELDS = (
     "doc_to_decontamination_query", "gen_prefix", "metadata", "sample_scores", "format", "turns_field",
     "multiple_inputs",  # lm-eval 0.5 (#55): doc_to_text gives the contexts, doc_to_choice the one continuation
     "doc_to_messages", "doc_to_tools", "tool_parser", "doc_join",
+    "judged_by",  # #62: a judge-graded task names its judges (plans/vocab/judging.py; `lmeval run ... judge=MODEL`)
+    "doc_generation_kwargs",  # #62: true: a document's own "generation_kwargs" field wins (mt_bench_fastchat)
 )  # fmt: skip
 FEWSHOT_FIELDS = (
     "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
@@ -150,6 +160,10 @@ def build_task_config(cfg: dict[str, Any], source: str | None, default_name: str
             s, f"multiple inputs apply to multiple_choice tasks (this one is {output_type!r})", "multiple_inputs"
         )
     s.multiple_inputs = mi
+    dgk = cfg.get("doc_generation_kwargs", False)
+    if not isinstance(dgk, bool):
+        raise _bad(s, f"must be true or false, got {dgk!r}", "doc_generation_kwargs")
+    s.per_doc_generation_kwargs = dgk
     _strings(s, cfg)
     conversation_fields(s, cfg)
     _documents(s, cfg)
@@ -249,6 +263,13 @@ def _counts(s: TaskConfig, cfg: dict[str, Any]) -> None:
             raise _bad(s, f"a multi-turn task generates; this task's output_type is {s.output_type}", "turns_field")
         if rep != 1:
             raise _bad(s, f"a multi-turn task answers each turn once; repeats is {rep}", "turns_field")
+    judged = cfg.get(JUDGED_BY)
+    if judged is not None:
+        problem = judged_by_problem(judged)
+        if problem is not None:
+            raise _bad(s, problem, JUDGED_BY)
+        if s.output_type != "generate_until":
+            raise _bad(s, f"a judge grades generations; this task's output_type is {s.output_type}", JUDGED_BY)
 
 
 def _scoring_lists(s: TaskConfig, cfg: dict[str, Any]) -> None:

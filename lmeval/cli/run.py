@@ -1,6 +1,8 @@
 """``lmeval run [OVERRIDES]``: compile → execute → score in one command. A plan with a multi-turn task
 (plans/plan/chain.py) is run stage by stage: each stage executed and scored, the next compiled from its results,
-into one chained run folder (``chain.json``, ``turnK/``); a rerun resumes where the chain stopped."""
+into one chained run folder (``chain.json``, ``turnK/``); a rerun resumes where the chain stopped. A judge-graded
+task (``judged_by``) is graded by ``judge=MODEL`` in the same command (``lmeval.flow.judged``); without a judge its
+stand-in metrics are not shown and one line says how to grade it."""
 
 from __future__ import annotations
 
@@ -12,7 +14,12 @@ from typing import Any
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("run", help="compile, execute and score in one go; prints the results directory last")
-    p.add_argument("overrides", nargs="*", help="compile overrides, e.g. +task=arith model=tiny run.limit=50")
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        help="compile overrides, e.g. +task=arith model=tiny run.limit=50; judge=MODEL (and judge.KEY=VALUE) grades "
+        "the judge-graded tasks (mt_bench) in the same command",
+    )
     p.add_argument("--out", help="results directory (default results/<plan_hash12>-<model>/)")
     p.add_argument("--plan-out", help="plan path (default lmeval-plans/<name>-<hash12>.msgpack)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -67,16 +74,23 @@ def next_turn(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from lmeval import executor, scorer
-    from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_located, execute_model_overrides
-    from lmeval.plans import show_check_cost, turns_field
+    from lmeval.flow import RunStage, check_judges, graded_tasks, split_judge
+    from lmeval.plans import UserError, show_check_cost, turns_field
 
     if args.verbose:
         show_check_cost()
 
-    c = compile_located(list(args.overrides))
+    compile_overrides, judge = split_judge(list(args.overrides))
+    c = compile_located(compile_overrides)
     for warning in c.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    graded = graded_tasks(c.header)
+    if judge is not None and not graded:
+        raise UserError("judge=...: no task of this run is graded by a judge (a task config's judged_by); "
+                        "`lmeval judge RESULTS --judge NAME` grades any generation task")  # fmt: skip
+    if judge is not None:
+        check_judges(graded, judge)  # before the model runs
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
@@ -84,30 +98,63 @@ def run(args: argparse.Namespace) -> int:
     # own run.include_path, as `lmeval score --include-path` would
     include = c.locations.get("run.include_path")
     scorer.check_user_code(plan, trust, include)  # before the model runs, not after
-    overrides = execute_model_overrides(list(args.overrides), c.header.config)
+    overrides = execute_model_overrides(compile_overrides, c.header.config)
     if any(turns_field(t.config) for t in c.header.tasks):
-        return _run_chain(args, c, overrides, trust, include)
-    results = executor.execute(
-        str(plan),
-        out=args.out,
-        overrides=overrides,
-        progress=not args.no_progress,
-        verbose=args.verbose,
-        part_size=args.part_size,
-    )
-    print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
-    print(results)
+        root, stages = _run_chain(args, c, overrides, trust, include, graded)
+    else:
+        results = executor.execute(
+            str(plan),
+            out=args.out,
+            overrides=overrides,
+            progress=not args.no_progress,
+            verbose=args.verbose,
+            part_size=args.part_size,
+        )
+        outcome = scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include)
+        _print(outcome, graded)
+        root, stages = results, [RunStage(1, str(plan), str(results))]
+    if graded:
+        _grade(args, graded, judge, stages)
+    print(root)
     return 0
 
 
-def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bool, include: Any) -> int:
+def _print(outcome: Any, graded: dict[str, Any]) -> None:
+    """A stage's tables, a judge-graded task's stand-in metrics left out (``lmeval.flow.judged.judge_view``)."""
+    import dataclasses
+
+    from lmeval.cli.results_table import print_score
+    from lmeval.flow import judge_view
+
+    print_score(dataclasses.replace(outcome, run=judge_view(outcome.run, graded)) if graded else outcome)
+
+
+def _grade(args: argparse.Namespace, graded: dict[str, Any], judge: Any, stages: list[Any]) -> None:
+    """The judge-graded tasks: graded by the judge the command names, with their summary table; else one line
+    each naming how to grade them."""
+    from lmeval.cli.results_table import print_tables
+    from lmeval.flow import how_to_grade, judge_stages, judge_view
+    from lmeval.plans import read_scored
+
+    if judge is None:
+        for task, by in graded.items():
+            print(how_to_grade(task, by, stages[0].results))
+        return
+    for where in judge_stages(stages, graded, judge, progress=not args.no_progress, verbose=args.verbose,
+                              part_size=args.part_size):  # fmt: skip
+        print_tables(judge_view(read_scored(where, samples=False).results, graded, only=True))
+
+
+def _run_chain(
+    args: argparse.Namespace, c: Any, overrides: list[str], trust: bool, include: Any, graded: dict[str, Any]
+) -> tuple[Path, list[Any]]:
     """Every stage of a chained plan: executed into ``ROOT/turnK`` (resumed when there), scored, and the next
     stage compiled from its results (``compiler.compile_next``), until no conversation has another turn."""
     import re
 
     from lmeval import executor, scorer
-    from lmeval.cli.results_table import print_score
     from lmeval.compiler import compile_next
+    from lmeval.flow import RunStage
     from lmeval.plans import Chain, UserError, is_chain, new_stage, read_chain, stage_dir, stage_plan_name, write_chain
 
     h = c.header
@@ -117,6 +164,7 @@ def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bo
     # every stage's plan is kept in the chain folder (stage 1's too, beside --plan-out), recorded relative to it:
     # the folder moved or copied elsewhere is the same chain (plans/plan/chain.py)
     turn, plan_hash, write_plan = 1, h.plan_hash, lambda p: c.write(str(p))
+    stages: list[RunStage] = []
     while True:
         out = stage_dir(root, turn)
         old = chain.stage(turn)
@@ -140,11 +188,11 @@ def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bo
             verbose=args.verbose,
             part_size=args.part_size,
         )
-        print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
+        _print(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include), graded)
+        stages.append(RunStage(turn, str(plan_k), str(results)))
         stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)
         write_chain(root, chain)
         if nxt is None:
             break
         turn, plan_hash, write_plan = nxt.turn, nxt.header.plan_hash, nxt.write
-    print(root)
-    return 0
+    return root, stages

@@ -56,10 +56,11 @@ def register(subparsers: Any) -> None:
 
     c = subparsers.add_parser(
         "compare",
-        help="per-task metric deltas between two scored runs, with paired significance and flipped docs",
+        help="per-task metric deltas between two scored runs, with paired significance and flipped docs; of two "
+        "judge runs of the same answers, the judges' agreement (Cohen's kappa, Krippendorff's alpha)",
     )
-    c.add_argument("a", help="scored results directory A (baseline)")
-    c.add_argument("b", help="scored results directory B")
+    c.add_argument("a", help="scored results directory A (baseline), or judge run A")
+    c.add_argument("b", help="scored results directory B, or judge run B")
     c.add_argument("--max-flips", type=int, default=20, help="flipped doc ids to list per metric")
     c.set_defaults(func=run_compare)
 
@@ -98,6 +99,21 @@ def run(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from lmeval.diff import compare_runs as compare
     from lmeval.diff import print_comparison
+    from lmeval.flow import is_judge_run
 
+    if is_judge_run(args.a) and is_judge_run(args.b):  # two judges of the same answers: their agreement
+        _print_agreement(args.a, args.b)
+        return 0
     print_comparison(compare(args.a, args.b), max_flips=args.max_flips)
     return 0
+
+
+def _print_agreement(a: str, b: str) -> None:
+    from lmeval.flow import judge_agreement
+
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4f}"
+
+    for r in judge_agreement(a, b):
+        print(f"{r.task}: {r.n} documents graded by both judges, equal {num(r.equal)}, Cohen's kappa "
+              f"{num(r.kappa)}, Krippendorff's alpha ({r.metric}) {num(r.alpha)}")  # fmt: skip

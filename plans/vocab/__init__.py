@@ -27,13 +27,17 @@ from lmeval.plans.vocab.jsonl_spec import MCQ_LETTERS as MCQ_LETTERS
 from lmeval.plans.vocab.jsonl_spec import POST_PROCESS as POST_PROCESS
 from lmeval.plans.vocab.jsonl_spec import REQUIRED_FIELDS as REQUIRED_FIELDS
 from lmeval.plans.vocab.jsonl_spec import SPEC_METRICS as SPEC_METRICS
+from lmeval.plans.vocab.judging import JUDGED_BY as JUDGED_BY
 from lmeval.plans.vocab.judging import MODES as MODES
 from lmeval.plans.vocab.judging import PARSE_SECONDS as PARSE_SECONDS
 from lmeval.plans.vocab.judging import TASK_PREFIX as TASK_PREFIX
+from lmeval.plans.vocab.judging import JudgedBy as JudgedBy
 from lmeval.plans.vocab.judging import ParseRule as ParseRule
 from lmeval.plans.vocab.judging import add_metrics as add_metrics
 from lmeval.plans.vocab.judging import consistent as consistent
 from lmeval.plans.vocab.judging import judge_section as judge_section
+from lmeval.plans.vocab.judging import judged_by as judged_by
+from lmeval.plans.vocab.judging import judged_by_problem as judged_by_problem
 from lmeval.plans.vocab.judging import write_grades as write_grades
 from lmeval.plans.vocab.promptformats import BEST as BEST
 from lmeval.plans.vocab.promptformats import BEST_OF as BEST_OF

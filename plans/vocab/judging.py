@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.errors import PlanError
-from lmeval.plans.vocab.regexes import compile_regex, nested_quantifier, search_bounded
+from lmeval.plans.vocab.regexes import compile_regex, groups_bounded, nested_quantifier, search_bounded
 
 MODES = ("single", "pairwise")
 TASK_PREFIX = "judge_"
@@ -26,27 +26,29 @@ VERDICTS = ("a", "b", "tie")
 
 @dataclass(frozen=True)
 class ParseRule:
-    """``regex`` with exactly one group; single mode: the group is a number in ``[min, max]``; pairwise: the
-    group is a key of ``labels`` (label -> a | b | tie). The first match in the judge's output counts."""
+    """``regex`` with exactly one group; single mode: the group is a number in ``[min, max]`` (null bounds: no
+    range check, as FastChat takes 0 and 11 as given); pairwise: the group is a key of ``labels`` (label -> a | b |
+    tie). The first match in the judge's output counts; ``fallback`` (one group too) is searched only when
+    ``regex`` matches nowhere (FastChat's ``[[n]]`` then ``[n]``); ``label_order``: the verdict is the first label,
+    in ``labels``' order, that any match names (FastChat looks for ``[[A]]``, then ``[[B]]``, then ``[[C]]``)."""
 
     regex: str
     min: float | None = None
     max: float | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    fallback: str | None = None
+    label_order: bool = False  # pairwise: the first label in labels' order matched anywhere (FastChat: A, B, C)
 
     @classmethod
     def from_dict(cls, d: Any, mode: str, where: str = "judge.parse") -> ParseRule:
         if not isinstance(d, dict) or not isinstance(d.get("regex"), str):
             raise PlanError(f"{where}.regex: a regular expression (a string) is required")
-        err = compile_regex(d["regex"])
-        if err is not None:
-            raise PlanError(f"{where}.regex: not a regular expression ({err})")
-        hazard = nested_quantifier(d["regex"])
-        if hazard is not None:
-            raise PlanError(f"{where}.regex: {hazard}")
-        groups = re.compile(d["regex"]).groups
-        if groups != 1:
-            raise PlanError(f"{where}.regex: needs exactly one group, has {groups}")
+        fallback = d.get("fallback")
+        if fallback is not None and not isinstance(fallback, str):
+            raise PlanError(f"{where}.fallback: a regular expression (a string) or null, got {fallback!r}")
+        for key, rx in (("regex", d["regex"]), ("fallback", fallback)):
+            if rx is not None:
+                _check_regex(rx, f"{where}.{key}")
         labels = d.get("labels") or {}
         if not isinstance(labels, dict) or any(v not in VERDICTS for v in labels.values()):
             raise PlanError(f"{where}.labels: a map of label -> one of {', '.join(VERDICTS)}")
@@ -59,10 +61,16 @@ class ParseRule:
                 raise PlanError(f"{where}.{k}: a finite number or null, got {v!r}")
         if lo is not None and hi is not None and lo > hi:
             raise PlanError(f"{where}: min {lo} is above max {hi}")
-        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()})
+        order = d.get("label_order", False)
+        if not isinstance(order, bool):
+            raise PlanError(f"{where}.label_order: true or false, got {order!r}")
+        return cls(d["regex"], lo, hi, {str(k): str(v) for k, v in labels.items()}, fallback, order)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)}
+        """The plan's ``judge.parse``; ``fallback`` only when set, so other judge plans keep their hashes."""
+        extra: dict[str, Any] = {"fallback": self.fallback} if self.fallback is not None else {}
+        extra |= {"label_order": True} if self.label_order else {}
+        return {"regex": self.regex, "min": self.min, "max": self.max, "labels": dict(self.labels)} | extra
 
     def grade(self, output: str | None) -> float | None:
         """Single mode: the number the judge's output gives, or None (no match, not a finite number, out of range);
@@ -83,14 +91,32 @@ class ParseRule:
     def verdict(self, output: str | None) -> str | None:
         """Pairwise mode: a | b | tie from the judge's output, or None (no match, unknown label); ``RegexTimeout``
         as ``grade``."""
+        if self.label_order and isinstance(output, str):
+            found = set(groups_bounded(self.regex, output[:MAX_PARSED_CHARS], PARSE_SECONDS))
+            return next((v for k, v in self.labels.items() if k in found), None)
         m = self._match(output)
         return None if m is None else self.labels.get(m)
 
     def _match(self, output: str | None) -> str | None:
         if not isinstance(output, str):
             return None
-        m = search_bounded(self.regex, output[:MAX_PARSED_CHARS], PARSE_SECONDS)
+        text = output[:MAX_PARSED_CHARS]
+        m = search_bounded(self.regex, text, PARSE_SECONDS)
+        if m is None and self.fallback is not None:
+            m = search_bounded(self.fallback, text, PARSE_SECONDS)
         return None if m is None or m.group(1) is None else m.group(1)
+
+
+def _check_regex(rx: str, where: str) -> None:
+    err = compile_regex(rx)
+    if err is not None:
+        raise PlanError(f"{where}: not a regular expression ({err})")
+    hazard = nested_quantifier(rx)
+    if hazard is not None:
+        raise PlanError(f"{where}: {hazard}")
+    groups = re.compile(rx).groups
+    if groups != 1:
+        raise PlanError(f"{where}: needs exactly one group, has {groups}")
 
 
 def consistent(first: str | None, swapped: str | None) -> str | None:
@@ -101,6 +127,40 @@ def consistent(first: str | None, swapped: str | None) -> str | None:
         return None
     back = {"a": "b", "b": "a", "tie": "tie"}[swapped]
     return first if first == back else "tie"
+
+
+# --- a judge-graded task (task config ``judged_by``): checked by the compiler, run by ``lmeval run``
+JUDGED_BY = "judged_by"
+
+
+@dataclass(frozen=True)
+class JudgedBy:
+    """A task graded by a judge: ``judges`` the conf/judge entries, the K-th grading turn K of a multi-turn task
+    (one entry for a one-turn task); ``category_field`` the document field whose values get their own mean."""
+
+    judges: list[str]
+    category_field: str | None = None
+
+
+def judged_by_problem(value: Any) -> str | None:
+    """Why a task config's ``judged_by`` is not ``{judges: [NAME, ...], category_field: FIELD|null}``, or None."""
+    if not isinstance(value, dict) or set(value) - {"judges", "category_field"}:
+        return f"must be a mapping with judges (and category_field), got {value!r}"[:200]
+    judges = value.get("judges")
+    if not isinstance(judges, list) or not judges or not all(isinstance(j, str) and j for j in judges):
+        return f"judges must be a non-empty list of judge names, got {judges!r}"[:200]
+    cat = value.get("category_field")
+    if cat is not None and (not isinstance(cat, str) or not cat):
+        return f"category_field must name a document field, got {cat!r}"[:200]
+    return None
+
+
+def judged_by(task_config: Any) -> JudgedBy | None:
+    """The judges of a judge-graded task (its config's ``judged_by``), or None (a task scored by its metrics)."""
+    value = task_config.get(JUDGED_BY) if isinstance(task_config, dict) else None
+    if value is None or judged_by_problem(value) is not None:
+        return None
+    return JudgedBy(list(value["judges"]), value.get("category_field"))
 
 
 def judge_section(config: Any) -> dict[str, Any] | None:

@@ -71,6 +71,13 @@ class RegexTimeout(Exception):
     """A search ran longer than its limit (``search_bounded``)."""
 
 
+def groups_bounded(pattern: str, text: str, seconds: float) -> list[str | None]:
+    """Group 1 of every match of ``pattern`` in ``text`` (``re.finditer``), or ``RegexTimeout`` once the search
+    has run ``seconds`` in all, as ``search_bounded``."""
+    with deadline(seconds, "the regular expression", RegexTimeout):
+        return [m.group(1) for m in re.finditer(pattern, text)]
+
+
 def search_bounded(pattern: str, text: str, seconds: float) -> re.Match[str] | None:
     """``re.search(pattern, text)``, or ``RegexTimeout`` once it has run ``seconds`` (``re`` checks for signals
     as it backtracks; the limit holds in the main thread, see ``lmeval.common.timelimit``)."""

@@ -48,3 +48,31 @@ def test_bad_rules_are_one_line_errors(bad: object) -> None:
 def test_nested_quantifier_rule_is_refused_at_compile() -> None:
     with pytest.raises(PlanError, match=r"judge.parse.regex: nested quantifiers"):
         ParseRule.from_dict({"regex": r"Rating: ((\d+)+)$"}, "single")
+
+
+def test_fallback_is_searched_only_when_the_regex_matches_nowhere() -> None:
+    parse = {"regex": r"\[\[(\d+)\]\]", "fallback": r"\[(\d+)\]", "min": None, "max": None}
+    rule = ParseRule.from_dict(parse, "single")
+    assert rule.grade("step [2], Rating: [[9]]") == 9.0 and rule.grade("I give it [3]") == 3.0
+    assert rule.grade("Rating: [[0]]") == 0.0 and rule.grade("[[11]]") == 11.0  # no range: as given
+    assert rule.to_dict()["fallback"] == r"\[(\d+)\]" and "fallback" not in SINGLE.to_dict()  # old hashes kept
+
+
+@pytest.mark.parametrize(
+    ("parse", "why"),
+    [
+        ({"regex": r"\[\[(\d+)\]\]", "fallback": r"\[\d+\]"}, "judge.parse.fallback: needs exactly one group"),
+        ({"regex": r"\[\[(\d+)\]\]", "fallback": 3}, "judge.parse.fallback: a regular expression"),
+        ({"regex": r"\[\[(A|B)\]\]", "labels": {"A": "a", "B": "b"}, "label_order": "yes"}, "label_order: true or"),
+    ],
+)
+def test_bad_fallback_or_label_order_is_one_line(parse: dict[str, object], why: str) -> None:
+    mode = "pairwise" if "labels" in parse else "single"
+    with pytest.raises(PlanError, match=why):
+        ParseRule.from_dict(parse, mode)
+
+
+def test_label_order_reads_verdicts_as_fastchat() -> None:
+    ordered = ParseRule.from_dict({"regex": PAIR.regex, "labels": PAIR.labels, "label_order": True}, "pairwise")
+    assert PAIR.verdict("not [[B]] but [[A]]") == "b" and ordered.verdict("not [[B]] but [[A]]") == "a"
+    assert ordered.verdict("[[C]] then [[B]]") == "b" and ordered.verdict("none") is None
