@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lmeval.plans.vocab.judging import JUDGED_BY
+
 if TYPE_CHECKING:
     from lmeval.plans.scored.files import ScoredRun
 
@@ -54,11 +56,8 @@ class Flag:
 
 
 def judge_graded(config: Any) -> bool:
-    """Whether a task config declares a judge (``judge:`` or ``metadata.judge``): its headline is the judge's."""
-    if not isinstance(config, dict):
-        return False
-    meta = config.get("metadata")
-    return bool(config.get("judge") or (isinstance(meta, dict) and meta.get("judge")))
+    """Whether a task config names its judges (``judged_by``, plans/vocab/judging.py): its headline is theirs."""
+    return isinstance(config, dict) and bool(config.get(JUDGED_BY))
 
 
 def _keys(m: Mapping[str, Any]) -> list[str]:
@@ -116,7 +115,7 @@ def assess(
         m = results.get(task, {})
         judge_keys = [k for k in _keys(m) if k.startswith("judge_score,")]
         if judge_graded(cfg) and not judge_keys:
-            flag(task, "judge_score", NA, "judge-graded, no grades yet (`lmeval judge` it, then `lmeval judge-score`)")
+            flag(task, "judge_score", NA, "judge-graded, no grades yet (grade it: `lmeval run ... judge=MODEL`)")
         for k in judge_keys:
             cover = _judge_cover(m, k)
             if cover is not None:

@@ -118,8 +118,8 @@ def test_report_labels_partial_and_na_groups(mmlu: dict[str, Any]) -> None:
 def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("judged")
     plan, out = base / "arith.msgpack", base / "arith"
-    # arith declared judge-graded (the task config's metadata.judge), 6 documents
-    cli("compile", "+task=arith", "run.limit=6", "+task.arith.metadata.judge=single_10", f"run.out={plan}")
+    # arith declared judge-graded (the task config's judged_by), 6 documents
+    cli("compile", "+task=arith", "run.limit=6", "+task.arith.judged_by={judges:[single_10]}", f"run.out={plan}")
     cli("execute", str(plan), "model.backend=fake", "--out", str(out), "--no-progress")
     return {"base": base, "run": out, "console": cli("score", str(out), "--bootstrap-iters", "100")}
 
@@ -137,7 +137,7 @@ def test_an_ungraded_judge_graded_task_has_no_judge_score(judged: dict[str, Any]
     assert not any(k.startswith("judge_") for k in res["results"]["arith"])  # the grades are absent
     f = res["composites"]["flags"]["arith"]
     assert f["status"] == "n/a" and f["metrics"] == {"judge_score": "n/a"}
-    assert f["reasons"] == ["judge-graded, no grades yet (`lmeval judge` it, then `lmeval judge-score`)"]
+    assert f["reasons"] == ["judge-graded, no grades yet (grade it: `lmeval run ... judge=MODEL`)"]
     console = judged["console"]
     assert _row(console, "")[4:7] == ["judge_score", "", "N/A"]  # its own row in the one table
     assert "arith: N/A: judge-graded, no grades yet" in console

@@ -85,7 +85,8 @@ def how_to_grade(task: str, by: JudgedBy, first_stage: str) -> str:
 def judge_view(run: Any, graded: set[str] | dict[str, Any], only: bool = False) -> Any:
     """A scored run as the console shows it: a judge-graded task keeps only its judge summary (``METRIC,judge``),
     never the stand-in metrics a task scores without its judge (exact match against a reference answer);
-    ``only``: the judge-graded tasks alone (the summary table; the other tasks were shown with their stage)."""
+    ``only``: the judge-graded tasks alone (the summary table; the other tasks were shown with their stage). A
+    judge-graded task without its summary yet is left out: the run says in one line how to grade it."""
     from lmeval.scorer import SUMMARY_FILTER
 
     keep = ("alias", "name", "sample_len", "sample_count")
@@ -94,6 +95,8 @@ def judge_view(run: Any, graded: set[str] | dict[str, Any], only: bool = False) 
         return {k: v for k, v in m.items() if k in keep or k.partition(",")[2] == SUMMARY_FILTER}
 
     results = {t: (only_summary(m) if t in graded else m) for t, m in run.results.items() if t in graded or not only}
+    # a judge-graded task not graded yet has no row at all (its N/A flag would repeat the run's how-to-grade line)
+    results = {t: m for t, m in results.items() if t not in graded or set(m) - set(keep)}
     iv = run.intervals
     if iv is not None:
         iv = dataclasses.replace(iv, metrics={t: m for t, m in iv.metrics.items() if t not in graded and not only})
