@@ -15,6 +15,7 @@ from typing import Any
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.modelconf import REUSE_KEYS
+from lmeval.executor.storeuse import plan_row
 from lmeval.plans import (
     InstanceRecord,
     PlanError,
@@ -111,13 +112,4 @@ def reuse_rows(table: Any, todo: Sequence[InstanceRecord]) -> Iterator[tuple[Ins
         old = by_hash.get(inst.request_hash)
         if old is None:
             continue
-        row = dict(old)
-        row.update(
-            instance_id=inst.instance_id,
-            task=inst.task,
-            doc_id=inst.doc_id,
-            idx=inst.idx,
-            request_type=inst.request_type,
-            request_hash=inst.request_hash,
-        )
-        yield inst, row
+        yield inst, plan_row(inst, old, "reused")

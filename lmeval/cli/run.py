@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         verbose=args.verbose,
         part_size=args.part_size,
+        store=c.locations.get("run.store"),
     )
     print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
     print(results)
@@ -139,6 +140,7 @@ def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bo
             progress=not args.no_progress,
             verbose=args.verbose,
             part_size=args.part_size,
+            store=c.locations.get("run.store"),
         )
         print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
         stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)

@@ -1,0 +1,116 @@
+"""One run's use of the result store (``executor/answerstore.py``): look up the pending Instances first, turn the
+answers found into this plan's rows (``source`` = ``stored``), and store every answer the engine computes as
+its rows reach the results directory (``StoringSink``; a pool run's rows are stored from its parts at the end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from lmeval.executor.answerkey import answer_key, request_part
+from lmeval.executor.answerstore import AnswerStore, Entry, run_model_key, store_location
+from lmeval.executor.modelconf import ModelSpec
+from lmeval.plans import InstanceRecord
+
+BATCH = 256  # answers per store transaction while a run streams
+
+
+def plan_row(inst: InstanceRecord, answer: dict[str, Any], source: str) -> dict[str, Any]:
+    """``answer`` (the answer columns of a stored or reused row) as the row of ``inst`` in this plan."""
+    return {
+        **answer,
+        "instance_id": inst.instance_id,
+        "task": inst.task,
+        "doc_id": inst.doc_id,
+        "idx": inst.idx,
+        "request_type": inst.request_type,
+        "request_hash": inst.request_hash,
+        "source": source,
+    }
+
+
+class StoreUse:
+    """The store of one run (None inside when ``run.store=off`` or the store is unusable) and its model key."""
+
+    def __init__(self, setting: str | None, spec: ModelSpec, ident: dict[str, Any], model_dir: Path | None) -> None:
+        self.location = store_location(setting)
+        self.store = AnswerStore.open(self.location)
+        self.seed = spec.seed
+        self.model_key = run_model_key(spec, ident, model_dir, self.store) if self.store is not None else ""
+
+    def manifest_info(self) -> dict[str, Any]:
+        """What the manifest records of the store: where it is and this run's model key (empty when off)."""
+        if self.store is None:
+            return {}
+        return {"path": str(self.store.path), "model_key": self.model_key}
+
+    def key(self, inst: InstanceRecord) -> tuple[str, str]:
+        return answer_key(self.model_key, inst, self.seed), request_part(inst, self.seed)
+
+    def lookup(self, todo: Sequence[InstanceRecord]) -> dict[str, dict[str, Any]]:
+        """The stored answers of ``todo`` by instance id (each verified; see ``AnswerStore.get``)."""
+        if self.store is None or not todo:
+            return {}
+        keys = {i.instance_id: self.key(i) for i in todo}
+        found = self.store.get({k: (self.model_key, part) for k, part in keys.values()})
+        self.store.touch(list(found))
+        return {iid: found[k] for iid, (k, _) in keys.items() if k in found}
+
+    def entries(self, rows: Sequence[dict[str, Any]], by_id: dict[str, InstanceRecord]) -> list[Entry]:
+        out = []
+        for row in rows:
+            inst = by_id.get(row["instance_id"])
+            if inst is not None and row.get("source") == "computed":
+                k, part = self.key(inst)
+                out.append(Entry(k, self.model_key, part, row))
+        return out
+
+    def store_dir_rows(self, out_dir: Path, todo: Sequence[InstanceRecord]) -> None:
+        """Store the computed rows of ``todo`` a pool run wrote into ``out_dir``."""
+        if self.store is None or not todo:
+            return
+        from lmeval.plans import part_files, read_parts
+
+        by_id = {i.instance_id: i for i in todo}
+        rows = [r for r in read_parts(part_files(out_dir)).iter_rows(named=True) if r["instance_id"] in by_id]
+        for i in range(0, len(rows), BATCH):
+            self.store.put(self.entries(rows[i : i + BATCH], by_id))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+class RowSink(Protocol):
+    def add(self, rows: Sequence[dict[str, Any]], tokens: int) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class StoringSink:
+    """A ``jobloop.Sink`` that hands rows on to ``inner`` (the results directory's writer) and stores the
+    computed answers, ``BATCH`` per transaction."""
+
+    def __init__(self, inner: RowSink, use: StoreUse, todo: Sequence[InstanceRecord]) -> None:
+        self.inner = inner
+        self.use = use
+        self.by_id = {i.instance_id: i for i in todo}
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, rows: Sequence[dict[str, Any]], tokens: int) -> None:
+        self.inner.add(rows, tokens)
+        if self.use.store is not None:
+            self.pending.extend(rows)
+            if len(self.pending) >= BATCH:
+                self.commit()
+
+    def flush(self) -> None:
+        self.inner.flush()
+        self.commit()
+
+    def commit(self) -> None:
+        if self.use.store is not None and self.pending:
+            self.use.store.put(self.use.entries(self.pending, self.by_id))
+        self.pending = []
