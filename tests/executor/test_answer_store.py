@@ -118,3 +118,27 @@ def test_the_same_request_with_other_repeats_is_another_request(tmp_path: Path) 
         ("task_b", 3),
     ]
     assert len([k for k in sent if k in set(gen["request_hash"])]) == 4  # both askings of both documents
+
+
+def test_cache_ls_and_prune_bound_the_store(tmp_path: Path) -> None:
+    from tests.support import cli_in_process as cli
+
+    plan = tmp_path / "p.msgpack"
+    pt.build(plan, subjects(None))
+    store = tmp_path / "store"
+    rows, _, _ = run(plan, tmp_path / "r1", store)
+    rc, out, err = cli("cache", "ls", "--store", str(store))
+    assert rc == 0, err
+    assert f"entries: {rows.height} answers of 1 model setting(s)" in out and "on disk" in out
+    rc, out, err = cli("cache", "prune", "--store", str(store), "--max-size", "2000")
+    assert rc == 0, err
+    left = int(out.split("; ")[1].split()[0])
+    assert 0 < left < rows.height  # the least recently used went; the rest still serve
+    _, sent, stats = run(plan, tmp_path / "r2", store)
+    assert stats["stored"] == left and len(sent) == rows.height - left
+    rc, out, err = cli("cache", "prune", "--store", str(store), "--older-than", "0s")
+    assert rc == 0 and out.startswith(f"removed {rows.height} entries; 0 left"), (out, err)
+    rc, out, err = cli("cache", "prune", "--store", str(store), "--all")
+    assert rc == 0 and not (store / "answers.sqlite").exists()
+    rc, out, err = cli("cache", "prune", "--store", str(store), "--max-size", "lots")
+    assert rc == 2 and err.count("\n") == 1 and "--max-size 'lots'" in err
