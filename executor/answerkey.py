@@ -67,15 +67,16 @@ def weights_hash(model_dir: Path | None, file_hash: Callable[[Path], str]) -> st
 
 
 def model_context(
-    spec: Any, ident: Mapping[str, Any], versions: Mapping[str, str], weights: str | None
+    spec: Any, ident: Mapping[str, Any], versions: Mapping[str, str], weights: str | None, server: str | None = None
 ) -> dict[str, Any]:
     """Everything about the model and the engine that can change an answer: the model's content (weights,
     tokenizer and config hashes; its name and location only when no weights identify it, e.g. an API model),
     the backend and the installed versions of it and lmeval, dtype, context length, BOS and prefix token,
     default generation length, the reasoning split, the token rule and every engine setting that is not
-    throughput-only (``THROUGHPUT_ENGINE_ARGS``). ``spec``: the run's ``ModelSpec``; ``ident``: its
+    throughput-only (``THROUGHPUT_ENGINE_ARGS``); for an HTTP backend the server its requests go to (``server``:
+    the override's, ``$OPENAI_BASE_URL``'s or the plan's). ``spec``: the run's ``ModelSpec``; ``ident``: its
     ``model_identity``."""
-    engine = {k: v for k, v in sorted(spec.engine.items()) if k not in THROUGHPUT_ENGINE_ARGS}
+    engine = {k: v for k, v in sorted(spec.engine.items()) if k not in THROUGHPUT_ENGINE_ARGS and k != "base_url"}
     return {
         "key_version": KEY_VERSION,
         "weights_hash": weights,
@@ -93,6 +94,7 @@ def model_context(
         "reasoning": _plain(spec.reasoning),
         "token_rule": _plain(spec.token_rule),
         "engine": engine,
+        "server": server,
     }
 
 

@@ -283,6 +283,13 @@ def run_model_key(spec: Any, ident: Mapping[str, Any], model_dir: Path | None, s
     store)."""
     from lmeval.executor.answerkey import model_context, model_key, weights_hash
     from lmeval.executor.hardware import versions
+    from lmeval.plans import find_backend
 
     weights = weights_hash(model_dir, store.file_hash if store is not None else file_sha256)
-    return model_key(model_context(spec, ident, versions(spec.backend), weights))
+    entry = find_backend(spec.backend)
+    server = None
+    if entry is not None and entry.http:  # the server that answers, wherever its URL came from
+        from lmeval.executor.backends import destination
+
+        server = destination(spec.engine, spec.plan_base_url).url
+    return model_key(model_context(spec, ident, versions(spec.backend), weights, server))

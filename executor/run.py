@@ -97,17 +97,15 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
             print(term_safe(notice, one_line=True), file=sys.stderr)
     ident = model_identity(spec, model_dir, rm.tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
-    table = reuse_table(opts.reuse, ident) if opts.reuse else None
+    answers = StoreUse(opts.store, spec, ident, model_dir, need_key=bool(opts.reuse))
     store = ResultsDir(out_dir)
-    store.lock()  # before the directory is read: one writer, and the done set it reads stays true
-    answers: StoreUse | None = None
     try:
-        answers = StoreUse(opts.store, spec, ident, model_dir)
+        table = reuse_table(opts.reuse, ident, answers.model_key, spec.seed) if opts.reuse else None
+        store.lock()  # before the directory is read: one writer, and the done set it reads stays true
         run = _Run(plan_path, header, instances, spec, model_dir, ident, shard_t, opts)
         return run.into(store, table, backend_factory or _load_backend, answers)
     finally:
-        if answers is not None:
-            answers.close()
+        answers.close()
         store.close()
 
 
@@ -263,7 +261,7 @@ class _Run:
         """Copy the rows ``table`` answers; the Instances still to run."""
         bar.phase("reuse")
         reused_ids: set[str] = set()
-        for inst, row in reuse_rows(table, todo):
+        for inst, row in reuse_rows(table, todo, self.spec.seed):
             writer.add([row], 0)
             reused_ids.add(inst.instance_id)
         writer.flush()

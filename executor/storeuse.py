@@ -34,17 +34,22 @@ def plan_row(inst: InstanceRecord, answer: dict[str, Any], source: str) -> dict[
 class StoreUse:
     """The store of one run (None inside when ``run.store=off`` or the store is unusable) and its model key."""
 
-    def __init__(self, setting: str | None, spec: ModelSpec, ident: dict[str, Any], model_dir: Path | None) -> None:
+    def __init__(
+        self, setting: str | None, spec: ModelSpec, ident: dict[str, Any], model_dir: Path | None, need_key: bool
+    ) -> None:
+        """``need_key``: compute the model key even without a store (``--reuse`` compares it)."""
         self.location = store_location(setting)
         self.store = AnswerStore.open(self.location)
         self.seed = spec.seed
-        self.model_key = run_model_key(spec, ident, model_dir, self.store) if self.store is not None else ""
+        keyed = self.store is not None or need_key
+        self.model_key = run_model_key(spec, ident, model_dir, self.store) if keyed else ""
 
     def manifest_info(self) -> dict[str, Any]:
-        """What the manifest records of the store: where it is and this run's model key (empty when off)."""
-        if self.store is None:
-            return {}
-        return {"path": str(self.store.path), "model_key": self.model_key}
+        """What the manifest records: the store's file (when on), this run's model key (when computed) and its
+        engine seed (what ``--reuse`` of this run checks)."""
+        where = {"path": str(self.store.path)} if self.store is not None else {}
+        key = {"model_key": self.model_key} if self.model_key else {}
+        return {**where, **key, "seed": self.seed}
 
     def key(self, inst: InstanceRecord) -> tuple[str, str]:
         return answer_key(self.model_key, inst, self.seed), request_part(inst, self.seed)

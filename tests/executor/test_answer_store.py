@@ -78,7 +78,7 @@ def test_store_off_computes_everything(tmp_path: Path) -> None:
     pt.build(plan, subjects(None))
     first, _, _ = run(plan, tmp_path / "r1", "off")
     again, sent, stats = run(plan, tmp_path / "r2", "off")
-    assert len(sent) == again.height and stats["stored"] == 0 and read_manifest(tmp_path / "r2").store == {}
+    assert len(sent) == again.height and stats["stored"] == 0 and read_manifest(tmp_path / "r2").store == {"seed": 1234}
 
 
 def test_default_store_follows_the_environment(tmp_path: Path, monkeypatch: Any) -> None:
@@ -142,3 +142,30 @@ def test_cache_ls_and_prune_bound_the_store(tmp_path: Path) -> None:
     assert rc == 0 and not (store / "answers.sqlite").exists()
     rc, out, err = cli("cache", "prune", "--store", str(store), "--max-size", "lots")
     assert rc == 2 and err.count("\n") == 1 and "--max-size 'lots'" in err
+
+
+def _sampled_and_greedy(repeats: int) -> list[pt.Task]:
+    sampled = pt.gsm8k(2, name="sampled", extra={"do_sample": True, "temperature": 0.8}, repeats=repeats)
+    return [sampled, pt.gsm8k(2, name="greedy"), pt.arc_easy(2)]
+
+
+def _reuse_run(plan: Path, out: Path, reuse: Path | None, *model: str) -> pl.DataFrame:
+    Counting.sent = []
+    opts = RunOptions(out=str(out), overrides=[*FAKE, *model], progress=False, store="off",
+                      reuse=str(reuse) if reuse else None)  # fmt: skip
+    return frame(run_plan(str(plan), opts, backend_factory=lambda spec, md: Counting(spec, md)))
+
+
+def test_reuse_serves_a_sampled_generation_only_for_the_same_seed_and_repeats(tmp_path: Path) -> None:
+    plan, more = tmp_path / "p.msgpack", tmp_path / "more.msgpack"
+    pt.build(plan, _sampled_and_greedy(2))
+    pt.build(more, _sampled_and_greedy(3))
+    _reuse_run(plan, tmp_path / "r1", None)
+    same = _reuse_run(plan, tmp_path / "same", tmp_path / "r1")
+    assert set(same["source"]) == {"reused"}
+    other_seed = _reuse_run(plan, tmp_path / "seed7", tmp_path / "r1", "model.seed=7")
+    src = dict(other_seed.group_by("task").agg(pl.col("source").unique().sort()).rows())
+    assert src == {"sampled": ["computed"], "greedy": ["reused"], "arc_easy": ["reused"]}
+    other_repeats = _reuse_run(more, tmp_path / "n3", tmp_path / "r1")
+    sampled = other_repeats.filter(pl.col("task") == "sampled")
+    assert set(sampled["source"]) == {"computed"} and set(sampled["responses"].list.len()) == {3}
