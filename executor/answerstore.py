@@ -107,11 +107,14 @@ class AnswerStore:
         self.written = 0
 
     @classmethod
-    def open(cls, folder: Path | None, say: Callable[[str], None] = warn) -> AnswerStore | None:
-        """The store in ``folder`` (created when missing), or None: off, or unusable (one line said why)."""
+    def open(cls, folder: Path | None, say: Callable[[str], None] = warn, create: bool = True) -> AnswerStore | None:
+        """The store in ``folder`` (created when missing, unless not ``create``), or None: off, missing, or
+        unusable (one line said why)."""
         if folder is None:
             return None
         path = folder / DB_NAME
+        if not create and not path.exists():
+            return None
         try:
             folder.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from lmeval.executor.answerkey import answer_key, request_part
 from lmeval.executor.answerstore import AnswerStore, Entry, run_model_key, store_location
 from lmeval.executor.modelconf import ModelSpec
-from lmeval.plans import InstanceRecord
+from lmeval.plans import InstanceRecord, PlanHeader
 
 BATCH = 256  # answers per store transaction while a run streams
 
@@ -35,11 +35,18 @@ class StoreUse:
     """The store of one run (None inside when ``run.store=off`` or the store is unusable) and its model key."""
 
     def __init__(
-        self, setting: str | None, spec: ModelSpec, ident: dict[str, Any], model_dir: Path | None, need_key: bool
+        self,
+        setting: str | None,
+        spec: ModelSpec,
+        ident: dict[str, Any],
+        model_dir: Path | None,
+        need_key: bool,
+        create: bool = True,
     ) -> None:
-        """``need_key``: compute the model key even without a store (``--reuse`` compares it)."""
+        """``need_key``: compute the model key even without a store (``--reuse`` compares it); ``create=False``:
+        a store that does not exist yet is not made (a look that writes nothing, as the estimate's)."""
         self.location = store_location(setting)
-        self.store = AnswerStore.open(self.location)
+        self.store = AnswerStore.open(self.location, create=create)
         self.seed = spec.seed
         keyed = self.store is not None or need_key
         self.model_key = run_model_key(spec, ident, model_dir, self.store) if keyed else ""
@@ -86,6 +93,29 @@ class StoreUse:
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
+
+
+def answered_ids(
+    plan_path: str,
+    header: PlanHeader,
+    instances: Sequence[InstanceRecord],
+    overrides: Sequence[str] = (),
+    setting: str | None = None,
+) -> set[str]:
+    """The instance ids of ``instances`` (of the plan at ``plan_path``) whose answers the result store
+    ``setting`` (``run.store``; None: the default) holds for the model ``overrides`` select: what an execute
+    with the same model and store would not compute. Resolves the model as execute does; writes nothing."""
+    from lmeval.executor.answerstore import stored_request_ids
+    from lmeval.executor.modelconf import model_identity
+    from lmeval.executor.runmodel import resolve_run_model
+
+    rm = resolve_run_model(plan_path, header, overrides, instances)
+    ident = model_identity(rm.spec, rm.model_dir, rm.tok_hash, rm.ref)
+    use = StoreUse(setting, rm.spec, ident, rm.model_dir, need_key=False, create=False)
+    try:
+        return stored_request_ids(use.store, use.model_key, instances, rm.spec.seed)
+    finally:
+        use.close()
 
 
 class RowSink(Protocol):

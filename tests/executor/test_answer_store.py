@@ -169,3 +169,20 @@ def test_reuse_serves_a_sampled_generation_only_for_the_same_seed_and_repeats(tm
     other_repeats = _reuse_run(more, tmp_path / "n3", tmp_path / "r1")
     sampled = other_repeats.filter(pl.col("task") == "sampled")
     assert set(sampled["source"]) == {"computed"} and set(sampled["responses"].list.len()) == {3}
+
+
+def test_answered_ids_names_what_an_execute_would_not_compute(tmp_path: Path) -> None:
+    from lmeval.executor.instances import load_instances
+    from lmeval.executor.storeuse import answered_ids
+
+    plan, edited = tmp_path / "p.msgpack", tmp_path / "edited.msgpack"
+    pt.build(plan, subjects(None))
+    pt.build(edited, subjects("subject_b"))
+    store = tmp_path / "store"
+    header, instances = load_instances(str(edited), None)
+    assert answered_ids(str(edited), header, instances, FAKE, str(store)) == set() and not store.exists()
+    run(plan, tmp_path / "r1", store)
+    got = answered_ids(str(edited), header, instances, FAKE, str(store))
+    assert got == {i.instance_id for i in instances if i.task != "subject_b"}
+    _, sent, stats = run(edited, tmp_path / "r2", store)
+    assert stats["stored"] == len(got) and len(sent) == len(instances) - len(got)
