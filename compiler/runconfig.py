@@ -175,8 +175,6 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     r.fewshot_as_multiturn = fam
     for key in ("system_instruction", "data_dir", "out", "store"):
         v = raw.get(key)
-        if key == "store" and v is False:  # YAML's off
-            v = "off"
         if v is not None and not isinstance(v, str):
             if key == "system_instruction" and isinstance(v, int | float):
                 v = str(v)

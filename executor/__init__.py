@@ -64,6 +64,19 @@ def execute(
     return run_plan(plan_path, opts)
 
 
+def cache(
+    action: str,
+    store: str | None = None,
+    max_size: str | None = None,
+    older_than: str | None = None,
+    remove: bool = False,
+) -> list[str]:
+    """``lmeval cache ls|prune``: the result store's summary, or bound it (executor/storeadmin.py)."""
+    from lmeval.executor.storeadmin import cache_command
+
+    return cache_command(action, store, max_size, older_than, remove)
+
+
 def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
     """Combine the results directories of all shards of one plan into ``out``, after checking every row
     against the plan (``plan``, default: the one the manifests name)."""

@@ -87,7 +87,7 @@ def decode_answer(payload: bytes) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class Entry:
+class StoreEntry:
     """One answer to store: its key, the model key and request part it answers, and the result row."""
 
     key: str
@@ -190,7 +190,7 @@ class AnswerStore:
 
     # -- writes ---------------------------------------------------------------------------------------
 
-    def put(self, entries: Iterable[Entry]) -> None:
+    def put(self, entries: Iterable[StoreEntry]) -> None:
         """Store ``entries`` in one transaction (an answer already there stays: the first writer wins)."""
         if not self.writable:
             return

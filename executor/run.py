@@ -206,7 +206,12 @@ class _Run:
                     session.close()
             finally:
                 quiet.__exit__(None, None, None)
-        elapsed = time.monotonic() - bar.started
+        self.summary(time.monotonic() - bar.started, out_dir)
+        return out_dir
+
+    def summary(self, elapsed: float, out_dir: Path) -> None:
+        """The run's one summary line (stderr): what was computed, taken from the store, reused and resumed."""
+        stats = self.stats
         print(
             f"executed {stats.executed} instances ({stats.requests} requests), from the store {stats.stored}, "
             f"reused {stats.reused}, "
@@ -215,7 +220,6 @@ class _Run:
             f"{efficiency_note(stats)} -> {out_dir}",
             file=sys.stderr,
         )
-        return out_dir
 
     def manifest(self, existing: RunManifest | None) -> RunManifest:
         """This run's manifest, unfinished; a resumed run keeps the first run's start and engine args."""

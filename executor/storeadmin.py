@@ -1,6 +1,6 @@
 """``lmeval cache ls|prune``: what the result store holds and how to bound it (``executor/ANSWERSTORE.md``).
 
-``describe`` sums the store up (entries, models, bytes on disk, oldest and newest use); ``prune`` removes the
+``summarize`` sums the store up (entries, models, bytes on disk, oldest and newest use); ``prune`` removes the
 entries used least recently until the store is at most ``max_bytes`` of answers, and those not used for
 ``max_age_s``; ``remove_all`` deletes the store's files (also a store this lmeval cannot read).
 """
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmeval.executor.answerstore import DB_NAME, AnswerStore
+from lmeval.executor.answerstore import DB_NAME, AnswerStore, default_location
 from lmeval.executor.errors import ExecuteError
 
 ENTRY_OVERHEAD = 200  # bytes an entry takes beyond its answer (key, model key, request, checksum, index)
@@ -81,7 +81,7 @@ def _open(folder: Path) -> AnswerStore:
     return store
 
 
-def describe(folder: Path) -> Summary:
+def summarize(folder: Path) -> Summary:
     store = _open(folder)
     try:
         n, models, size, lo, hi = store.con.execute(
@@ -134,3 +134,22 @@ def remove_all(folder: Path) -> int:
         freed += p.stat().st_size
         p.unlink()
     return freed
+
+
+def cache_command(
+    action: str, store: str | None, max_size: str | None, older_than: str | None, remove: bool
+) -> list[str]:
+    """``lmeval cache ACTION``'s output lines (``ls``: the summary; ``prune``: what went and what is left);
+    ExecuteError (one line) for options that do not fit."""
+    folder = Path(store) if store else default_location()
+    if action == "ls":
+        if max_size or older_than or remove:
+            raise ExecuteError("cache ls: --max-size, --older-than and --all are options of cache prune")
+        return summarize(folder).lines()
+    if remove:
+        return [f"removed the result store {folder} ({human(remove_all(folder))})"]
+    if not (max_size or older_than):
+        raise ExecuteError("cache prune: give --max-size SIZE, --older-than AGE or --all")
+    removed = prune(folder, parse_size(max_size) if max_size else None, parse_age(older_than) if older_than else None)
+    left = summarize(folder)
+    return [f"removed {removed} entries; {left.entries} left, {human(left.file_bytes)} on disk"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lmeval.executor.answerkey import answer_key, request_part
-from lmeval.executor.answerstore import AnswerStore, Entry, run_model_key, store_location
+from lmeval.executor.answerstore import AnswerStore, StoreEntry, run_model_key, store_location
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.plans import InstanceRecord, PlanHeader
 
@@ -70,13 +70,13 @@ class StoreUse:
         self.store.touch(list(found))
         return {iid: found[k] for iid, (k, _) in keys.items() if k in found}
 
-    def entries(self, rows: Sequence[dict[str, Any]], by_id: dict[str, InstanceRecord]) -> list[Entry]:
+    def entries(self, rows: Sequence[dict[str, Any]], by_id: dict[str, InstanceRecord]) -> list[StoreEntry]:
         out = []
         for row in rows:
             inst = by_id.get(row["instance_id"])
             if inst is not None and row.get("source") == "computed":
                 k, part = self.key(inst)
-                out.append(Entry(k, self.model_key, part, row))
+                out.append(StoreEntry(k, self.model_key, part, row))
         return out
 
     def store_dir_rows(self, out_dir: Path, todo: Sequence[InstanceRecord]) -> None:

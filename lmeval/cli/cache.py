@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,25 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from lmeval.executor import ExecuteError
-    from lmeval.executor.answerstore import default_location
-    from lmeval.executor.storeadmin import describe, human, parse_age, parse_size, prune, remove_all
+    from lmeval.executor import cache
 
-    folder = Path(args.store) if args.store else default_location()
-    if args.action == "ls":
-        if args.max_size or args.older_than or args.all:
-            raise ExecuteError("cache ls: --max-size, --older-than and --all are options of cache prune")
-        for line in describe(folder).lines():
-            print(line)
-        return 0
-    if args.all:
-        print(f"removed the result store {folder} ({human(remove_all(folder))})")
-        return 0
-    if not (args.max_size or args.older_than):
-        raise ExecuteError("cache prune: give --max-size SIZE, --older-than AGE or --all")
-    max_bytes = parse_size(args.max_size) if args.max_size else None
-    max_age = parse_age(args.older_than) if args.older_than else None
-    removed = prune(folder, max_bytes, max_age)
-    summary = describe(folder)
-    print(f"removed {removed} entries; {summary.entries} left, {human(summary.file_bytes)} on disk")
+    for line in cache(args.action, args.store, args.max_size, args.older_than, args.all):
+        print(line)
     return 0

@@ -143,14 +143,14 @@ class RunManifest:
     n_instances: int = 0  # instances this run is responsible for
     started: str | None = None
     finished: str | None = None
-    stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
+    stats: dict[str, int] = field(default_factory=dict)  # executed, stored, reused, resumed, ... (counts of instances)
     hardware: dict[str, Any] = field(default_factory=dict)  # platform, cpu, cpus, memory_gib, gpus (report)
     # how it ran when spread over workers (executor/pool/): workers, chunk size, chunks per node,
     # retries; empty for a single-process run
     execution: dict[str, Any] = field(default_factory=dict)
     platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)
     numerics: Numerics = field(default_factory=Numerics)  # what the floats depend on (kernel paths, cutting)
-    store: dict[str, Any] = field(default_factory=dict)  # the result store used: path, model_key (empty: off)
+    store: dict[str, Any] = field(default_factory=dict)  # the result store: path (when on), model_key, seed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
