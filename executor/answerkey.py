@@ -72,7 +72,7 @@ def model_context(
     """Everything about the model and the engine that can change an answer: the model's content (weights,
     tokenizer and config hashes; its name and location only when no weights identify it, e.g. an API model),
     the backend and the installed versions of it and lmeval, dtype, context length, BOS and prefix token,
-    default generation length, the reasoning split, the token rule and every engine setting that is not
+    default generation length, the token rule and every engine setting that is not
     throughput-only (``THROUGHPUT_ENGINE_ARGS``); for an HTTP backend the server its requests go to (``server``:
     the override's, ``$OPENAI_BASE_URL``'s or the plan's). ``spec``: the run's ``ModelSpec``; ``ident``: its
     ``model_identity``."""
@@ -91,7 +91,6 @@ def model_context(
         "add_bos_token": spec.add_bos_token,
         "prefix_token_id": spec.prefix_token_id,
         "max_gen_toks": spec.max_gen_toks,
-        "reasoning": _plain(spec.reasoning),
         "token_rule": _plain(spec.token_rule),
         "engine": engine,
         "server": server,
@@ -114,6 +113,12 @@ def request_part(inst: InstanceRecord, engine_seed: int) -> str:
     if is_sampled(inst.generation_kwargs):
         part += f"/s{engine_seed}"
     return part
+
+
+def reasoning_rule(reasoning: Any) -> str | None:
+    """The hash of a run's ``run.reasoning`` (None: none): a served answer keeps its ``reasoning_tokens`` (a
+    count under that rule, not part of the answer's key) only for the same rule, else the count is unknown."""
+    return None if reasoning is None else canonical_hash(_plain(reasoning))
 
 
 def answer_key(mkey: str, inst: InstanceRecord, engine_seed: int) -> str:

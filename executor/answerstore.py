@@ -72,8 +72,11 @@ def checksum(key: str, model_key: str, request: str, payload: bytes) -> str:
     return h.hexdigest()
 
 
-def encode_answer(row: Mapping[str, Any]) -> bytes:
-    return bytes(msgpack.packb({c: row.get(c) for c in ANSWER_COLUMNS}, use_bin_type=True))
+RULE = "reasoning_rule"  # the payload's record of the run.reasoning its reasoning_tokens were counted under
+
+
+def encode_answer(row: Mapping[str, Any], rule: str | None) -> bytes:
+    return bytes(msgpack.packb({**{c: row.get(c) for c in ANSWER_COLUMNS}, RULE: rule}, use_bin_type=True))
 
 
 def decode_answer(payload: bytes) -> dict[str, Any] | None:
@@ -81,7 +84,7 @@ def decode_answer(payload: bytes) -> dict[str, Any] | None:
         d = msgpack.unpackb(payload, raw=False)
     except Exception:  # noqa: BLE001 - bytes that are no answer: the entry is bad
         return None
-    if not isinstance(d, dict) or set(d) != set(ANSWER_COLUMNS):
+    if not isinstance(d, dict) or set(d) != {*ANSWER_COLUMNS, RULE}:
         return None
     return d
 
@@ -94,6 +97,7 @@ class StoreEntry:
     model_key: str
     request: str
     row: Mapping[str, Any]
+    reasoning_rule: str | None = None
 
 
 class AnswerStore:
@@ -197,7 +201,7 @@ class AnswerStore:
         now = time.time()
         rows = []
         for e in entries:
-            payload = encode_answer(e.row)
+            payload = encode_answer(e.row, e.reasoning_rule)
             rows.append((e.key, e.model_key, e.request, payload, checksum(e.key, e.model_key, e.request, payload), now))
         if not rows:
             return

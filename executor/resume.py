@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lmeval.executor.answerkey import request_part
+from lmeval.executor.answerkey import reasoning_rule, request_part
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances, parse_shard
-from lmeval.executor.modelconf import REUSE_KEYS
+from lmeval.executor.modelconf import REUSE_KEYS, ModelSpec, with_plan_reasoning
 from lmeval.executor.requests import is_sampled
 from lmeval.executor.storeuse import plan_row
 from lmeval.plans import (
@@ -73,11 +73,13 @@ def _check_plan_path(existing: RunManifest, out_dir: Path) -> None:
         )
 
 
-def reuse_table(reuse: str, ident: dict[str, Any], model_key: str, seed: int) -> dict[str, dict[str, Any]]:
+def reuse_table(reuse: str, ident: dict[str, Any], model_key: str, spec: ModelSpec) -> dict[str, dict[str, Any]]:
     """The old run's answers by the request part of their answer key (``executor/answerkey.py``), after checking
     that its model is this run's (its model key, where its manifest records one; else its identity) and that
     every row answers the Instance of its own plan. A sampled generation of a run that did not record its seed
-    is left out (its seed cannot be checked)."""
+    is left out (its seed cannot be checked); ``reasoning_tokens`` counted under another ``run.reasoning`` than
+    ``spec``'s are dropped (unknown), as from the store."""
+    seed = spec.seed
     try:
         run = open_run(reuse, scored=False)  # results of another run, scored or not
     except PlanError as e:
@@ -107,13 +109,14 @@ def reuse_table(reuse: str, ident: dict[str, Any], model_key: str, seed: int) ->
         df = run.rows()
     except PlanError as e:
         raise ExecuteError(f"--reuse {reuse}: {e}") from None
+    other_rule = reasoning_rule(with_plan_reasoning(old_header, spec).reasoning) != reasoning_rule(spec.reasoning)
     by_id = {i.instance_id: i for i in old_instances}
     table: dict[str, dict[str, Any]] = {}
     for row in df.iter_rows(named=True):
         inst = by_id[row["instance_id"]]
         if inst.request_type == "generate_until" and is_sampled(inst.generation_kwargs) and old_seed != seed:
             continue  # another (or an unrecorded) engine seed: another sample
-        table.setdefault(request_part(inst, seed), row)
+        table.setdefault(request_part(inst, seed), {**row, "reasoning_tokens": None} if other_rule else row)
     return table
 
 

@@ -100,7 +100,7 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
     answers = StoreUse(opts.store, spec, ident, model_dir, need_key=bool(opts.reuse))
     store = ResultsDir(out_dir)
     try:
-        table = reuse_table(opts.reuse, ident, answers.model_key, spec.seed) if opts.reuse else None
+        table = reuse_table(opts.reuse, ident, answers.model_key, spec) if opts.reuse else None
         store.lock()  # before the directory is read: one writer, and the done set it reads stays true
         run = _Run(plan_path, header, instances, spec, model_dir, ident, shard_t, opts)
         return run.into(store, table, backend_factory or _load_backend, answers)

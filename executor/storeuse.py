@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from lmeval.executor.answerkey import answer_key, request_part
-from lmeval.executor.answerstore import AnswerStore, StoreEntry, run_model_key, store_location
+from lmeval.executor.answerkey import answer_key, reasoning_rule, request_part
+from lmeval.executor.answerstore import RULE, AnswerStore, StoreEntry, run_model_key, store_location
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.plans import InstanceRecord, PlanHeader
 
@@ -48,6 +48,7 @@ class StoreUse:
         self.location = store_location(setting)
         self.store = AnswerStore.open(self.location, create=create)
         self.seed = spec.seed
+        self.rule = reasoning_rule(spec.reasoning)
         keyed = self.store is not None or need_key
         self.model_key = run_model_key(spec, ident, model_dir, self.store) if keyed else ""
 
@@ -68,7 +69,14 @@ class StoreUse:
         keys = {i.instance_id: self.key(i) for i in todo}
         found = self.store.get({k: (self.model_key, part) for k, part in keys.values()})
         self.store.touch(list(found))
-        return {iid: found[k] for iid, (k, _) in keys.items() if k in found}
+        return {iid: self.counted(found[k]) for iid, (k, _) in keys.items() if k in found}
+
+    def counted(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """A stored answer's columns; its ``reasoning_tokens`` only if counted under this run's reasoning rule."""
+        out = {k: v for k, v in answer.items() if k != RULE}
+        if answer.get(RULE) != self.rule:
+            out["reasoning_tokens"] = None
+        return out
 
     def entries(self, rows: Sequence[dict[str, Any]], by_id: dict[str, InstanceRecord]) -> list[StoreEntry]:
         out = []
@@ -76,7 +84,7 @@ class StoreUse:
             inst = by_id.get(row["instance_id"])
             if inst is not None and row.get("source") == "computed":
                 k, part = self.key(inst)
-                out.append(StoreEntry(k, self.model_key, part, row))
+                out.append(StoreEntry(k, self.model_key, part, row, self.rule))
         return out
 
     def store_dir_rows(self, out_dir: Path, todo: Sequence[InstanceRecord]) -> None:

@@ -186,3 +186,37 @@ def test_answered_ids_names_what_an_execute_would_not_compute(tmp_path: Path) ->
     assert got == {i.instance_id for i in instances if i.task != "subject_b"}
     _, sent, stats = run(edited, tmp_path / "r2", store)
     assert stats["stored"] == len(got) and len(sent) == len(instances) - len(got)
+
+
+def test_a_stored_answer_keeps_its_reasoning_count_only_under_the_same_reasoning_rule(tmp_path: Path) -> None:
+    """``run.reasoning`` only decides how a response is split: the answer is served to a plan with another rule,
+    and its ``reasoning_tokens`` (counted under the rule it was computed with) become unknown."""
+    plain, think = tmp_path / "plain.msgpack", tmp_path / "think.msgpack"
+    tasks = [pt.gsm8k(3, name="gen")]
+    pt.build(plain, tasks)
+    pt.build(think, tasks, extra_config={"run": {"reasoning": {"end": ["</think>"]}}})
+    store = tmp_path / "store"
+    first, _, _ = run(think, tmp_path / "r1", store)
+    _count_seven(store)  # the fake answers without a reasoning block: give each stored answer a count
+    again, sent, _ = run(think, tmp_path / "r2", store)
+    assert sent == [] and again["reasoning_tokens"].to_list() == [7] * again.height
+    other, sent, stats = run(plain, tmp_path / "r3", store)
+    assert sent == [] and stats["stored"] == other.height
+    assert other["response"].equals(first["response"]) and other["reasoning_tokens"].null_count() == other.height
+
+
+def _count_seven(store: Path) -> None:
+    """Every stored answer rewritten with ``reasoning_tokens`` 7 (under the rule it was stored with), re-summed."""
+    import sqlite3
+
+    import msgpack
+
+    from lmeval.executor import answerstore as s
+
+    con = sqlite3.connect(store / s.DB_NAME, isolation_level=None)
+    for key, mkey, request, payload in con.execute("SELECT key, model_key, request, payload FROM answers").fetchall():
+        d = msgpack.unpackb(payload)
+        new = s.encode_answer({**d, "reasoning_tokens": 7}, d[s.RULE])
+        con.execute("UPDATE answers SET payload=?, checksum=? WHERE key=?",
+                    (new, s.checksum(key, mkey, request, new), key))  # fmt: skip
+    con.close()

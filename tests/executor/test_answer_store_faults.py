@@ -137,8 +137,8 @@ def test_a_full_disk_stops_storing_not_the_run(
 ) -> None:
     opened = answerstore.AnswerStore.open
 
-    def tiny(folder, say=answerstore.warn):  # type: ignore[no-untyped-def]
-        store = opened(folder, say)
+    def tiny(folder, say=answerstore.warn, create=True):  # type: ignore[no-untyped-def]
+        store = opened(folder, say, create)
         if store is not None:  # the file may not grow by a page more: SQLite's "database or disk is full"
             pages = store.con.execute("PRAGMA page_count").fetchone()[0]
             store.con.execute(f"PRAGMA max_page_count={pages}")
