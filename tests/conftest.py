@@ -3,7 +3,9 @@ so up front instead of retrying the Hub. Compiles build every task in-process an
 entries written to the user's cache, no forked workers under pytest's capture), unless a test asks for them
 (tests/compiler/cache/test_build_cache.py)."""
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -16,6 +18,7 @@ os.environ.setdefault("LMEVAL_VERIFIED_PLANS", "0")  # every read fully checked 
 os.environ.setdefault("LMEVAL_COMPILE_JOBS", "1")
 # the result store of session-scoped fixtures (each module and each test gets its own below): never the user's
 os.environ["LMEVAL_STORE_DIR"] = tempfile.mkdtemp(prefix="lmeval-test-store-")
+atexit.register(shutil.rmtree, os.environ["LMEVAL_STORE_DIR"], True)
 
 
 @pytest.fixture(scope="module", autouse=True)
