@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             verbose=args.verbose,
             part_size=args.part_size,
+            store=c.locations.get("run.store"),
         )
         outcome = scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include)
         _print(outcome, graded)
@@ -187,6 +188,7 @@ def _run_chain(
             progress=not args.no_progress,
             verbose=args.verbose,
             part_size=args.part_size,
+            store=c.locations.get("run.store"),
         )
         _print(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include), graded)
         stages.append(RunStage(turn, str(plan_k), str(results)))

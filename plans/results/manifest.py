@@ -48,8 +48,11 @@ RESULT_COLUMNS: dict[str, str] = {
     # (plans/vocab/budgets.py) whether the end marker was forced because the budget ran out
     "reasoning_tokens": "Int64",  # generate_until: first response's tokens before its reasoning ends
     "thinking_forced": "Boolean",  # generate_until: the end marker was forced (the thinking budget ran out)
+    # optional (parts written before it read as null): where the row's answer came from (``ANSWER_SOURCES``)
+    "source": "String",  # computed (by this run's engine) | stored (the result store) | reused (--reuse DIR)
 }
-OPTIONAL_COLUMNS = ("reasoning_tokens", "thinking_forced")
+OPTIONAL_COLUMNS = ("reasoning_tokens", "thinking_forced", "source")
+ANSWER_SOURCES = ("computed", "stored", "reused")  # the values of ``source`` (executor/ANSWERSTORE.md)
 
 
 def polars_schema() -> dict[str, Any]:
@@ -140,13 +143,14 @@ class RunManifest:
     n_instances: int = 0  # instances this run is responsible for
     started: str | None = None
     finished: str | None = None
-    stats: dict[str, int] = field(default_factory=dict)  # executed, reused, resumed, ... (counts of instances)
+    stats: dict[str, int] = field(default_factory=dict)  # executed, stored, reused, resumed, ... (counts of instances)
     hardware: dict[str, Any] = field(default_factory=dict)  # platform, cpu, cpus, memory_gib, gpus (report)
     # how it ran when spread over workers (executor/pool/): workers, chunk size, chunks per node,
     # retries; empty for a single-process run
     execution: dict[str, Any] = field(default_factory=dict)
     platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)
     numerics: Numerics = field(default_factory=Numerics)  # what the floats depend on (kernel paths, cutting)
+    store: dict[str, Any] = field(default_factory=dict)  # the result store: path (when on), model_key, seed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,6 +244,7 @@ _FIELD_TYPES: dict[str, Any] = {
     "hardware": lambda v: isinstance(v, dict),
     "execution": lambda v: isinstance(v, dict),
     "platform": lambda v: isinstance(v, dict),
+    "store": lambda v: isinstance(v, dict),
 }
 
 

@@ -209,8 +209,13 @@ def test_an_earlier_run_is_rescored_under_the_setting_without_executing(plans: d
             return super().generate(inputs)
 
     def run(plan: Path, out: Path, reuse: Path | None = None) -> None:
-        opts = RunOptions(out=str(out), overrides=["model.backend=fake"], reuse=str(reuse) if reuse else None,
-                          progress=False)  # fmt: skip
+        opts = RunOptions(
+            out=str(out),
+            overrides=["model.backend=fake"],
+            reuse=str(reuse) if reuse else None,
+            progress=False,
+            store="off",
+        )  # fmt: skip  (--reuse alone; the result store does the same)
         run_plan(str(plan), opts, backend_factory=lambda spec, md: Counting(spec, md))
 
     run(plans["plain"], tmp_path / "old")
