@@ -23,6 +23,7 @@ from lmeval.executor import faults, hardware
 from lmeval.executor.backends import Backend, plan_refusal, start_backend
 from lmeval.executor.efficiency import efficiency
 from lmeval.executor.errors import ExecuteError
+from lmeval.executor.estimate import estimate_note, run_estimate
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
@@ -177,6 +178,7 @@ class _Run:
                             manifest=manifest)  # fmt: skip
             elif todo:
                 backend = self.load(factory, todo, manifest, bar)
+                manifest.estimate = run_estimate(self.header, todo, backend)  # beside what it computes
                 try:
                     JobLoop(backend, self.spec, self.plan_path, writer, stats).run(todo, bar.phase)
                 except ExecuteError:  # a request failed for good, or an answer was refused (RequestFailed)
@@ -200,7 +202,7 @@ class _Run:
             f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "
             f"resumed {stats.resumed} of {stats.planned} in {elapsed:.1f}s (model load {stats.load_ms / 1000:.1f}s, "
             f"scoring {stats.scoring_ms / 1000:.1f}s, generation {stats.generation_ms / 1000:.1f}s)"
-            f"{efficiency_note(stats)} -> {out_dir}",
+            f"{efficiency_note(stats)}{estimate_note(manifest.estimate, stats.computed_tokens)} -> {out_dir}",
             file=sys.stderr,
         )
         return out_dir

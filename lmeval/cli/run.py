@@ -29,6 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="show the engine's own output (else it goes to DIR/engine.log) and the plan checks' cost",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="compile and print the estimate (lmeval show --estimate) without running anything",
+    )
+    p.add_argument("--tokens-per-s", type=float, metavar="N", help="with --dry-run: the time at this rate")
+    p.add_argument("--price-in", type=float, metavar="USD", help="with --dry-run: price per million prompt tokens")
+    p.add_argument("--price-out", type=float, metavar="USD", help="with --dry-run: price per million generated tokens")
     p.set_defaults(func=run)
     n = sub.add_parser("next-turn", help="compile a chained plan's next stage from this stage's plan and results")
     n.add_argument("plan", help="stage K's plan file")
@@ -79,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
+    if args.dry_run:  # the bill, and nothing run (lmeval/cli/estimate.py)
+        return _dry_run(str(plan), args)
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
     # the plan records user scoring code by content only: scoring finds its task folder under this run's
     # own run.include_path, as `lmeval score --include-path` would
@@ -98,6 +108,15 @@ def run(args: argparse.Namespace) -> int:
     print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
     print(results)
     return 0
+
+
+def _dry_run(plan: str, args: argparse.Namespace) -> int:
+    from lmeval.cli.estimate import print_estimate
+    from lmeval.plans import PlanReader
+
+    args.estimate, args.slice_docs = [], 1  # no calibration slice: a dry run executes nothing
+    with PlanReader(plan) as reader:
+        return print_estimate(plan, reader, args, calibrate=False)
 
 
 def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bool, include: Any) -> int:

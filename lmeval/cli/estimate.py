@@ -1,0 +1,93 @@
+"""``lmeval show PLAN --estimate`` and ``lmeval run --dry-run``: the bill before the run (executor/estimate.py),
+timed at a given rate or on a calibration slice of the plan (executor/calibrate.py), priced with ``show --cost``'s
+prices (executor/cost.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from lmeval.executor.estimate import Rates, StoredLookup, TokenEstimate, no_store
+from lmeval.plans import InstanceRecord, PlanHeader, PlanReader, UserError
+
+
+def stored_lookup(header: PlanHeader) -> StoredLookup:
+    """THE seam to the result store (#63 items 1-3): the lookup of the answers already stored for this plan's
+    model. Until the store is there, nothing is stored."""
+    return no_store
+
+
+def check_estimate_args(args: argparse.Namespace) -> None:
+    if args.tokens_per_s is not None and not args.tokens_per_s > 0:
+        raise UserError(f"--tokens-per-s {args.tokens_per_s}: must be a positive number")
+    if args.slice_docs < 1:
+        raise UserError(f"--slice-docs {args.slice_docs}: must be at least 1")
+
+
+def estimate_plan(
+    plan_path: str, header: PlanHeader, instances: Sequence[InstanceRecord], args: argparse.Namespace, calibrate: bool
+) -> tuple[TokenEstimate, Rates | None, list[str]]:
+    """The estimate of ``instances``, its rates (given, calibrated or none) and the lines that say how."""
+    from lmeval.executor.estimate import block_size_of, estimate_tokens, on_gpu
+
+    check_estimate_args(args)
+    notes: list[str] = []
+    rates: Rates | None = None
+    block = block_size_of(header, on_gpu())
+    if args.tokens_per_s is not None:
+        rates = Rates(args.tokens_per_s, None, "given")
+    elif calibrate and args.estimate:
+        from lmeval.executor.calibrate import calibrate as run_slice
+        from lmeval.executor.calibrate import rates_of
+
+        sliced, block = run_slice(plan_path, list(args.estimate), args.slice_docs)
+        try:
+            rates = rates_of(sliced)
+        except ValueError as e:
+            raise UserError(f"{plan_path}: {e}") from None
+        notes.append(
+            f"calibration         {sliced.docs} documents, {sliced.computed_tokens} tokens computed in "
+            f"{(sliced.scoring_ms + sliced.generation_ms) / 1000:.1f}s (engine start {sliced.load_s:.1f}s, "
+            f"not in the time below)"
+        )
+    est = estimate_tokens(header, instances, stored_lookup(header), block)
+    if rates is None:
+        notes.append("time                --tokens-per-s N, or --estimate model=NAME to time a calibration slice")
+    return est, rates, notes
+
+
+def price_line(
+    header: PlanHeader, instances: Sequence[InstanceRecord], stored: set[str], pin: float | None, pout: float | None
+) -> str:
+    """The API bill of the requests not stored, at ``show --cost``'s prices (generation at its maximum length)."""
+    from lmeval.executor.cost import plan_cost, total
+    from lmeval.executor.estimate import request_key
+
+    todo = [i for i in instances if request_key(i) not in stored]
+    t = total(plan_cost(header, todo))
+    price = t.price(pin or 0.0, pout or 0.0)
+    return (
+        f"price               {price:.4f} at {pin or 0:g} in, {pout or 0:g} out per million tokens "
+        f"({t.prompt_tokens} prompt tokens, at most {t.max_gen_tokens} generated)"
+    )
+
+
+def print_estimate(plan_path: str, reader: PlanReader, args: argparse.Namespace, calibrate: bool = True) -> int:
+    """Print the estimate of the plan ``reader`` reads (``args.task``: that task's Instances only)."""
+    from lmeval.executor.estimate import estimate_lines
+
+    header = reader.header
+    task = getattr(args, "task", None)
+    records = reader.records(task=task) if task else reader
+    instances = [r for r in records if isinstance(r, InstanceRecord)]  # a full pass: verifies the plan
+    est, rates, notes = estimate_plan(plan_path, header, instances, args, calibrate)
+    out = sys.stdout
+    out.write(f"estimate of {plan_path} ({header.plan_hash[:12]}, model {header.model.name})\n")
+    for line in [*estimate_lines(est, rates), *notes]:
+        out.write(line + "\n")
+    pin, pout = getattr(args, "price_in", None), getattr(args, "price_out", None)
+    if pin is not None or pout is not None:
+        stored = stored_lookup(header)(instances)
+        out.write(price_line(header, instances, stored, pin, pout) + "\n")
+    return 0
