@@ -22,14 +22,15 @@ from typing import Any
 
 from lmeval.executor.backends.vllm_engine import MAX_TOKEN_IDS, next_token_groups, reuse_order
 from lmeval.executor.cost import default_max_gen_toks
+from lmeval.executor.engineconf import CPU_BLOCK_SIZE
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.requests import ScoreInput, max_tokens_of, score_job
 from lmeval.plans import InstanceRecord, PlanHeader, TokenRule
 
 # request keys (request hashes) the store already answers, of the requests asked; the result store's lookup
 StoredLookup = Callable[[Sequence[InstanceRecord]], set[str]]
-VLLM_CPU_BLOCK = 128  # vLLM's block size on a CPU when the engine config sets none (vllm/platforms/cpu.py)
-VLLM_GPU_BLOCK = 16  # and on a GPU
+VLLM_CPU_BLOCK = CPU_BLOCK_SIZE  # the block size execute gives vLLM on a CPU (executor/engineconf.py)
+VLLM_GPU_BLOCK = 16  # vLLM's own default on a GPU
 NO_TRUNCATION = 1 << 30  # requests are counted as the plan holds them (the engine's max_model_len unknown)
 SCORING_TYPES = ("loglikelihood", "loglikelihood_rolling")
 
@@ -184,8 +185,8 @@ def estimate_tokens(
 
 
 def block_size_of(header: PlanHeader, on_gpu: bool) -> int:
-    """The prefix cache's block size a run of ``header`` gets: the engine config's ``block_size``, else vLLM's
-    default for the device."""
+    """The prefix cache's block size a run of ``header`` gets: the engine config's ``block_size``, else the one
+    execute sets on a CPU (executor/engineconf.py), else vLLM's default on a GPU."""
     model = header.config.get("model") if isinstance(header.config, dict) else None
     engine = model.get("engine") if isinstance(model, dict) else None
     value = engine.get("block_size") if isinstance(engine, dict) else None

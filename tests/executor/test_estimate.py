@@ -168,3 +168,24 @@ def test_dry_run_compiles_estimates_and_executes_nothing(tmp_path: Path, monkeyp
 def test_rates_without_decode_use_the_prefill_rate() -> None:
     r = Rates(100.0)
     assert abs(r.seconds(TokenEstimate(scoring_tokens=300, max_gen_tokens=200)) - 5.0) < ARITHMETIC.atol
+
+
+def test_report_puts_the_estimate_beside_the_run() -> None:
+    from types import SimpleNamespace
+
+    from lmeval.report.provenance import rows_for
+
+    stats = {"requests": 160, "computed_tokens": 47691, "cached_prompt_tokens": 109312, "scoring_ms": 161110,
+             "generation_ms": 0}  # fmt: skip
+    manifest = {"plan_hash": "ab" * 32, "stats": stats,
+                "estimate": {"to_compute": 47691, "requests": 160, "block_size": 32, "max_gen_tokens": 0}}  # fmt: skip
+    run = SimpleNamespace(manifest=manifest, plan_hash="ab" * 32, plan=None, path="r", plan_path="p.msgpack",
+                          results=SimpleNamespace(bootstrap_iters=None))  # fmt: skip
+    rows = rows_for(run)  # type: ignore[arg-type]
+    assert rows["estimate vs run"] == (
+        "tokens to compute 47,691 (blocks of 32), computed 47,691; requests 160, sent 160; prefix-cache hits "
+        "109,312 prompt tokens; engine time 161.1 s"
+    )
+    assert "other manifest fields" not in rows  # the estimate is a known field, not a leftover
+    del manifest["estimate"]
+    assert "estimate vs run" not in rows_for(run)  # type: ignore[arg-type]  # an older manifest: no row
