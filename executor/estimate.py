@@ -22,8 +22,8 @@ from typing import Any
 
 from lmeval.executor.backends.vllm_engine import MAX_TOKEN_IDS, next_token_groups, reuse_order
 from lmeval.executor.cost import default_max_gen_toks
-from lmeval.executor.engineconf import CPU_BLOCK_SIZE
 from lmeval.executor.efficiency import distinct_positions
+from lmeval.executor.engineconf import CPU_BLOCK_SIZE
 from lmeval.executor.requests import ScoreInput, max_tokens_of, score_job
 from lmeval.plans import InstanceRecord, PlanHeader, TokenRule
 
