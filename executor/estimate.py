@@ -246,7 +246,7 @@ def estimate_lines(est: TokenEstimate, rates: Rates | None = None) -> list[str]:
         rate = f"{rates.prefill_per_s:.0f} tokens/s ({rates.source})"
         line = f"time                {secs:.1f}s at {rate}"
         if est.max_gen_tokens:
-            line += f", up to {rates.seconds(est):.1f}s generating at most {est.max_gen_tokens} tokens"
+            line += f", up to {rates.seconds(est):.1f}s with at most {est.max_gen_tokens} tokens generated"
             if rates.decode_per_s:
                 line += f" at {rates.decode_per_s:.0f} tokens/s"
         lines.append(line)

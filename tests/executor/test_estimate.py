@@ -113,7 +113,7 @@ def test_show_estimate_at_a_given_rate_and_priced(tmp_path: Path) -> None:
     got = _lines(out)
     assert got["requests"].startswith("3 (0 already stored, 3 to run)")
     assert got["tokens to compute"].startswith("22 (prefix cache in blocks of 4; 18 scoring, 4 generation")
-    assert got["time"] == "2.0s at 11 tokens/s (given), up to 2.9s generating at most 10 tokens"  # 22/11, 32/11
+    assert got["time"] == "2.0s at 11 tokens/s (given), up to 2.9s with at most 10 tokens generated"  # 22/11, 32/11
     rc, out, err = cli_in_process("show", str(plan), "--estimate", "--price-in", "1000", "--price-out", "10000")
     assert rc == 0, err
     # show --cost's pricing: 36 prompt tokens at 1000, 10 generated at 10000, per million
