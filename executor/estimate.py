@@ -27,7 +27,8 @@ from lmeval.executor.engineconf import CPU_BLOCK_SIZE
 from lmeval.executor.requests import ScoreInput, max_tokens_of, score_job
 from lmeval.plans import InstanceRecord, PlanHeader, TokenRule
 
-# request keys (request hashes) the store already answers, of the requests asked; the result store's lookup
+# the instance ids of the requests given (one Instance per distinct request) whose answers the result store
+# holds for the run's model: the shape of the store's ``stored_request_ids``
 StoredLookup = Callable[[Sequence[InstanceRecord]], set[str]]
 VLLM_CPU_BLOCK = CPU_BLOCK_SIZE  # the block size execute gives vLLM on a CPU (executor/engineconf.py)
 VLLM_GPU_BLOCK = 16  # vLLM's own default on a GPU
@@ -151,8 +152,8 @@ def estimate_tokens(
     for inst in instances:
         firsts.setdefault(request_key(inst), inst)
     known = stored(list(firsts.values()))
-    est = TokenEstimate(requests=len(firsts), stored=sum(1 for k in firsts if k in known), block_size=block_size)
-    todo = [i for k, i in firsts.items() if k not in known]
+    todo = [i for i in firsts.values() if i.instance_id not in known]
+    est = TokenEstimate(requests=len(firsts), stored=len(firsts) - len(todo), block_size=block_size)
     rule = header.model.token_rule or TokenRule()
     default_max = default_max_gen_toks(header)
     cache = BlockCache(block_size)

@@ -8,13 +8,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lmeval.executor.estimate import Rates, StoredLookup, TokenEstimate, no_store
+from lmeval.executor.estimate import Rates, StoredLookup, TokenEstimate, no_store, request_key
 from lmeval.plans import InstanceRecord, PlanHeader, PlanReader, UserError
 
 
 def stored_lookup(header: PlanHeader) -> StoredLookup:
     """THE seam to the result store (#63 items 1-3): the lookup of the answers already stored for this plan's
-    model. Until the store is there, nothing is stored."""
+    model (the store's ``stored_request_ids`` with the run's model key), given one Instance per distinct
+    request, answering their instance ids. Until the store is there, nothing is stored."""
     return no_store
 
 
@@ -62,9 +63,9 @@ def price_line(
 ) -> str:
     """The API bill of the requests not stored, at ``show --cost``'s prices (generation at its maximum length)."""
     from lmeval.executor.cost import plan_cost, total
-    from lmeval.executor.estimate import request_key
 
-    todo = [i for i in instances if request_key(i) not in stored]
+    answered = {request_key(i) for i in instances if i.instance_id in stored}
+    todo = [i for i in instances if request_key(i) not in answered]
     t = total(plan_cost(header, todo))
     price = t.price(pin or 0.0, pout or 0.0)
     return (
@@ -88,6 +89,7 @@ def print_estimate(plan_path: str, reader: PlanReader, args: argparse.Namespace,
         out.write(line + "\n")
     pin, pout = getattr(args, "price_in", None), getattr(args, "price_out", None)
     if pin is not None or pout is not None:
-        stored = stored_lookup(header)(instances)
+        firsts = list({request_key(i): i for i in reversed(instances)}.values())  # each request's first Instance
+        stored = stored_lookup(header)(firsts)
         out.write(price_line(header, instances, stored, pin, pout) + "\n")
     return 0

@@ -79,7 +79,7 @@ def test_stored_answers_are_not_computed(tmp_path: Path) -> None:
 
     def lookup(insts: Any) -> set[str]:
         asked.append(len(insts))
-        return {b.request_hash}
+        return {b.instance_id}
 
     est = estimate_tokens(plan.header, plan.instances, stored=lookup, block_size=4)
     assert asked == [3]  # one lookup, of the distinct requests
@@ -189,3 +189,17 @@ def test_report_puts_the_estimate_beside_the_run() -> None:
     assert "other manifest fields" not in rows  # the estimate is a known field, not a leftover
     del manifest["estimate"]
     assert "estimate vs run" not in rows_for(run)  # type: ignore[arg-type]  # an older manifest: no row
+
+
+def test_the_store_seam_reaches_counts_and_price(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lmeval.cli.estimate as cli_estimate
+
+    plan = hand_plan(tmp_path / "p.msgpack")
+    b = next(i for i in read_plan(plan).instances if i.task == "hand" and i.idx == 1)
+    monkeypatch.setattr(cli_estimate, "stored_lookup", lambda header: lambda insts: {b.instance_id})
+    rc, out, err = cli_in_process("show", str(plan), "--estimate", "--price-in", "1000", "--price-out", "10000")
+    assert rc == 0, err
+    got = _lines(out)
+    assert got["requests"].startswith("3 (1 already stored, 2 to run)")
+    assert got["tokens to compute"].startswith("17 ")  # A: 13, G: 4 (B's 5 not computed)
+    assert got["price"].startswith("0.1240 at")  # B's 12 prompt tokens not paid: (24 * 1000 + 10 * 10000) / 1e6
