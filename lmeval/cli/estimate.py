@@ -48,9 +48,9 @@ def estimate_plan(
         except ValueError as e:
             raise UserError(f"{plan_path}: {e}") from None
         notes.append(
-            f"calibration         {sliced.docs} documents, {sliced.computed_tokens} tokens computed in "
-            f"{(sliced.scoring_ms + sliced.generation_ms) / 1000:.1f}s (engine start {sliced.load_s:.1f}s, "
-            f"not in the time below)"
+            f"calibration         {sliced.docs} documents, {sliced.estimate.to_compute} tokens to compute (the "
+            f"engine counted {sliced.computed_tokens}) in {(sliced.scoring_ms + sliced.generation_ms) / 1000:.1f}s "
+            f"(engine start {sliced.load_s:.1f}s, not in the time above)"
         )
     est = estimate_tokens(header, instances, stored_lookup(header), block)
     if rates is None:

@@ -203,3 +203,18 @@ def test_the_store_seam_reaches_counts_and_price(tmp_path: Path, monkeypatch: py
     assert got["requests"].startswith("3 (1 already stored, 2 to run)")
     assert got["tokens to compute"].startswith("17 ")  # A: 13, G: 4 (B's 5 not computed)
     assert got["price"].startswith("0.1240 at")  # B's 12 prompt tokens not paid: (24 * 1000 + 10 * 10000) / 1e6
+
+
+def test_calibration_slice_on_the_hf_backend_times_the_plan(tmp_path: Path) -> None:
+    """A real slice (tiny model, hf backend): one warm-up document, then two timed; the time printed is the
+    plan's tokens to compute at the slice's rate."""
+    plan = tmp_path / "arc.msgpack"
+    pt.build(plan, [pt.arc_easy(8)])
+    rc, out, err = cli_in_process("show", str(plan), "--estimate", "model.backend=hf", "--slice-docs", "2")
+    assert rc == 0, err
+    got = _lines(out)
+    to_compute = int(got["tokens to compute"].split()[0])
+    secs, rate = got["time"].split("s at ")[0], got["time"].split("s at ")[1].split()[0]
+    assert "(calibration slice of 2 documents)" in got["time"]
+    assert abs(float(secs) - to_compute / float(rate)) <= 0.05 + to_compute / float(rate) * 0.01
+    assert got["calibration"].startswith("2 documents, ")
