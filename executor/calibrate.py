@@ -1,6 +1,6 @@
 """The engine's speed on this machine, measured on a calibration slice of the plan itself (#63's estimate).
 
-``calibrate`` starts the backend the plan's model config names (as ``execute`` does), runs one document
+``run_slice`` starts the backend the plan's model config names (as ``execute`` does), runs one document
 untimed (the engine's first requests pay for its warm-up), then a slice of whole documents spread over the plan
 through the job loop (executor/jobloop.py; nothing is written), and reads the rates off what the backend
 counted: ``rates_of`` turns the slice's computed tokens and times into tokens/s. The slice's answers are thrown
@@ -87,7 +87,7 @@ def pick_slice(instances: Sequence[InstanceRecord], docs: int) -> list[list[Inst
     return [by_doc[keys[int(k * step)]] for k in range(n)]
 
 
-def calibrate(
+def run_slice(
     plan_path: str, overrides: Sequence[str], docs: int = DEFAULT_SLICE_DOCS, log_dir: Path | None = None
 ) -> tuple[SliceRun, int]:
     """Run the calibration slice of ``plan_path`` on its backend; the slice and the engine's block size."""

@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lmeval.executor.backends.vllm_engine import MAX_TOKEN_IDS, next_token_groups, reuse_order
-from lmeval.executor.cost import default_max_gen_toks
+from lmeval.executor.backends import MAX_TOKEN_IDS, next_token_groups, reuse_order
+from lmeval.executor.cost import default_max_gen_toks, plan_cost, total
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.engineconf import CPU_BLOCK_SIZE
+from lmeval.executor.jobloop import SCORING
 from lmeval.executor.requests import ScoreInput, max_tokens_of, score_job
 from lmeval.plans import InstanceRecord, PlanHeader, TokenRule
 
@@ -33,7 +34,6 @@ StoredLookup = Callable[[Sequence[InstanceRecord]], set[str]]
 VLLM_CPU_BLOCK = CPU_BLOCK_SIZE  # the block size execute gives vLLM on a CPU (executor/engineconf.py)
 VLLM_GPU_BLOCK = 16  # vLLM's own default on a GPU
 NO_TRUNCATION = 1 << 30  # requests are counted as the plan holds them (the engine's max_model_len unknown)
-SCORING_TYPES = ("loglikelihood", "loglikelihood_rolling")
 
 
 def no_store(instances: Sequence[InstanceRecord]) -> set[str]:
@@ -162,7 +162,7 @@ def estimate_tokens(
         if inst.context_ids is None:
             est.without_ids += 1
             continue
-        if inst.request_type in SCORING_TYPES:
+        if inst.request_type in SCORING.request_types:
             job = score_job(inst, None, rule, NO_TRUNCATION, f"{inst.task} doc {inst.doc_id}")
             score_jobs.append(job)
             prompts += [w.ids for w in job.windows]
@@ -252,3 +252,17 @@ def estimate_lines(est: TokenEstimate, rates: Rates | None = None) -> list[str]:
                 line += f" at {rates.decode_per_s:.0f} tokens/s"
         lines.append(line)
     return lines
+
+
+def price_line(
+    header: PlanHeader, instances: Sequence[InstanceRecord], stored: set[str], pin: float | None, pout: float | None
+) -> str:
+    """The API bill of the requests the store does not answer (``stored``: instance ids), at ``show --cost``'s
+    prices (executor/cost.py; generation at its maximum length)."""
+    answered = {request_key(i) for i in instances if i.instance_id in stored}
+    t = total(plan_cost(header, [i for i in instances if request_key(i) not in answered]))
+    price = t.price(pin or 0.0, pout or 0.0)
+    return (
+        f"price               {price:.4f} at {pin or 0:g} in, {pout or 0:g} out per million tokens "
+        f"({t.prompt_tokens} prompt tokens, at most {t.max_gen_tokens} generated)"
+    )

@@ -7,15 +7,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lmeval.executor.estimate import Rates, StoredLookup, TokenEstimate, no_store, request_key
 from lmeval.plans import InstanceRecord, PlanHeader, PlanReader, UserError
+
+if TYPE_CHECKING:
+    from lmeval.executor import Rates, StoredLookup, TokenEstimate
 
 
 def stored_lookup(header: PlanHeader) -> StoredLookup:
     """THE seam to the result store (#63 items 1-3): the lookup of the answers already stored for this plan's
     model (the store's ``stored_request_ids`` with the run's model key), given one Instance per distinct
     request, answering their instance ids. Until the store is there, nothing is stored."""
+    from lmeval.executor import no_store
+
     return no_store
 
 
@@ -30,21 +35,18 @@ def estimate_plan(
     plan_path: str, header: PlanHeader, instances: Sequence[InstanceRecord], args: argparse.Namespace, calibrate: bool
 ) -> tuple[TokenEstimate, Rates | None, list[str]]:
     """The estimate of ``instances``, its rates (given, calibrated or none) and the lines that say how."""
-    from lmeval.executor.estimate import block_size_of, estimate_tokens, on_gpu
+    from lmeval import executor
 
     check_estimate_args(args)
     notes: list[str] = []
     rates: Rates | None = None
-    block = block_size_of(header, on_gpu())
+    block = executor.block_size_of(header, executor.on_gpu())
     if args.tokens_per_s is not None:
-        rates = Rates(args.tokens_per_s, None, "given")
+        rates = executor.Rates(args.tokens_per_s, None, "given")
     elif calibrate and args.estimate:
-        from lmeval.executor.calibrate import calibrate as run_slice
-        from lmeval.executor.calibrate import rates_of
-
-        sliced, block = run_slice(plan_path, list(args.estimate), args.slice_docs)
+        sliced, block = executor.run_slice(plan_path, list(args.estimate), args.slice_docs)
         try:
-            rates = rates_of(sliced)
+            rates = executor.rates_of(sliced)
         except ValueError as e:
             raise UserError(f"{plan_path}: {e}") from None
         notes.append(
@@ -52,31 +54,15 @@ def estimate_plan(
             f"engine counted {sliced.computed_tokens}) in {(sliced.scoring_ms + sliced.generation_ms) / 1000:.1f}s "
             f"(engine start {sliced.load_s:.1f}s, not in the time above)"
         )
-    est = estimate_tokens(header, instances, stored_lookup(header), block)
+    est = executor.estimate_tokens(header, instances, stored_lookup(header), block)
     if rates is None:
         notes.append("time                --tokens-per-s N, or --estimate model=NAME to time a calibration slice")
     return est, rates, notes
 
 
-def price_line(
-    header: PlanHeader, instances: Sequence[InstanceRecord], stored: set[str], pin: float | None, pout: float | None
-) -> str:
-    """The API bill of the requests not stored, at ``show --cost``'s prices (generation at its maximum length)."""
-    from lmeval.executor.cost import plan_cost, total
-
-    answered = {request_key(i) for i in instances if i.instance_id in stored}
-    todo = [i for i in instances if request_key(i) not in answered]
-    t = total(plan_cost(header, todo))
-    price = t.price(pin or 0.0, pout or 0.0)
-    return (
-        f"price               {price:.4f} at {pin or 0:g} in, {pout or 0:g} out per million tokens "
-        f"({t.prompt_tokens} prompt tokens, at most {t.max_gen_tokens} generated)"
-    )
-
-
 def print_estimate(plan_path: str, reader: PlanReader, args: argparse.Namespace, calibrate: bool = True) -> int:
     """Print the estimate of the plan ``reader`` reads (``args.task``: that task's Instances only)."""
-    from lmeval.executor.estimate import estimate_lines
+    from lmeval import executor
 
     header = reader.header
     task = getattr(args, "task", None)
@@ -85,11 +71,13 @@ def print_estimate(plan_path: str, reader: PlanReader, args: argparse.Namespace,
     est, rates, notes = estimate_plan(plan_path, header, instances, args, calibrate)
     out = sys.stdout
     out.write(f"estimate of {plan_path} ({header.plan_hash[:12]}, model {header.model.name})\n")
-    for line in [*estimate_lines(est, rates), *notes]:
+    for line in [*executor.estimate_lines(est, rates), *notes]:
         out.write(line + "\n")
     pin, pout = getattr(args, "price_in", None), getattr(args, "price_out", None)
     if pin is not None or pout is not None:
-        firsts = list({request_key(i): i for i in reversed(instances)}.values())  # each request's first Instance
-        stored = stored_lookup(header)(firsts)
-        out.write(price_line(header, instances, stored, pin, pout) + "\n")
+        firsts: dict[str, InstanceRecord] = {}
+        for i in instances:
+            firsts.setdefault(executor.request_key(i), i)
+        stored = stored_lookup(header)(list(firsts.values()))
+        out.write(executor.price_line(header, instances, stored, pin, pout) + "\n")
     return 0
