@@ -25,7 +25,7 @@ from lmeval.executor.cost import default_max_gen_toks, plan_cost, total
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.engineconf import CPU_BLOCK_SIZE
 from lmeval.executor.jobloop import SCORING
-from lmeval.executor.requests import ScoreInput, max_tokens_of, score_job
+from lmeval.executor.requests import ScoreInput, ScoreJob, max_tokens_of, score_job
 from lmeval.plans import InstanceRecord, PlanHeader, TokenRule
 
 # the instance ids of the requests given (one Instance per distinct request) whose answers the result store
@@ -157,7 +157,9 @@ def estimate_tokens(
     rule = header.model.token_rule or TokenRule()
     default_max = default_max_gen_toks(header)
     cache = BlockCache(block_size)
-    score_jobs, prompts, stops = [], [], set()
+    score_jobs: list[ScoreJob] = []
+    prompts: list[list[int]] = []
+    stops: set[str] = set()
     for inst in todo:
         if inst.context_ids is None:
             est.without_ids += 1
@@ -172,7 +174,7 @@ def estimate_tokens(
             est.gen_requests += 1
             est.max_gen_tokens += max_tokens_of(kwargs, default_max) * max(inst.repeats, 1)
             until = kwargs.get("until")
-            stops.update([until] if isinstance(until, str) else until if isinstance(until, list) else [])
+            stops.update(str(u) for u in ([until] if isinstance(until, str) else until if isinstance(until, list) else []))
             prompts.append(list(inst.context_ids))
             est.prompt_tokens += len(inst.context_ids)
     est.distinct_tokens = distinct_positions(prompts)
@@ -181,7 +183,7 @@ def estimate_tokens(
     gens = sorted((i for i in todo if i.request_type == "generate_until" and i.context_ids is not None),
                   key=lambda i: (-len(i.context_ids or ()), request_key(i)))  # fmt: skip
     est.gen_prompt_tokens = sum(cache.compute(list(i.context_ids or ())) for i in gens)
-    est.stop_sequences = sorted(str(s) for s in stops)
+    est.stop_sequences = sorted(stops)
     return est
 
 
