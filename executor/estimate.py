@@ -174,7 +174,8 @@ def estimate_tokens(
             est.gen_requests += 1
             est.max_gen_tokens += max_tokens_of(kwargs, default_max) * max(inst.repeats, 1)
             until = kwargs.get("until")
-            stops.update(str(u) for u in ([until] if isinstance(until, str) else until if isinstance(until, list) else []))
+            until = [until] if isinstance(until, str) else until if isinstance(until, list) else []
+            stops.update(str(u) for u in until)
             prompts.append(list(inst.context_ids))
             est.prompt_tokens += len(inst.context_ids)
     est.distinct_tokens = distinct_positions(prompts)
