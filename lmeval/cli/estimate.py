@@ -15,10 +15,11 @@ if TYPE_CHECKING:
     from lmeval.executor import Rates, StoredLookup, TokenEstimate
 
 
-def stored_lookup(header: PlanHeader) -> StoredLookup:
-    """THE seam to the result store (#63 items 1-3): the lookup of the answers already stored for this plan's
-    model (the store's ``stored_request_ids`` with the run's model key), given one Instance per distinct
-    request, answering their instance ids. Until the store is there, nothing is stored."""
+def stored_lookup(plan_path: str, header: PlanHeader, overrides: Sequence[str]) -> StoredLookup:
+    """THE seam to the result store (#63 items 1-3): the lookup of the answers already stored for the model a run
+    of ``plan_path`` with ``overrides`` would use (the store's ``stored_request_ids`` under that run's model key),
+    given one Instance per distinct request, answering their instance ids. Until the store is there, nothing is
+    stored."""
     from lmeval.executor import no_store
 
     return no_store
@@ -32,9 +33,15 @@ def check_estimate_args(args: argparse.Namespace) -> None:
 
 
 def estimate_plan(
-    plan_path: str, header: PlanHeader, instances: Sequence[InstanceRecord], args: argparse.Namespace, calibrate: bool
+    plan_path: str,
+    header: PlanHeader,
+    instances: Sequence[InstanceRecord],
+    args: argparse.Namespace,
+    overrides: Sequence[str],
+    calibrate: bool,
 ) -> tuple[TokenEstimate, Rates | None, list[str]]:
-    """The estimate of ``instances``, its rates (given, calibrated or none) and the lines that say how."""
+    """The estimate of ``instances`` on the model ``overrides`` pick, its rates (given, calibrated on that model
+    when ``calibrate``, or none) and the lines that say how."""
     from lmeval import executor
 
     check_estimate_args(args)
@@ -43,8 +50,8 @@ def estimate_plan(
     block = executor.block_size_of(header, executor.on_gpu())
     if args.tokens_per_s is not None:
         rates = executor.Rates(args.tokens_per_s, None, "given")
-    elif calibrate and args.estimate:
-        sliced, block = executor.run_slice(plan_path, list(args.estimate), args.slice_docs)
+    elif calibrate:
+        sliced, block = executor.run_slice(plan_path, list(overrides), args.slice_docs)
         try:
             rates = executor.rates_of(sliced)
         except ValueError as e:
@@ -54,21 +61,25 @@ def estimate_plan(
             f"engine counted {sliced.computed_tokens}) in {(sliced.scoring_ms + sliced.generation_ms) / 1000:.1f}s "
             f"(engine start {sliced.load_s:.1f}s, not in the time above)"
         )
-    est = executor.estimate_tokens(header, instances, stored_lookup(header), block)
+    stored = stored_lookup(plan_path, header, overrides)
+    est = executor.estimate_tokens(header, instances, stored, block)
     if rates is None:
         notes.append("time                --tokens-per-s N, or --estimate model=NAME to time a calibration slice")
     return est, rates, notes
 
 
-def print_estimate(plan_path: str, reader: PlanReader, args: argparse.Namespace, calibrate: bool = True) -> int:
-    """Print the estimate of the plan ``reader`` reads (``args.task``: that task's Instances only)."""
+def print_estimate(
+    plan_path: str, reader: PlanReader, args: argparse.Namespace, overrides: Sequence[str], calibrate: bool
+) -> int:
+    """Print the estimate of the plan ``reader`` reads (``args.task``: that task's Instances only) on the model
+    ``overrides`` pick (a calibration slice on it when ``calibrate``)."""
     from lmeval import executor
 
     header = reader.header
     task = getattr(args, "task", None)
     records = reader.records(task=task) if task else reader
     instances = [r for r in records if isinstance(r, InstanceRecord)]  # a full pass: verifies the plan
-    est, rates, notes = estimate_plan(plan_path, header, instances, args, calibrate)
+    est, rates, notes = estimate_plan(plan_path, header, instances, args, overrides, calibrate)
     out = sys.stdout
     out.write(f"estimate of {plan_path} ({header.plan_hash[:12]}, model {header.model.name})\n")
     for line in [*executor.estimate_lines(est, rates), *notes]:
@@ -78,6 +89,6 @@ def print_estimate(plan_path: str, reader: PlanReader, args: argparse.Namespace,
         firsts: dict[str, InstanceRecord] = {}
         for i in instances:
             firsts.setdefault(executor.request_key(i), i)
-        stored = stored_lookup(header)(list(firsts.values()))
+        stored = stored_lookup(plan_path, header, overrides)(list(firsts.values()))
         out.write(executor.price_line(header, instances, stored, pin, pout) + "\n")
     return 0

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
     if args.dry_run:  # the bill, and nothing run (lmeval/cli/estimate.py)
-        return _dry_run(str(plan), args)
+        return _dry_run(str(plan), args, execute_model_overrides(list(args.overrides), c.header.config))
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
     # the plan records user scoring code by content only: scoring finds its task folder under this run's
     # own run.include_path, as `lmeval score --include-path` would
@@ -110,13 +110,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dry_run(plan: str, args: argparse.Namespace) -> int:
+def _dry_run(plan: str, args: argparse.Namespace, overrides: list[str]) -> int:
     from lmeval.cli.estimate import print_estimate
     from lmeval.plans import PlanReader
 
-    args.estimate, args.slice_docs = [], 1  # no calibration slice: a dry run executes nothing
-    with PlanReader(plan) as reader:
-        return print_estimate(plan, reader, args, calibrate=False)
+    args.slice_docs = 1
+    with PlanReader(plan) as reader:  # no calibration slice: a dry run executes nothing
+        return print_estimate(plan, reader, args, overrides, calibrate=False)
 
 
 def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bool, include: Any) -> int:

@@ -216,7 +216,8 @@ def run(args: argparse.Namespace) -> int:
         if args.estimate is not None:
             from lmeval.cli.estimate import print_estimate
 
-            return print_estimate(args.plan, reader, args)
+            overrides = list(args.estimate)  # model overrides: a calibration slice on that model
+            return print_estimate(args.plan, reader, args, overrides, calibrate=bool(overrides))
         if args.cost or args.price_in is not None or args.price_out is not None:
             from lmeval.executor import cost_lines, plan_cost
 

@@ -149,13 +149,23 @@ def test_dry_run_compiles_estimates_and_executes_nothing(tmp_path: Path, monkeyp
     def refuse(*a: Any, **k: Any) -> None:
         raise AssertionError("a dry run executed the plan")
 
+    import lmeval.cli.estimate as cli_estimate
+
+    seen: list[list[str]] = []
+    original = cli_estimate.stored_lookup
+
+    def lookup(path: str, header: Any, overrides: Any) -> Any:
+        seen.append(list(overrides))
+        return original(path, header, overrides)
+
+    monkeypatch.setattr(cli_estimate, "stored_lookup", lookup)
     monkeypatch.setattr(lmeval.executor, "execute", refuse)
     monkeypatch.chdir(tmp_path)
     plan = tmp_path / "a.msgpack"
-    rc, out, err = cli_in_process(
-        "run", "+task=arith", "run.limit=3", "--plan-out", str(plan), "--dry-run", "--tokens-per-s", "100"
-    )
+    rc, out, err = cli_in_process("run", "+task=arith", "run.limit=3", "model.backend=fake", "--plan-out", str(plan),
+                                  "--dry-run", "--tokens-per-s", "100")  # fmt: skip
     assert rc == 0, err
+    assert seen and all("model.backend=fake" in s for s in seen)  # the store is asked about the run's model
     got = _lines(out.split("\n", 1)[1])  # after the "plan: PATH" line
     p = read_plan(plan)
     est = estimate_tokens(p.header, p.instances)
@@ -196,7 +206,7 @@ def test_the_store_seam_reaches_counts_and_price(tmp_path: Path, monkeypatch: py
 
     plan = hand_plan(tmp_path / "p.msgpack")
     b = next(i for i in read_plan(plan).instances if i.task == "hand" and i.idx == 1)
-    monkeypatch.setattr(cli_estimate, "stored_lookup", lambda header: lambda insts: {b.instance_id})
+    monkeypatch.setattr(cli_estimate, "stored_lookup", lambda path, header, overrides: lambda insts: {b.instance_id})
     rc, out, err = cli_in_process("show", str(plan), "--estimate", "--price-in", "1000", "--price-out", "10000")
     assert rc == 0, err
     got = _lines(out)
