@@ -24,7 +24,7 @@ from lmeval.plans import (
 # config it carried before they existed (its plan hash does not move); ``run.KEY=V`` adds them all the same.
 OPTIONAL_RUN_KEYS = (
     "seed_mode", "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields",
-    "subsample", "sample_scores", "format", "sweep",
+    "subsample", "sample_scores", "format", "sweep", "store",
 )  # fmt: skip
 _OPTIONAL = re.compile(rf"^run\.({'|'.join(OPTIONAL_RUN_KEYS)})[.=]", re.S)
 

@@ -29,7 +29,7 @@ RUN_KEYS = (
     "num_fewshot", "limit", "fewshot_random_seed", "apply_chat_template", "fewshot_as_multiturn",
     "system_instruction", "data_dir", "include_path", "tasks", "out", "seed", "gen_kwargs", "seed_mode",
     "reasoning", "chat_template_kwargs", "thinking_budget", "answer_budget", "strict_fields", "subsample",
-    "sample_scores", "format", "sweep",
+    "sample_scores", "format", "sweep", "store",
 )  # fmt: skip
 
 
@@ -114,6 +114,7 @@ class RunConfig:
     sample_scores: list[str] | None = None  # run.sample_scores (plans/vocab/samplescores.py): every repeat scored
     format: str | None = None  # run.format (compiler/formats): every multiple-choice task in this prompt format
     sweep: Sweep | None = None  # run.sweep (compiler/formats/sweep.py): the variants NAME@sweep compiles
+    store: str | None = None  # run.store: the result store's folder or "off" (executor/ANSWERSTORE.md; a location)
 
     @property
     def sampler_seed(self) -> int | None:
@@ -172,8 +173,10 @@ def run_config(raw: dict[str, Any]) -> RunConfig:
     elif fam is True and not act:
         raise fail("fewshot_as_multiturn=true needs run.apply_chat_template=true", field="run.fewshot_as_multiturn")
     r.fewshot_as_multiturn = fam
-    for key in ("system_instruction", "data_dir", "out"):
+    for key in ("system_instruction", "data_dir", "out", "store"):
         v = raw.get(key)
+        if key == "store" and v is False:  # YAML's off
+            v = "off"
         if v is not None and not isinstance(v, str):
             if key == "system_instruction" and isinstance(v, int | float):
                 v = str(v)

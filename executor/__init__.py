@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the estimate (#63), imported on first use: ``import lmeval.
     from lmeval.executor.estimate import on_gpu as on_gpu
     from lmeval.executor.estimate import price_line as price_line
     from lmeval.executor.estimate import request_key as request_key
+    from lmeval.executor.storeuse import answered_ids as answered_ids
 
 
 def execute(
@@ -48,6 +49,7 @@ def execute(
     chunk_size: int | None = None,
     gpus_per_worker: float | None = None,
     verbose: bool = False,
+    store: str | None = None,
 ) -> Path:
     """Run every Instance of a plan (or of shard ``"I/N"``); return the results directory.
 
@@ -62,13 +64,17 @@ def execute(
     Instances (default: about 128 chunks); the results directory is the same as a single-process run's.
 
     Unless ``verbose``, the engine's own output goes to ``<results>/engine.log`` instead of the terminal.
+
+    ``store`` (``run.store``): the result store's folder, ``"off"``, or None for the default
+    (``$LMEVAL_STORE_DIR``, else ``$LMEVAL_CACHE/store``): answers it holds are not computed again, and every
+    answer computed is added (executor/ANSWERSTORE.md).
     """
     from lmeval.executor.run import run_plan
 
     pool = pool_options(workers, ray, chunk_size, gpus_per_worker)
     opts = RunOptions(out=out, overrides=overrides, shard=shard, reuse=reuse, progress=progress,
                       part_size=int(part_size or DEFAULT_PART_SIZE), close_backend=close_backend, pool=pool,
-                      verbose=verbose)  # fmt: skip
+                      verbose=verbose, store=store)  # fmt: skip
     return run_plan(plan_path, opts)
 
 

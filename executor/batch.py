@@ -108,7 +108,7 @@ def batch_plan(plan_path: str, overrides: Sequence[str], endpoint: str, provider
     rule = token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, tok)
     max_length = int(spec.max_model_len or 1 << 20)
     requests: dict[str, BatchRequest] = {}
-    for members in group(instances).values():
+    for members in group(instances, spec.seed).values():
         first = members[0]
         job = gen_job(first, tok, rule, max_length, spec.max_gen_toks, instance_where(plan_path, first), spec.reasoning)
         cid = custom_id_of(header.plan_hash, first)

@@ -1,6 +1,7 @@
 """The one job loop: Instances in, result rows out, for every kind of request.
 
-Instances with the same request hash are one job (run once, answered for each). A kind of request
+Instances with the same answer key's request part (``executor/answerkey.py``: the request hash, the repeats
+asked, a sampled generation's engine seed) are one job (run once, answered for each). A kind of request
 (``SCORING``: loglikelihood and loglikelihood_rolling; ``GENERATION``: generate_until) says how a job is
 built from its first Instance, which backend inputs it needs, which backend call runs them and how the
 outputs become one result. ``JobLoop.run_kind`` streams the inputs of all jobs of one kind through the
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 from lmeval.executor import budgets
 from lmeval.executor.answercheck import AnswerProblem, checked_answers, gen_problem, score_problem
+from lmeval.executor.answerkey import request_part
 from lmeval.executor.backends import Backend, RequestFailed
 from lmeval.executor.efficiency import distinct_positions
 from lmeval.executor.media import with_images
@@ -41,6 +43,8 @@ class RunStats:
     planned: int = 0
     resumed: int = 0
     reused: int = 0
+    stored: int = 0  # instances answered from the result store (executor/answerstore.py)
+    store_writes: int = 0  # answers this run added to the result store
     executed: int = 0  # instances whose results were computed in this run
     requests: int = 0  # distinct requests sent to the backend
     load_ms: int = 0  # backend start (model load, engine start)
@@ -129,15 +133,16 @@ def result_row(inst: InstanceRecord, res: JobResult) -> dict[str, Any]:
         "finish_reason": res.finish_reason,
         "reasoning_tokens": res.reasoning_tokens,
         "thinking_forced": res.thinking_forced,
+        "source": "computed",
     }
 
 
-def group(instances: Sequence[InstanceRecord]) -> dict[str, list[InstanceRecord]]:
-    """Instances by request hash: equal requests are run once."""
+def group(instances: Sequence[InstanceRecord], engine_seed: int) -> dict[str, list[InstanceRecord]]:
+    """Instances by the request part of their answer key (``answerkey.request_part``): equal requests are run
+    once; the same request hash asked with another number of repeats is another request."""
     groups: dict[str, list[InstanceRecord]] = {}
     for inst in instances:
-        key = inst.request_hash or f"instance:{inst.instance_id}"
-        groups.setdefault(key, []).append(inst)
+        groups.setdefault(request_part(inst, engine_seed), []).append(inst)
     return groups
 
 
@@ -175,16 +180,18 @@ class JobLoop:
         """Run ``instances`` (all of ``kind``) through the backend; each job's rows go to the sink as soon as
         its last output is in."""
         backend, spec, stats, sink = self.backend, self.spec, self.stats, self.sink
-        groups = group(instances)
+        groups = group(instances, spec.seed)
         rule = token_rule(spec.token_rule, spec.add_bos_token, spec.prefix_token_id, backend.tokenizer)
-        jobs = []
-        for key, members in groups.items():
+        built = []
+        for part, members in groups.items():
             job = kind.build(members[0], backend, spec, rule, instance_where(self.plan_path, members[0]))
             if members[0].media:
                 job = with_images(job, self.plan_path, members[0])
-            job.key = key
-            jobs.append(job)
-        jobs.sort(key=lambda j: (-j.size, j.key))
+            job.key = members[0].request_hash or f"instance:{members[0].instance_id}"
+            built.append((job, part))
+        built.sort(key=lambda jp: (-jp[0].size, jp[0].key, jp[1]))
+        jobs = [job for job, _ in built]
+        parts = [part for _, part in built]
         inputs: list[Any] = []
         owner: list[tuple[int, int]] = []  # input index -> (job, position among the job's inputs)
         outs: list[list[Any]] = []
@@ -200,12 +207,12 @@ class JobLoop:
         def finish(j: int) -> None:
             job = jobs[j]
             res = kind.result(job, outs[j], backend)
-            members = groups[job.key]
+            members = groups[parts[j]]
             stats.executed += len(members)
             sink.add([result_row(m, res) for m in members], res.tokens)
 
         def where(i: int) -> str:  # the Instance of input ``i``
-            return instance_where(self.plan_path, groups[jobs[owner[i][0]].key][0])
+            return instance_where(self.plan_path, groups[parts[owner[i][0]]][0])
 
         for j, n in enumerate(left):
             if n == 0:  # a rolling request with no tokens
@@ -221,7 +228,7 @@ class JobLoop:
                 if left[j] == 0:
                     finish(j)
         except RequestFailed as e:  # an HTTP backend's request that failed for good: name its Instance
-            named = groups.get(e.key or "")
+            named = next((groups[p] for j, p in enumerate(parts) if jobs[j].key == e.key), None)
             if named:
                 raise RequestFailed(f"{instance_where(self.plan_path, named[0])}: {e}", e.key) from None
             raise

@@ -36,6 +36,7 @@ class RunOptions:
     close_backend: bool = True
     pool: PoolOptions | None = None  # None: one engine in this process
     verbose: bool = False
+    store: str | None = None  # run.store: the result store's folder, "off", or None (the default folder)
 
 
 def pool_options(

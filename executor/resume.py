@@ -12,9 +12,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmeval.executor.answerkey import request_part
 from lmeval.executor.errors import ExecuteError
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.modelconf import REUSE_KEYS
+from lmeval.executor.requests import is_sampled
+from lmeval.executor.storeuse import plan_row
 from lmeval.plans import (
     InstanceRecord,
     PlanError,
@@ -70,9 +73,11 @@ def _check_plan_path(existing: RunManifest, out_dir: Path) -> None:
         )
 
 
-def reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
-    """The old run's rows by request hash, after checking that its model is this run's and that every row
-    answers the Instance of its own plan."""
+def reuse_table(reuse: str, ident: dict[str, Any], model_key: str, seed: int) -> dict[str, dict[str, Any]]:
+    """The old run's answers by the request part of their answer key (``executor/answerkey.py``), after checking
+    that its model is this run's (its model key, where its manifest records one; else its identity) and that
+    every row answers the Instance of its own plan. A sampled generation of a run that did not record its seed
+    is left out (its seed cannot be checked)."""
     try:
         run = open_run(reuse, scored=False)  # results of another run, scored or not
     except PlanError as e:
@@ -85,6 +90,13 @@ def reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
         raise ExecuteError(
             f"--reuse {reuse}: its results come from model {k}={old.get(k)!r}, this run has {ident.get(k)!r}"
         )
+    old_key = (manifest.store or {}).get("model_key")
+    if old_key and old_key != model_key:
+        raise ExecuteError(
+            f"--reuse {reuse}: its results come from another model setting (model key {str(old_key)[:12]}, this "
+            f"run {model_key[:12]}: weights, versions, dtype or engine settings differ; executor/ANSWERSTORE.md)"
+        )
+    old_seed = (manifest.store or {}).get("seed")
     try:
         old_plan = run.plan_file()
         old_header, old_instances = load_instances(old_plan, parse_shard(manifest.shard))
@@ -95,29 +107,22 @@ def reuse_table(reuse: str, ident: dict[str, Any]) -> Any:
         df = run.rows()
     except PlanError as e:
         raise ExecuteError(f"--reuse {reuse}: {e}") from None
-    return df.unique(subset=["request_hash"], keep="first", maintain_order=True)
+    by_id = {i.instance_id: i for i in old_instances}
+    table: dict[str, dict[str, Any]] = {}
+    for row in df.iter_rows(named=True):
+        inst = by_id[row["instance_id"]]
+        if inst.request_type == "generate_until" and is_sampled(inst.generation_kwargs) and old_seed != seed:
+            continue  # another (or an unrecorded) engine seed: another sample
+        table.setdefault(request_part(inst, seed), row)
+    return table
 
 
-def reuse_rows(table: Any, todo: Sequence[InstanceRecord]) -> Iterator[tuple[InstanceRecord, dict[str, Any]]]:
-    """The rows of ``table`` that answer Instances of ``todo`` (same request hash), as this plan's rows."""
-    import polars as pl
-
-    hashes = {i.request_hash for i in todo if i.request_hash}
-    if not hashes or table.height == 0:
-        return
-    sub = table.filter(pl.col("request_hash").is_in(list(hashes)))
-    by_hash = {r["request_hash"]: r for r in sub.iter_rows(named=True)}
+def reuse_rows(
+    table: dict[str, dict[str, Any]], todo: Sequence[InstanceRecord], seed: int
+) -> Iterator[tuple[InstanceRecord, dict[str, Any]]]:
+    """The rows of ``table`` that answer Instances of ``todo`` (the same request part: request hash, repeats,
+    seed), as this plan's rows."""
     for inst in todo:
-        old = by_hash.get(inst.request_hash)
-        if old is None:
-            continue
-        row = dict(old)
-        row.update(
-            instance_id=inst.instance_id,
-            task=inst.task,
-            doc_id=inst.doc_id,
-            idx=inst.idx,
-            request_type=inst.request_type,
-            request_hash=inst.request_hash,
-        )
-        yield inst, row
+        old = table.get(request_part(inst, seed))
+        if old is not None:
+            yield inst, plan_row(inst, old, "reused")

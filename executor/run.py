@@ -4,7 +4,8 @@ Order of work: read and verify the whole plan, resolve the model, check the toke
 directory (nothing is written before all of these pass); then write the manifest, copy reusable results
 (``--reuse``), and run the pending Instances, kind by kind (executor/jobloop.py: scoring, then generation),
 in this process or on a Ray pool (executor/pool/), writing Parquet parts as results arrive. Resume
-is implicit: Instances already in the directory are skipped.
+is implicit: Instances already in the directory are skipped. Before anything runs, the result store
+(``run.store``; executor/ANSWERSTORE.md) answers what it holds; every answer computed is stored.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from lmeval.executor.requests import is_sampled
 from lmeval.executor.resume import check_resume, reuse_rows, reuse_table
 from lmeval.executor.runmodel import resolve_run_model
 from lmeval.executor.store import PartWriter, ResultsDir
+from lmeval.executor.storeuse import StoreUse, StoringSink, plan_row
 from lmeval.executor.vocab import check_token_ids, vocab_size
 from lmeval.plans import InstanceRecord, Numerics, PlanError, PlanHeader, RunManifest, plan_keys, without_secrets
 
@@ -96,13 +98,15 @@ def run_plan(plan_path: str, opts: RunOptions, backend_factory: BackendFactory |
             print(term_safe(notice, one_line=True), file=sys.stderr)
     ident = model_identity(spec, model_dir, rm.tok_hash, ref)
     out_dir = Path(opts.out) if opts.out else default_out(header, spec, shard_t)
-    table = reuse_table(opts.reuse, ident) if opts.reuse else None
+    answers = StoreUse(opts.store, spec, ident, model_dir, need_key=bool(opts.reuse))
     store = ResultsDir(out_dir)
-    store.lock()  # before the directory is read: one writer, and the done set it reads stays true
     try:
+        table = reuse_table(opts.reuse, ident, answers.model_key, spec.seed) if opts.reuse else None
+        store.lock()  # before the directory is read: one writer, and the done set it reads stays true
         run = _Run(plan_path, header, instances, spec, model_dir, ident, shard_t, opts)
-        return run.into(store, table, backend_factory or _load_backend)
+        return run.into(store, table, backend_factory or _load_backend, answers)
     finally:
+        answers.close()
         store.close()
 
 
@@ -130,7 +134,7 @@ class _Run:
         self.opts = opts
         self.stats = RunStats(planned=len(instances))
 
-    def into(self, store: ResultsDir, table: Any, factory: BackendFactory) -> Path:
+    def into(self, store: ResultsDir, table: Any, factory: BackendFactory, answers: StoreUse) -> Path:
         out_dir, opts, stats = store.path, self.opts, self.stats
         existing = store.existing_manifest()
         if existing is not None:
@@ -143,12 +147,14 @@ class _Run:
 
         todo = [i for i in self.instances if i.instance_id not in done]
         stats.resumed = len(self.instances) - len(todo)
+        stored = answers.lookup(todo)  # read only: written as rows once the directory is open
         if self.spec.max_model_len is not None:  # before anything is written or loaded
             report = preflight(todo, self.spec.max_model_len, self.spec.max_gen_toks, self.plan_path)
             stats.truncated = report.truncated
             if report.line():
                 print(report.line(), file=sys.stderr)
         manifest = self.manifest(existing)
+        manifest.store = answers.manifest_info()
         if existing is not None and not todo and existing.finished:
             return out_dir
 
@@ -170,21 +176,26 @@ class _Run:
         try:
             store.write_manifest(manifest)
             writer = PartWriter(store, opts.part_size, bar)
+            if stored:
+                todo = self.from_store(stored, todo, writer, bar)
             if table is not None and todo:
                 todo = self.reuse(table, todo, writer, bar)
             if todo and session is not None:
                 session.run(plan_path=self.plan_path, plan_hash=self.header.plan_hash, ident=self.ident,
                             instances=self.instances, todo=todo, out_dir=out_dir, bar=bar, stats=stats,
                             manifest=manifest)  # fmt: skip
+                answers.store_dir_rows(out_dir, todo)
             elif todo:
                 backend = self.load(factory, todo, manifest, bar)
                 manifest.estimate = run_estimate(self.header, todo, backend)  # beside what it computes
+                sink = StoringSink(writer, answers, todo)
                 try:
-                    JobLoop(backend, self.spec, self.plan_path, writer, stats).run(todo, bar.phase)
+                    JobLoop(backend, self.spec, self.plan_path, sink, stats).run(todo, bar.phase)
                 except ExecuteError:  # a request failed for good, or an answer was refused (RequestFailed)
-                    writer.flush()  # the requests that finished stay: a rerun resumes after them
+                    sink.flush()  # the requests that finished stay: a rerun resumes after them
                     raise
             writer.flush()
+            stats.store_writes = answers.store.written if answers.store is not None else 0
             manifest.finished = now()
             manifest.stats = stats.as_dict()
             store.write_manifest(manifest)
@@ -199,7 +210,8 @@ class _Run:
                 quiet.__exit__(None, None, None)
         elapsed = time.monotonic() - bar.started
         print(
-            f"executed {stats.executed} instances ({stats.requests} requests), reused {stats.reused}, "
+            f"executed {stats.executed} instances ({stats.requests} requests), from the store {stats.stored}, "
+            f"reused {stats.reused}, "
             f"resumed {stats.resumed} of {stats.planned} in {elapsed:.1f}s (model load {stats.load_ms / 1000:.1f}s, "
             f"scoring {stats.scoring_ms / 1000:.1f}s, generation {stats.generation_ms / 1000:.1f}s)"
             f"{efficiency_note(stats)}{estimate_note(manifest.estimate, stats.computed_tokens)} -> {out_dir}",
@@ -235,11 +247,23 @@ class _Run:
         paths = list(existing.numerics.kernel_paths) if existing is not None else []
         return Numerics(kernel_paths=paths, part_size=part_size)
 
+    def from_store(
+        self, stored: dict[str, dict[str, Any]], todo: list[InstanceRecord], writer: PartWriter, bar: Progress
+    ) -> list[InstanceRecord]:
+        """Write the rows the result store answers (``source`` = ``stored``); the Instances still to run."""
+        bar.phase("result store")
+        for inst in todo:
+            if inst.instance_id in stored:
+                writer.add([plan_row(inst, stored[inst.instance_id], "stored")], 0)
+        writer.flush()
+        self.stats.stored = sum(1 for i in todo if i.instance_id in stored)
+        return [i for i in todo if i.instance_id not in stored]
+
     def reuse(self, table: Any, todo: list[InstanceRecord], writer: PartWriter, bar: Progress) -> list[InstanceRecord]:
         """Copy the rows ``table`` answers; the Instances still to run."""
         bar.phase("reuse")
         reused_ids: set[str] = set()
-        for inst, row in reuse_rows(table, todo):
+        for inst, row in reuse_rows(table, todo, self.spec.seed):
             writer.add([row], 0)
             reused_ids.add(inst.instance_id)
         writer.flush()

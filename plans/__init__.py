@@ -150,6 +150,7 @@ from lmeval.plans.plan import write_media as write_media
 from lmeval.plans.plan import write_plan as write_plan
 from lmeval.plans.plan import write_sealed as write_sealed
 from lmeval.plans.plan import write_tasks as write_tasks
+from lmeval.plans.results import ANSWER_SOURCES as ANSWER_SOURCES
 from lmeval.plans.results import KEY_COLUMNS as KEY_COLUMNS
 from lmeval.plans.results import MANIFEST as MANIFEST
 from lmeval.plans.results import PART as PART

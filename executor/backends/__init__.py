@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # re-exported on first use (common/lazyface.py), so that impo
     from lmeval.executor.backends.base import samples_to_run as samples_to_run
     from lmeval.executor.backends.hf_vision import is_vision_model as is_vision_model
     from lmeval.executor.backends.http import RequestFailed as RequestFailed
+    from lmeval.executor.backends.http import destination as destination
     from lmeval.executor.backends.http import destination_notice as destination_notice
     from lmeval.executor.backends.openai_api import completion_body as completion_body
     from lmeval.executor.backends.openai_api import completion_output as completion_output

@@ -28,7 +28,7 @@ MODULE_OF = {
     "plan-power": "lmeval.cli.power",
     "export-batch": "lmeval.cli.batch", "import-batch": "lmeval.cli.batch",
     "judge": "lmeval.cli.judge", "judge-score": "lmeval.cli.judge",
-    "trajectories": "lmeval.cli.trajectories",
+    "trajectories": "lmeval.cli.trajectories", "cache": "lmeval.cli.cache",
 }  # fmt: skip
 COMMAND_MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # each module once, in the table's order
 

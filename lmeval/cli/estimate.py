@@ -12,17 +12,23 @@ from typing import TYPE_CHECKING
 from lmeval.plans import InstanceRecord, PlanHeader, PlanReader, UserError
 
 if TYPE_CHECKING:
-    from lmeval.executor import Rates, StoredLookup, TokenEstimate
+    from lmeval.executor import Rates, TokenEstimate
 
 
-def stored_lookup(plan_path: str, header: PlanHeader, overrides: Sequence[str]) -> StoredLookup:
-    """THE seam to the result store (#63 items 1-3): the lookup of the answers already stored for the model a run
-    of ``plan_path`` with ``overrides`` would use (the store's ``stored_request_ids`` under that run's model key),
-    given one Instance per distinct request, answering their instance ids. Until the store is there, nothing is
-    stored."""
-    from lmeval.executor import no_store
+def stored_ids(
+    plan_path: str, header: PlanHeader, firsts: Sequence[InstanceRecord], overrides: Sequence[str], store: str | None
+) -> tuple[set[str], str | None]:
+    """The instance ids of ``firsts`` (one Instance per distinct request) whose answers the result store ``store``
+    (``run.store``; None: the default) holds for the model ``overrides`` pick (the store's ``answered_ids``), and
+    a note when the store could not be asked (the model cannot be resolved without overrides, say): then none."""
+    from lmeval import executor
 
-    return no_store
+    if store == "off":
+        return set(), None
+    try:
+        return executor.answered_ids(plan_path, header, firsts, overrides, store), None
+    except UserError as e:
+        return set(), f"stored              not looked up ({e})"
 
 
 def check_estimate_args(args: argparse.Namespace) -> None:
@@ -39,9 +45,10 @@ def estimate_plan(
     args: argparse.Namespace,
     overrides: Sequence[str],
     calibrate: bool,
+    stored: set[str],
 ) -> tuple[TokenEstimate, Rates | None, list[str]]:
-    """The estimate of ``instances`` on the model ``overrides`` pick, its rates (given, calibrated on that model
-    when ``calibrate``, or none) and the lines that say how."""
+    """The estimate of ``instances`` on the model ``overrides`` pick (``stored``: the instance ids the result store
+    answers), its rates (given, calibrated on that model when ``calibrate``, or none) and the lines that say how."""
     from lmeval import executor
 
     check_estimate_args(args)
@@ -61,34 +68,40 @@ def estimate_plan(
             f"engine counted {sliced.computed_tokens}) in {(sliced.scoring_ms + sliced.generation_ms) / 1000:.1f}s "
             f"(engine start {sliced.load_s:.1f}s, not in the time above)"
         )
-    stored = stored_lookup(plan_path, header, overrides)
-    est = executor.estimate_tokens(header, instances, stored, block)
+    est = executor.estimate_tokens(header, instances, lambda firsts: stored, block)
     if rates is None:
         notes.append("time                --tokens-per-s N, or --estimate model=NAME to time a calibration slice")
     return est, rates, notes
 
 
 def print_estimate(
-    plan_path: str, reader: PlanReader, args: argparse.Namespace, overrides: Sequence[str], calibrate: bool
+    plan_path: str,
+    reader: PlanReader,
+    args: argparse.Namespace,
+    overrides: Sequence[str],
+    calibrate: bool,
+    store: str | None = None,
 ) -> int:
     """Print the estimate of the plan ``reader`` reads (``args.task``: that task's Instances only) on the model
-    ``overrides`` pick (a calibration slice on it when ``calibrate``)."""
+    ``overrides`` pick (a calibration slice on it when ``calibrate``), with the answers the result store ``store``
+    holds for it."""
     from lmeval import executor
 
     header = reader.header
     task = getattr(args, "task", None)
     records = reader.records(task=task) if task else reader
     instances = [r for r in records if isinstance(r, InstanceRecord)]  # a full pass: verifies the plan
-    est, rates, notes = estimate_plan(plan_path, header, instances, args, overrides, calibrate)
+    firsts: dict[str, InstanceRecord] = {}
+    for i in instances:
+        firsts.setdefault(executor.request_key(i), i)
+    stored, note = stored_ids(plan_path, header, list(firsts.values()), overrides, store)
+    est, rates, notes = estimate_plan(plan_path, header, instances, args, overrides, calibrate, stored)
+    notes += [note] if note else []
     out = sys.stdout
     out.write(f"estimate of {plan_path} ({header.plan_hash[:12]}, model {header.model.name})\n")
     for line in [*executor.estimate_lines(est, rates), *notes]:
         out.write(line + "\n")
     pin, pout = getattr(args, "price_in", None), getattr(args, "price_out", None)
     if pin is not None or pout is not None:
-        firsts: dict[str, InstanceRecord] = {}
-        for i in instances:
-            firsts.setdefault(executor.request_key(i), i)
-        stored = stored_lookup(plan_path, header, overrides)(list(firsts.values()))
         out.write(executor.price_line(header, instances, stored, pin, pout) + "\n")
     return 0

@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
         "overrides",
         nargs="*",
         metavar="OVERRIDE",
-        help=f"model=NAME, model.path=DIR, model.backend={'|'.join(backend_names())}, model.engine.KEY=VALUE",
+        help=f"model=NAME, model.path=DIR, model.backend={'|'.join(backend_names())}, model.engine.KEY=VALUE; "
+        "run.store=DIR|off (the result store: default $LMEVAL_CACHE/store)",
     )
     p.add_argument("--out", help="results directory (default: results/<plan_hash12>-<model>/)")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (by instance id)")
@@ -69,10 +70,12 @@ def run_execute(args: argparse.Namespace) -> int:
         from lmeval.plans import show_check_cost
 
         show_check_cost()
+    store, overrides = split_store(args.overrides)
     out = execute(
         args.plan,
         out=args.out,
-        overrides=args.overrides,
+        overrides=overrides,
+        store=store,
         shard=args.shard,
         reuse=args.reuse,
         progress=not args.no_progress,
@@ -86,6 +89,19 @@ def run_execute(args: argparse.Namespace) -> int:
     )
     print(out)
     return 0
+
+
+def split_store(overrides: list[str]) -> tuple[str | None, list[str]]:
+    """``run.store=DIR|off`` (the last one given) and the model overrides without it."""
+    store = None
+    rest = []
+    for ov in overrides:
+        key, eq, value = ov.partition("=")
+        if eq and key.lstrip("+") == "run.store":
+            store = value
+        else:
+            rest.append(ov)
+    return store, rest
 
 
 def run_merge(args: argparse.Namespace) -> int:

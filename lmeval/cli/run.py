@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
     if args.dry_run:  # the bill, and nothing run (lmeval/cli/estimate.py)
-        return _dry_run(str(plan), args, execute_model_overrides(list(args.overrides), c.header.config))
+        overrides = execute_model_overrides(list(args.overrides), c.header.config)
+        return _dry_run(str(plan), args, overrides, c.locations.get("run.store"))
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
     # the plan records user scoring code by content only: scoring finds its task folder under this run's
     # own run.include_path, as `lmeval score --include-path` would
@@ -104,19 +105,20 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         verbose=args.verbose,
         part_size=args.part_size,
+        store=c.locations.get("run.store"),
     )
     print_score(scorer.score_run(str(results), plan_path=str(plan), trust_code=trust, include_path=include))
     print(results)
     return 0
 
 
-def _dry_run(plan: str, args: argparse.Namespace, overrides: list[str]) -> int:
+def _dry_run(plan: str, args: argparse.Namespace, overrides: list[str], store: Any) -> int:
     from lmeval.cli.estimate import print_estimate
     from lmeval.plans import PlanReader
 
     args.slice_docs = 1
     with PlanReader(plan) as reader:  # no calibration slice: a dry run executes nothing
-        return print_estimate(plan, reader, args, overrides, calibrate=False)
+        return print_estimate(plan, reader, args, overrides, calibrate=False, store=store)
 
 
 def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bool, include: Any) -> int:
@@ -158,6 +160,7 @@ def _run_chain(args: argparse.Namespace, c: Any, overrides: list[str], trust: bo
             progress=not args.no_progress,
             verbose=args.verbose,
             part_size=args.part_size,
+            store=c.locations.get("run.store"),
         )
         print_score(scorer.score_run(str(results), plan_path=str(plan_k), trust_code=trust, include_path=include))
         stage.results_hash, nxt = compile_next(str(plan_k), str(results), c.locations)

@@ -215,9 +215,10 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{args.plan}: no task {args.task!r} in plan")
         if args.estimate is not None:
             from lmeval.cli.estimate import print_estimate
+            from lmeval.cli.execute import split_store
 
-            overrides = list(args.estimate)  # model overrides: a calibration slice on that model
-            return print_estimate(args.plan, reader, args, overrides, calibrate=bool(overrides))
+            store, overrides = split_store(list(args.estimate))  # model overrides: a calibration slice on it
+            return print_estimate(args.plan, reader, args, overrides, calibrate=bool(overrides), store=store)
         if args.cost or args.price_in is not None or args.price_out is not None:
             from lmeval.executor import cost_lines, plan_cost
 

@@ -19,6 +19,7 @@ LOCATION_KEYS: tuple[str, ...] = (
     "run.out",  # the plan file being written
     "run.data_dir",  # <data_dir>/<dataset>/<split>.jsonl
     "run.include_path",  # directories of lm-eval task YAMLs
+    "run.store",  # the result store's folder (or off): where answers are kept, never what they are
     "model.path",  # the model directory (weights, tokenizer): identity is name + tokenizer hash
     "model.gguf_file",  # a GGUF file in that directory or Hub repo: identity is its sha256 (model.tokenizer)
     "model.package",  # the installed Python package that ships the model file (the smollm2 preset)

@@ -1,6 +1,7 @@
 """What the executor writes: the run manifest, the result rows in checksummed Parquet parts, and the rule every row
 obeys (the rows answer the plan's Instances)."""
 
+from lmeval.plans.results.manifest import ANSWER_SOURCES as ANSWER_SOURCES
 from lmeval.plans.results.manifest import MANIFEST as MANIFEST
 from lmeval.plans.results.manifest import PART as PART
 from lmeval.plans.results.manifest import RESULT_COLUMNS as RESULT_COLUMNS

@@ -48,8 +48,11 @@ RESULT_COLUMNS: dict[str, str] = {
     # (plans/vocab/budgets.py) whether the end marker was forced because the budget ran out
     "reasoning_tokens": "Int64",  # generate_until: first response's tokens before its reasoning ends
     "thinking_forced": "Boolean",  # generate_until: the end marker was forced (the thinking budget ran out)
+    # optional (parts written before it read as null): where the row's answer came from (``ANSWER_SOURCES``)
+    "source": "String",  # computed (by this run's engine) | stored (the result store) | reused (--reuse DIR)
 }
-OPTIONAL_COLUMNS = ("reasoning_tokens", "thinking_forced")
+OPTIONAL_COLUMNS = ("reasoning_tokens", "thinking_forced", "source")
+ANSWER_SOURCES = ("computed", "stored", "reused")  # the values of ``source`` (executor/ANSWERSTORE.md)
 
 
 def polars_schema() -> dict[str, Any]:
@@ -150,6 +153,7 @@ class RunManifest:
     # the bill before the run (executor/estimate.py): the token estimate of what this run computed, beside
     # ``stats``' counts; empty in manifests written before it, or when nothing ran
     estimate: dict[str, Any] = field(default_factory=dict)
+    store: dict[str, Any] = field(default_factory=dict)  # the result store used: path, model_key (empty: off)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,6 +248,7 @@ _FIELD_TYPES: dict[str, Any] = {
     "execution": lambda v: isinstance(v, dict),
     "platform": lambda v: isinstance(v, dict),
     "estimate": lambda v: isinstance(v, dict),
+    "store": lambda v: isinstance(v, dict),
 }
 
 

@@ -28,8 +28,9 @@ def _plan(tmp: Path, base_url: str, name: str = "plan.msgpack") -> Path:
 
 
 def _execute(plan: Path, out: Path, *overrides: str) -> tuple[int, str, str]:
+    """An execute that sends every request (no result store: these tests watch where requests and keys go)."""
     return cli("execute", str(plan), "--out", str(out), "--no-progress", "model.engine.backoff_s=0.001",
-               "model.path=stub-model", *overrides)  # fmt: skip
+               "model.path=stub-model", "run.store=off", *overrides)  # fmt: skip
 
 
 def test_the_key_goes_to_the_server_this_user_names_not_the_plans(
@@ -154,3 +155,25 @@ def test_no_byte_any_command_writes_holds_the_key(tmp_path: Path, monkeypatch: p
     leaked = [str(p) for p in files if key.encode() in p.read_bytes()]
     assert leaked == [] and [t for t in printed if key in t] == []
     assert not any(key in v for k, v in os.environ.items() if k != "OPENAI_API_KEY")
+
+
+def test_the_result_store_keys_an_api_model_by_the_server_that_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same plan and model name on another server (``$OPENAI_BASE_URL`` here, the plan's next) is another
+    model: its answers are not served from the store (#63); the same server again is served."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-mine")
+    store = f"run.store={tmp_path / 'store'}"
+    with serving(Stub()) as planted, serving(Stub()) as mine:
+        plan = _plan(tmp_path, planted.url)
+        monkeypatch.setenv("OPENAI_BASE_URL", mine.url)
+        for out in ("a", "b"):
+            rc, _, err = cli("execute", str(plan), "--out", str(tmp_path / out), "--no-progress",
+                             "model.path=stub-model", store)  # fmt: skip
+            assert rc == 0, err
+        assert len(mine.auth) == 2 and planted.auth == []  # two documents, asked once: "b" came from the store
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        rc, _, err = cli("execute", str(plan), "--out", str(tmp_path / "c"), "--no-progress", "model.path=stub-model",
+                         store)  # fmt: skip
+        assert rc == 0, err
+        assert len(planted.auth) == 2 and set(read_results(tmp_path / "c")["source"]) == {"computed"}

@@ -151,21 +151,21 @@ def test_dry_run_compiles_estimates_and_executes_nothing(tmp_path: Path, monkeyp
 
     import lmeval.cli.estimate as cli_estimate
 
-    seen: list[list[str]] = []
-    original = cli_estimate.stored_lookup
+    seen: list[tuple[list[str], Any]] = []
+    original = cli_estimate.stored_ids
 
-    def lookup(path: str, header: Any, overrides: Any) -> Any:
-        seen.append(list(overrides))
-        return original(path, header, overrides)
+    def lookup(path: str, header: Any, firsts: Any, overrides: Any, store: Any) -> Any:
+        seen.append((list(overrides), store))
+        return original(path, header, firsts, overrides, store)
 
-    monkeypatch.setattr(cli_estimate, "stored_lookup", lookup)
+    monkeypatch.setattr(cli_estimate, "stored_ids", lookup)
     monkeypatch.setattr(lmeval.executor, "execute", refuse)
     monkeypatch.chdir(tmp_path)
     plan = tmp_path / "a.msgpack"
-    rc, out, err = cli_in_process("run", "+task=arith", "run.limit=3", "model.backend=fake", "--plan-out", str(plan),
-                                  "--dry-run", "--tokens-per-s", "100")  # fmt: skip
+    rc, out, err = cli_in_process("run", "+task=arith", "run.limit=3", "model.backend=fake", "run.store=off",
+                                  "--plan-out", str(plan), "--dry-run", "--tokens-per-s", "100")  # fmt: skip
     assert rc == 0, err
-    assert seen and all("model.backend=fake" in s for s in seen)  # the store is asked about the run's model
+    assert seen == [(["model.backend=fake"], "off")]  # the store is asked about the run's model and store
     got = _lines(out.split("\n", 1)[1])  # after the "plan: PATH" line
     p = read_plan(plan)
     est = estimate_tokens(p.header, p.instances)
@@ -201,18 +201,28 @@ def test_report_puts_the_estimate_beside_the_run() -> None:
     assert "estimate vs run" not in rows_for(run)  # type: ignore[arg-type]  # an older manifest: no row
 
 
-def test_the_store_seam_reaches_counts_and_price(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lmeval.cli.estimate as cli_estimate
-
+def test_answers_in_the_result_store_are_counted_and_not_priced(tmp_path: Path) -> None:
+    """The store's own lookup (``answered_ids``): after a fake run stored B's answer, the estimate on the same model
+    and store counts B stored, does not compute it, does not price it; with the store off, nothing is stored."""
     plan = hand_plan(tmp_path / "p.msgpack")
+    store = f"run.store={tmp_path / 'store'}"
     b = next(i for i in read_plan(plan).instances if i.task == "hand" and i.idx == 1)
-    monkeypatch.setattr(cli_estimate, "stored_lookup", lambda path, header, overrides: lambda insts: {b.instance_id})
-    rc, out, err = cli_in_process("show", str(plan), "--estimate", "--price-in", "1000", "--price-out", "10000")
+    only_b = tmp_path / "b.msgpack"
+    pt.build(only_b, [("hand", "multiple_choice", [(DocRecord("hand", 0, {}, 0, ["y"]), [b])])],
+             model=pt.tiny_model_config(engine={"block_size": 4}))  # fmt: skip
+    rc, out, err = cli_in_process("execute", str(only_b), "model.backend=fake", store, "--out", str(tmp_path / "r"),
+                                  "--no-progress")  # fmt: skip
+    assert rc == 0, err
+    args = ("--tokens-per-s", "11", "--price-in", "1000", "--price-out", "10000")
+    rc, out, err = cli_in_process("show", str(plan), "--estimate", "model.backend=fake", store, *args)
     assert rc == 0, err
     got = _lines(out)
     assert got["requests"].startswith("3 (1 already stored, 2 to run)")
     assert got["tokens to compute"].startswith("17 ")  # A: 13, G: 4 (B's 5 not computed)
     assert got["price"].startswith("0.1240 at")  # B's 12 prompt tokens not paid: (24 * 1000 + 10 * 10000) / 1e6
+    rc, out, err = cli_in_process("show", str(plan), "--estimate", "model.backend=fake", "run.store=off", *args)
+    assert rc == 0, err
+    assert _lines(out)["requests"].startswith("3 (0 already stored, 3 to run)")
 
 
 def test_calibration_slice_on_the_hf_backend_times_the_plan(tmp_path: Path) -> None:

@@ -296,8 +296,10 @@ def _ten_tasks(changed: int | None) -> list[pt.Task]:
 
 
 def _run_counting(plan: Path, out: Path, reuse: Path | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """A run that counts what reaches the engine; ``--reuse`` alone (no result store: ``run.store=off``)."""
     CountingFake.sent = []
-    opts = RunOptions(out=str(out), overrides=FAKE, reuse=str(reuse) if reuse else None, progress=False, part_size=8)
+    opts = RunOptions(out=str(out), overrides=FAKE, reuse=str(reuse) if reuse else None, progress=False, part_size=8,
+                      store="off")  # fmt: skip
     d = run_plan(str(plan), opts, backend_factory=lambda spec, md: CountingFake(spec, md))
     return frame(d), list(CountingFake.sent)
 
@@ -314,7 +316,10 @@ def test_reuse_runs_only_changed_instances(changed: int, tmp_path: Path) -> None
     assert len(sent) == n_changed and len(sent_full) == full.height
     stats = read_manifest(tmp_path / "inc").stats
     assert stats["executed"] == n_changed and stats["reused"] == full.height - n_changed
-    assert inc.equals(full)
+    assert inc.drop("source").equals(full.drop("source"))  # each row says where its answer came from
+    assert inc["source"].value_counts(sort=True).rows() == sorted(
+        [("reused", full.height - n_changed), ("computed", n_changed)], key=lambda r: -r[1]
+    )
     assert set(inc.filter(pl.col("task") == f"arc_part{changed}")["request_hash"]).isdisjoint(set(old["request_hash"]))
 
 
@@ -326,7 +331,8 @@ def test_scoring_only_change_reexecutes_nothing(tmp_path: Path) -> None:
     assert h1.plan_hash != h3.plan_hash
     old, _ = _run_counting(v1, tmp_path / "r1")
     new, sent = _run_counting(v3, tmp_path / "r3", reuse=tmp_path / "r1")
-    assert sent == [] and new.equals(old)
+    assert sent == [] and new.drop("source").equals(old.drop("source"))
+    assert set(new["source"]) == {"reused"} and set(old["source"]) == {"computed"}
     assert read_manifest(tmp_path / "r3").plan_hash == h3.plan_hash
 
 
