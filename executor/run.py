@@ -187,7 +187,6 @@ class _Run:
                 answers.store_dir_rows(out_dir, todo)
             elif todo:
                 backend = self.load(factory, todo, manifest, bar)
-                manifest.estimate = run_estimate(self.header, todo, backend)  # beside what it computes
                 sink = StoringSink(writer, answers, todo)
                 try:
                     JobLoop(backend, self.spec, self.plan_path, sink, stats).run(todo, bar.phase)
@@ -273,7 +272,8 @@ class _Run:
     def load(
         self, factory: BackendFactory, todo: list[InstanceRecord], manifest: RunManifest, bar: Progress
     ) -> Backend:
-        """Start the backend; the manifest learns its engine arguments, the GPUs it sees and its platform."""
+        """Start the backend; the manifest learns its engine arguments, the GPUs it sees, its platform and the
+        estimate of ``todo`` on it."""
         bar.phase("loading model")
         if any(i.request_type == "generate_until" and is_sampled(i.generation_kwargs) for i in todo):
             self.spec = replace(self.spec, seeded_sampling=True)
@@ -286,6 +286,7 @@ class _Run:
         platform = getattr(backend, "platform", None)
         if platform is not None:
             manifest.platform = platform.as_dict()
+        manifest.estimate = run_estimate(self.header, todo, backend)  # beside what it computes (executor/estimate.py)
         return backend
 
 
