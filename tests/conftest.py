@@ -5,6 +5,7 @@ entries written to the user's cache, no forked workers under pytest's capture), 
 
 import os
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,8 +14,17 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("LMEVAL_BUILD_CACHE", "0")
 os.environ.setdefault("LMEVAL_VERIFIED_PLANS", "0")  # every read fully checked (tests/plans/test_verified.py: on)
 os.environ.setdefault("LMEVAL_COMPILE_JOBS", "1")
-# the result store of session- and module-scoped fixtures (each test gets its own below): never the user's
+# the result store of session-scoped fixtures (each module and each test gets its own below): never the user's
 os.environ["LMEVAL_STORE_DIR"] = tempfile.mkdtemp(prefix="lmeval-test-store-")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_result_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The result store of a module's fixtures (module-scoped autouse fixtures come before the others of their
+    scope): no answer one module's fixtures stored serves another's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LMEVAL_STORE_DIR", str(tmp_path_factory.mktemp("module-store", numbered=True)))
+        yield
 
 
 @pytest.fixture(autouse=True)

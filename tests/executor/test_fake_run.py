@@ -58,7 +58,7 @@ def test_results_cover_the_plan_once_with_the_schema(mixed_plan: Path, reference
 
 def test_same_plan_twice_gives_identical_results(mixed_plan: Path, reference: pl.DataFrame, tmp_path: Path) -> None:
     out = execute(str(mixed_plan), out=str(tmp_path / "again"), overrides=FAKE, progress=False, part_size=7)
-    assert frame(out).equals(reference)
+    assert frame(out).equals(reference)  # a test's own result store: computed again, the same bytes
     m = read_manifest(out)
     assert m.finished and m.n_instances == reference.height and m.stats["executed"] == reference.height
 
@@ -80,10 +80,12 @@ def test_cli_prints_results_dir_last_and_default_name(mixed_plan: Path, tmp_path
 
 def _assert_resumed_equal(out: Path, reference: pl.DataFrame, before: int) -> None:
     df = frame(out)  # raises on a duplicated instance id
-    assert df.equals(reference)
+    assert df.drop("source").equals(reference.drop("source"))
     stats = read_manifest(out).stats
     assert stats["resumed"] == before
-    assert stats["executed"] == reference.height - before  # nothing already written was recomputed
+    # nothing already written was recomputed; what the killed run stored but had not written comes from the store
+    assert stats["executed"] + stats["stored"] == reference.height - before
+    assert set(df["source"]) <= {"computed", "stored"}
 
 
 @pytest.mark.parametrize("fault", ["manifest:1", "part-tmp:1", "part:1", "part-tmp:4", "part:6"])
@@ -156,7 +158,8 @@ def test_shards_merged_equal_unsharded(
     r = run_cli("merge", *map(str, dirs), "--out", str(tmp_path / "merged"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == str(tmp_path / "merged")
-    assert frame(tmp_path / "merged").equals(reference)
+    # identical requests of two shards were computed once (the test's result store): the answers are the same
+    assert frame(tmp_path / "merged").drop("source").equals(reference.drop("source"))
     m = read_manifest(tmp_path / "merged")
     assert m.shard is None and m.n_instances == reference.height
 

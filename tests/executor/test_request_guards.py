@@ -70,7 +70,7 @@ def test_the_efficiency_limit_counts_generated_tokens() -> None:
            "problem": lambda x, out: None}  # outputs of the shape the limit reads only
     )  # fmt: skip
     insts = [pt.instance("t", d, 0, "generate_until", f"q{d}", generation_kwargs={"until": []}) for d in range(3)]
-    spec = SimpleNamespace(backend="fake", token_rule=None, add_bos_token=None, prefix_token_id=None)
+    spec = SimpleNamespace(backend="fake", token_rule=None, add_bos_token=None, prefix_token_id=None, seed=1234)
     stats = RunStats()
     loop = JobLoop(SimpleNamespace(tokenizer=None), spec, "plan", _Sink(), stats)  # type: ignore[arg-type]
     loop.run_kind(kind, insts)

@@ -260,4 +260,5 @@ def _row(task: str, inst: dict[str, Any], iid: str, rh: str) -> tuple[Any, ...]:
         "stop" if response is not None else None,
         None,  # reasoning_tokens
         None,  # thinking_forced
+        "computed",  # source
     )
