@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lmeval.common import face_names
+from lmeval.common import lazy_face
 from lmeval.executor.batch import export_batch as export_batch
 from lmeval.executor.batch import import_batch as import_batch
 from lmeval.executor.cost import cost_lines as cost_lines
@@ -18,7 +19,20 @@ from lmeval.executor.cost import plan_cost as plan_cost
 from lmeval.executor.errors import ExecuteError as ExecuteError
 from lmeval.executor.options import DEFAULT_PART_SIZE, RunOptions, pool_options
 
-__all__ = face_names(__name__)
+if TYPE_CHECKING:  # the estimate (#63), imported on first use: ``import lmeval.executor`` stays as light
+    from lmeval.executor.calibrate import rates_of as rates_of
+    from lmeval.executor.calibrate import run_slice as run_slice
+    from lmeval.executor.estimate import Rates as Rates
+    from lmeval.executor.estimate import StoredLookup as StoredLookup
+    from lmeval.executor.estimate import TokenEstimate as TokenEstimate
+    from lmeval.executor.estimate import block_size_of as block_size_of
+    from lmeval.executor.estimate import estimate_lines as estimate_lines
+    from lmeval.executor.estimate import estimate_tokens as estimate_tokens
+    from lmeval.executor.estimate import no_store as no_store
+    from lmeval.executor.estimate import on_gpu as on_gpu
+    from lmeval.executor.estimate import price_line as price_line
+    from lmeval.executor.estimate import request_key as request_key
+    from lmeval.executor.storeuse import answered_ids as answered_ids
 
 
 def execute(
@@ -83,3 +97,6 @@ def merge(dirs: Sequence[str], out: str, plan: str | None = None) -> Path:
     from lmeval.executor.merging import merge as _merge
 
     return _merge(dirs, out, plan)
+
+
+__all__, __getattr__, __dir__ = lazy_face(__name__)

@@ -24,6 +24,7 @@ from lmeval.executor import faults, hardware
 from lmeval.executor.backends import Backend, plan_refusal, start_backend
 from lmeval.executor.efficiency import efficiency
 from lmeval.executor.errors import ExecuteError
+from lmeval.executor.estimate import estimate_note, run_estimate
 from lmeval.executor.hardware import versions
 from lmeval.executor.instances import load_instances, parse_shard
 from lmeval.executor.jobloop import JobLoop, RunStats, ms_since
@@ -206,18 +207,19 @@ class _Run:
                     session.close()
             finally:
                 quiet.__exit__(None, None, None)
-        self.summary(time.monotonic() - bar.started, out_dir)
+        self.summary(time.monotonic() - bar.started, out_dir, manifest.estimate)
         return out_dir
 
-    def summary(self, elapsed: float, out_dir: Path) -> None:
-        """The run's one summary line (stderr): what was computed, taken from the store, reused and resumed."""
+    def summary(self, elapsed: float, out_dir: Path, estimate: dict[str, Any]) -> None:
+        """The run's one summary line (stderr): what was computed, taken from the store, reused and resumed, and
+        the token estimate beside what was computed."""
         stats = self.stats
         print(
             f"executed {stats.executed} instances ({stats.requests} requests), from the store {stats.stored}, "
             f"reused {stats.reused}, "
             f"resumed {stats.resumed} of {stats.planned} in {elapsed:.1f}s (model load {stats.load_ms / 1000:.1f}s, "
             f"scoring {stats.scoring_ms / 1000:.1f}s, generation {stats.generation_ms / 1000:.1f}s)"
-            f"{efficiency_note(stats)} -> {out_dir}",
+            f"{efficiency_note(stats)}{estimate_note(estimate, stats.computed_tokens)} -> {out_dir}",
             file=sys.stderr,
         )
 
@@ -275,7 +277,8 @@ class _Run:
     def load(
         self, factory: BackendFactory, todo: list[InstanceRecord], manifest: RunManifest, bar: Progress
     ) -> Backend:
-        """Start the backend; the manifest learns its engine arguments, the GPUs it sees and its platform."""
+        """Start the backend; the manifest learns its engine arguments, the GPUs it sees, its platform and the
+        estimate of ``todo`` on it."""
         bar.phase("loading model")
         if any(i.request_type == "generate_until" and is_sampled(i.generation_kwargs) for i in todo):
             self.spec = replace(self.spec, seeded_sampling=True)
@@ -288,6 +291,7 @@ class _Run:
         platform = getattr(backend, "platform", None)
         if platform is not None:
             manifest.platform = platform.as_dict()
+        manifest.estimate = run_estimate(self.header, todo, backend)  # beside what it computes (executor/estimate.py)
         return backend
 
 

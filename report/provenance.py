@@ -13,7 +13,7 @@ from lmeval.report.inputs import Run
 
 _KNOWN = {
     "plan_hash", "plan_path", "model", "backend", "engine_args", "versions", "shard", "n_instances",
-    "started", "finished", "stats", "hardware", "workers",
+    "started", "finished", "stats", "hardware", "workers", "estimate",
 }  # fmt: skip
 _TIMINGS = (("load_ms", "model load"), ("scoring_ms", "scoring"), ("generation_ms", "generation"))
 _COUNTS = ("planned", "executed", "reused", "resumed", "requests", "cached_prompt_tokens", "rescored")
@@ -91,11 +91,30 @@ def rows_for(run: Run) -> dict[str, str]:
         ", ".join(f"{k.replace('_', ' ')} {stats[k]:,}" for k in _COUNTS if isinstance(stats.get(k), int))
         or str(m.get("n_instances", ""))
     )
+    if mapping(m, "estimate"):
+        out["estimate vs run"] = esc(_estimate_vs_run(mapping(m, "estimate"), stats))
     out["bootstrap iters"] = esc("" if run.results.bootstrap_iters is None else run.results.bootstrap_iters)
     extra = {k: v for k, v in m.items() if k not in _KNOWN}
     if extra:
         out["other manifest fields"] = _kv(extra)
     return out
+
+
+def _estimate_vs_run(est: dict[str, Any], stats: dict[str, Any]) -> str:
+    """The bill before the run (executor/estimate.py) beside what the run did: tokens to compute against the
+    tokens computed, requests, the prefix cache's hits and the time the engine took."""
+
+    def n(v: Any) -> str:
+        return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else "?"
+
+    gen = est.get("max_gen_tokens")
+    bound = f" + at most {n(gen)} generated" if isinstance(gen, int) and gen else ""
+    busy = sum(stats.get(k, 0) for k in ("scoring_ms", "generation_ms") if isinstance(stats.get(k), int))
+    return (
+        f"tokens to compute {n(est.get('to_compute'))}{bound} (blocks of {n(est.get('block_size'))}), computed "
+        f"{n(stats.get('computed_tokens'))}; requests {n(est.get('requests'))}, sent {n(stats.get('requests'))}; "
+        f"prefix-cache hits {n(stats.get('cached_prompt_tokens', 0))} prompt tokens; engine time {_seconds(busy)}"
+    )
 
 
 def _workers(w: Any) -> str:

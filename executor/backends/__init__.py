@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # re-exported on first use (common/lazyface.py), so that impo
     from lmeval.executor.backends.openai_chat import chat_body as chat_body
     from lmeval.executor.backends.openai_chat import chat_output as chat_output
     from lmeval.executor.backends.openai_chat import chat_refusal as chat_refusal
+    from lmeval.executor.backends.vllm_engine import MAX_TOKEN_IDS as MAX_TOKEN_IDS
+    from lmeval.executor.backends.vllm_engine import next_token_groups as next_token_groups
+    from lmeval.executor.backends.vllm_engine import reuse_order as reuse_order
 
 
 def backend_entry(spec: ModelSpec) -> BackendEntry:

@@ -36,6 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="show the engine's own output (else it goes to DIR/engine.log) and the plan checks' cost",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="compile and print the estimate (lmeval show --estimate) without running anything",
+    )
+    p.add_argument("--tokens-per-s", type=float, metavar="N", help="with --dry-run: the time at this rate")
+    p.add_argument("--price-in", type=float, metavar="USD", help="with --dry-run: price per million prompt tokens")
+    p.add_argument("--price-out", type=float, metavar="USD", help="with --dry-run: price per million generated tokens")
     p.set_defaults(func=run)
     n = sub.add_parser("next-turn", help="compile a chained plan's next stage from this stage's plan and results")
     n.add_argument("plan", help="stage K's plan file")
@@ -93,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         check_judges(graded, judge)  # before the model runs
     plan = c.write(args.plan_out)
     print(f"plan: {plan}")
+    if args.dry_run:  # the bill, and nothing run (lmeval/cli/estimate.py)
+        overrides = execute_model_overrides(compile_overrides, c.header.config)
+        return _dry_run(str(plan), args, overrides, c.locations.get("run.store"))
     trust = bool(args.trust_code)  # the flag is the one switch that grants trust, as for `lmeval score`
     # the plan records user scoring code by content only: scoring finds its task folder under this run's
     # own run.include_path, as `lmeval score --include-path` would
@@ -144,6 +155,15 @@ def _grade(args: argparse.Namespace, graded: dict[str, Any], judge: Any, stages:
     for where in judge_stages(stages, graded, judge, progress=not args.no_progress, verbose=args.verbose,
                               part_size=args.part_size):  # fmt: skip
         print_tables(judge_view(read_scored(where, samples=False).results, graded, only=True))
+
+
+def _dry_run(plan: str, args: argparse.Namespace, overrides: list[str], store: Any) -> int:
+    from lmeval.cli.estimate import print_estimate
+    from lmeval.plans import PlanReader
+
+    args.slice_docs = 1
+    with PlanReader(plan) as reader:  # no calibration slice: a dry run executes nothing
+        return print_estimate(plan, reader, args, overrides, calibrate=False, store=store)
 
 
 def _run_chain(

@@ -28,7 +28,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--price-in", type=float, metavar="USD", help="with --cost: price per million prompt tokens")
     p.add_argument("--price-out", type=float, metavar="USD", help="with --cost: price per million generated tokens")
+    add_estimate_args(p)
     p.set_defaults(func=run)
+
+
+def add_estimate_args(p: argparse.ArgumentParser) -> None:
+    """``--estimate [OVERRIDES]`` and its rate (``show`` and ``run --dry-run``; lmeval/cli/estimate.py)."""
+    p.add_argument(
+        "--estimate",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="the bill before the run: requests, prompt/distinct tokens, stored answers, tokens to compute, "
+        "generation bounds, and the time; with model overrides (e.g. model=smollm2) times a calibration slice "
+        "of the plan on that engine",
+    )
+    p.add_argument("--tokens-per-s", type=float, metavar="N", help="with --estimate: time at this rate (no slice)")
+    p.add_argument("--slice-docs", type=int, default=4, metavar="N", help="with --estimate: calibration documents")
 
 
 def instance_json(rec: InstanceRecord) -> dict[str, Any]:
@@ -198,6 +213,12 @@ def run(args: argparse.Namespace) -> int:
             from lmeval.plans import UserError
 
             raise UserError(f"{args.plan}: no task {args.task!r} in plan")
+        if args.estimate is not None:
+            from lmeval.cli.estimate import print_estimate
+            from lmeval.cli.execute import split_store
+
+            store, overrides = split_store(list(args.estimate))  # model overrides: a calibration slice on it
+            return print_estimate(args.plan, reader, args, overrides, calibrate=bool(overrides), store=store)
         if args.cost or args.price_in is not None or args.price_out is not None:
             from lmeval.executor import cost_lines, plan_cost
 

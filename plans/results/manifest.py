@@ -150,6 +150,9 @@ class RunManifest:
     execution: dict[str, Any] = field(default_factory=dict)
     platform: dict[str, Any] = field(default_factory=dict)  # kind, device_count, device_names (engine's)
     numerics: Numerics = field(default_factory=Numerics)  # what the floats depend on (kernel paths, cutting)
+    # the bill before the run (executor/estimate.py): the token estimate of what this run computed, beside
+    # ``stats``' counts; empty in manifests written before it, or when nothing ran
+    estimate: dict[str, Any] = field(default_factory=dict)
     store: dict[str, Any] = field(default_factory=dict)  # the result store: path (when on), model_key, seed
 
     def to_dict(self) -> dict[str, Any]:
@@ -244,6 +247,7 @@ _FIELD_TYPES: dict[str, Any] = {
     "hardware": lambda v: isinstance(v, dict),
     "execution": lambda v: isinstance(v, dict),
     "platform": lambda v: isinstance(v, dict),
+    "estimate": lambda v: isinstance(v, dict),
     "store": lambda v: isinstance(v, dict),
 }
 
