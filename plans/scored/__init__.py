@@ -3,6 +3,7 @@ contamination, intervals, honest subsets (design note: plans/scored/SCORED.md)."
 
 from lmeval.plans.scored.clean import Contamination as Contamination
 from lmeval.plans.scored.clean import side_by_side as side_by_side
+from lmeval.plans.scored.composites import JUDGED_BY as JUDGED_BY
 from lmeval.plans.scored.composites import NA as NA
 from lmeval.plans.scored.composites import PARTIAL as PARTIAL
 from lmeval.plans.scored.composites import Flag as Flag

@@ -24,8 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lmeval.plans.vocab.judging import JUDGED_BY
-
 if TYPE_CHECKING:
     from lmeval.plans.scored.files import ScoredRun
 
@@ -53,6 +51,10 @@ class Flag:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "reasons": self.reasons, "metrics": self.metrics, "missing": self.missing}
+
+
+# the task config key naming a task's judges (plans/vocab/judging.py reads its value): their grades are its score
+JUDGED_BY = "judged_by"
 
 
 def judge_graded(config: Any) -> bool:

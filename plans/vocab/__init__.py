@@ -2,6 +2,7 @@
 reasoning, budgets, seeds (``run.seed``), subsampling, sample scores, judging, regexes and the JSONL task spec;
 ``extend`` adds the names the scorer's registries gain at run time."""
 
+from lmeval.plans.scored import JUDGED_BY as JUDGED_BY
 from lmeval.plans.vocab.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
 from lmeval.plans.vocab.backends import GENERATION_ONLY_BACKENDS as GENERATION_ONLY_BACKENDS
 from lmeval.plans.vocab.backends import BackendEntry as BackendEntry
@@ -27,7 +28,6 @@ from lmeval.plans.vocab.jsonl_spec import MCQ_LETTERS as MCQ_LETTERS
 from lmeval.plans.vocab.jsonl_spec import POST_PROCESS as POST_PROCESS
 from lmeval.plans.vocab.jsonl_spec import REQUIRED_FIELDS as REQUIRED_FIELDS
 from lmeval.plans.vocab.jsonl_spec import SPEC_METRICS as SPEC_METRICS
-from lmeval.plans.vocab.judging import JUDGED_BY as JUDGED_BY
 from lmeval.plans.vocab.judging import MODES as MODES
 from lmeval.plans.vocab.judging import PARSE_SECONDS as PARSE_SECONDS
 from lmeval.plans.vocab.judging import TASK_PREFIX as TASK_PREFIX

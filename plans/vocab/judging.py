@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmeval.plans.errors import PlanError
+from lmeval.plans.scored import JUDGED_BY
 from lmeval.plans.vocab.regexes import compile_regex, groups_bounded, nested_quantifier, search_bounded
 
 MODES = ("single", "pairwise")
@@ -129,8 +130,8 @@ def consistent(first: str | None, swapped: str | None) -> str | None:
     return first if first == back else "tie"
 
 
-# --- a judge-graded task (task config ``judged_by``): checked by the compiler, run by ``lmeval run``
-JUDGED_BY = "judged_by"
+# --- a judge-graded task (task config ``judged_by``, named by the scored wing, whose composites read it too):
+# checked by the compiler, run by ``lmeval run``
 
 
 @dataclass(frozen=True)
