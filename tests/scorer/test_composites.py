@@ -76,7 +76,7 @@ def test_run_limit_labels_every_group_partial(mmlu: dict[str, Any]) -> None:
         assert f["reasons"] == [f"run.limit={LIMIT}: the first {LIMIT} documents of each task"]
         assert isinstance(res["results"][g]["acc,none"], float)  # the value stays lm-eval's (a valid estimate)
     cells = _row(mmlu["console"], "mmlu (partial)")
-    assert cells[4] == "acc" and float(cells[6]) == pytest.approx(res["results"]["mmlu"]["acc,none"], abs=5e-5)
+    assert cells[4] == "acc" and cells[6] == f"{res['results']['mmlu']['acc,none']:.4f}"  # as printed
     assert f"mmlu: PARTIAL: run.limit={LIMIT}: the first {LIMIT} documents of each task" in mmlu["console"]
     assert "N/A" not in mmlu["console"]
 
