@@ -149,7 +149,7 @@ MOVED = (
         "Reports: one HTML page for one or many runs",
         "tutorial/first-report.md",
         "`lmeval report RESULTS_DIR... [--baseline DIR] [-o report.html]` writes one file that open",
-        "hots under pytest's temporary directory, or under `$LMEVAL_TEST_ARTIFACTS` when it is set.",
+        "that the chart's pixels are drawn, and that every score, interval and marked difference is the runs'.",
     ),
     (
         "Exports: lm-eval sample logs, Every Eval Ever, Hub eval results",
