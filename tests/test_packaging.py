@@ -68,6 +68,7 @@ def test_wheel_holds_the_lmeval_package_and_its_data(wheel: Path) -> None:
     # every Python module of the CLI and of each linked package
     py = {f"lmeval/{p.name}" for p in (ROOT / "lmeval").glob("*.py")}
     py |= {f"lmeval/cli/{p.name}" for p in (ROOT / "lmeval" / "cli").glob("*.py")}  # the commands
+    py |= {f"lmeval/flow/{p.name}" for p in (ROOT / "lmeval" / "flow").glob("*.py")}  # the staged-run driver
     for pkg in LINKED:
         py |= _source_files(pkg, "*.py")
     assert py - names == set()

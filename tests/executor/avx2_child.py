@@ -2,7 +2,8 @@
 ``tests/kernelpath`` first on ``PYTHONPATH`` and ``LMEVAL_TEST_CPU_ISA=avx2`` (so torch, oneDNN and vLLM
 compute with AVX2 kernels). On one engine: the plan into OUT/a (part size 16), again into OUT/b (warm prefix
 cache, part size 5), a resume into OUT/c (OUT/a's first parts kept, the rest executed again), and the plan's
-log-likelihood requests read through the prefix cache and recomputed in full (OUT/scores.json)."""
+log-likelihood requests read through the prefix cache and recomputed in full (OUT/scores.json). No result
+store: every run computes (what is compared is the engine's paths)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,13 @@ from tests.executor.vllm_plan import SharedEngine
 
 def main(plan: str, out: Path) -> None:
     engine = SharedEngine()
-    run_plan(plan, RunOptions(out=str(out / "a"), progress=False, part_size=16), backend_factory=engine)
-    run_plan(plan, RunOptions(out=str(out / "b"), progress=False, part_size=5), backend_factory=engine)
+    run_plan(plan, RunOptions(out=str(out / "a"), progress=False, part_size=16, store="off"), backend_factory=engine)
+    run_plan(plan, RunOptions(out=str(out / "b"), progress=False, part_size=5, store="off"), backend_factory=engine)
     shutil.copytree(out / "a", out / "c")
     parts = part_files(out / "c")
     for p in parts[len(parts) // 2 :]:
         p.unlink()
-    run_plan(plan, RunOptions(out=str(out / "c"), progress=False, part_size=8), backend_factory=engine)
+    run_plan(plan, RunOptions(out=str(out / "c"), progress=False, part_size=8, store="off"), backend_factory=engine)
     spec = model_spec(resolve_model_config(read_header(plan), []))
     engine(spec, resolve_model_dir(spec))
     backend = engine.backend
