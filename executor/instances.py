@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from lmeval.executor.errors import ExecuteError
 from lmeval.plans import REQUEST_TYPES, InstanceRecord, PlanError, PlanHeader, PlanReader, shard_of
@@ -37,3 +38,15 @@ def load_instances(plan_path: str, shard: tuple[int, int] | None) -> tuple[PlanH
                 f"{plan_path}: task {rec.task} doc {rec.doc_id}: unknown request_type {rec.request_type!r}"
             )
     return header, out
+
+
+def instance_columns(inst: InstanceRecord) -> dict[str, Any]:
+    """The columns of a result row that name its Instance (whatever answered it: the engine, the store, a reuse)."""
+    return {
+        "instance_id": inst.instance_id,
+        "task": inst.task,
+        "doc_id": inst.doc_id,
+        "idx": inst.idx,
+        "request_type": inst.request_type,
+        "request_hash": inst.request_hash,
+    }

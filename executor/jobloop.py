@@ -22,6 +22,7 @@ from lmeval.executor.answercheck import AnswerProblem, checked_answers, gen_prob
 from lmeval.executor.answerkey import request_part
 from lmeval.executor.backends import Backend, RequestFailed
 from lmeval.executor.efficiency import distinct_positions
+from lmeval.executor.instances import instance_columns
 from lmeval.executor.media import with_images
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.executor.requests import (
@@ -119,12 +120,7 @@ KINDS = (SCORING, GENERATION)  # the order a run takes them in
 def result_row(inst: InstanceRecord, res: JobResult) -> dict[str, Any]:
     responses = res.responses
     return {
-        "instance_id": inst.instance_id,
-        "task": inst.task,
-        "doc_id": inst.doc_id,
-        "idx": inst.idx,
-        "request_type": inst.request_type,
-        "request_hash": inst.request_hash,
+        **instance_columns(inst),
         "loglikelihood": res.loglikelihood,
         "is_greedy": res.is_greedy,
         "n_continuation_tokens": res.n_continuation_tokens,

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from lmeval.executor.answerkey import answer_key, reasoning_rule, request_part
 from lmeval.executor.answerstore import RULE, AnswerStore, StoreEntry, run_model_key, store_location
+from lmeval.executor.instances import instance_columns
 from lmeval.executor.modelconf import ModelSpec
 from lmeval.plans import InstanceRecord, PlanHeader
 
@@ -19,16 +20,7 @@ BATCH = 256  # answers per store transaction while a run streams
 
 def plan_row(inst: InstanceRecord, answer: dict[str, Any], source: str) -> dict[str, Any]:
     """``answer`` (the answer columns of a stored or reused row) as the row of ``inst`` in this plan."""
-    return {
-        **answer,
-        "instance_id": inst.instance_id,
-        "task": inst.task,
-        "doc_id": inst.doc_id,
-        "idx": inst.idx,
-        "request_type": inst.request_type,
-        "request_hash": inst.request_hash,
-        "source": source,
-    }
+    return {**answer, **instance_columns(inst), "source": source}
 
 
 class StoreUse:
